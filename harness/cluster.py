@@ -1,0 +1,344 @@
+"""Cluster handles: an embedded multi-node Ray cluster, or an existing one.
+
+`EmbeddedCluster` starts a head (kept out of training: no CPUs, no GPUs) and N
+worker nodes, each a real raylet, on this host with `ray.cluster_utils.Cluster`.
+It can add, remove (graceful or not) and replace nodes, and lists nodes with
+their raylet pid and the train worker pids on them. Teardown is guaranteed:
+on `close()` / context exit, on Ctrl-C and SIGTERM (turned into an exception),
+and on a hard crash of this process, where the `harness.reaper` child, which
+holds a pipe to us, kills every process the cluster started.
+
+`ExistingCluster` connects to a running cluster by address and never stops
+anything it did not start.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+import ray
+
+from harness import ray_private as rp
+
+#: Ray Core settings per detection profile. "fast" makes GCS declare a dead or
+#: stopped node within ~2-5 s and gives death causes (e.g. `preempted`) time to
+#: reach the Train controller; "ray_defaults" is what a stock cluster does.
+PROFILES: Dict[str, Dict[str, Any]] = {
+    "fast": {
+        "system_config": {
+            "health_check_initial_delay_ms": 1000,
+            "health_check_period_ms": 500,
+            "health_check_timeout_ms": 500,
+            "health_check_failure_threshold": 3,
+            "timeout_ms_task_wait_for_death_info": 10000,
+        },
+        "train_env": {
+            "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.25",
+            "RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S": "10",
+            "RAY_TRAIN_PREEMPTION_POLL_INTERVAL_S": "0.5",
+            "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "20",
+        },
+    },
+    "ray_defaults": {"system_config": {}, "train_env": {}},
+}
+
+NODE_OBJECT_STORE_BYTES = 80 * 1024 * 1024
+
+
+@dataclass
+class NodeInfo:
+    index: int                    # harness node index (0..N-1 for worker nodes, -1 head)
+    node_id: str
+    alive: bool
+    is_head: bool
+    raylet_pid: Optional[int]
+    resources: Dict[str, float] = field(default_factory=dict)
+    train_worker_pids: List[int] = field(default_factory=list)
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not be started or reached; one line for the user."""
+
+
+class _Reaper:
+    """A child that kills our cluster's processes if this process dies first."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.reaper", str(os.getpid())],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, text=True,
+        )
+
+    def watch(self, pids: List[int]) -> None:
+        try:
+            self.proc.stdin.write(" ".join(str(p) for p in pids) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    def release(self) -> None:
+        try:
+            self.proc.stdin.write("done\n")
+            self.proc.stdin.close()
+        except (BrokenPipeError, ValueError):
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class EmbeddedCluster:
+    """A head plus `nodes` worker raylets on this host."""
+
+    owns_cluster = True
+
+    def __init__(self, nodes: int = 3, cpus_per_node: int = 1, gpus_per_node: int = 0,
+                 profile: str = "fast"):
+        if profile not in PROFILES:
+            raise ClusterError(f"cluster.profile: unknown {profile!r}; allowed: {', '.join(PROFILES)}")
+        self.num_nodes = nodes
+        self.cpus_per_node = cpus_per_node
+        self.gpus_per_node = gpus_per_node
+        self.profile = profile
+        self._cluster = None
+        self._nodes: Dict[int, Any] = {}       # harness index -> ray Node
+        self._next_index = 0
+        self._temp_dir: Optional[str] = None
+        self._reaper: Optional[_Reaper] = None
+        self._old_sigterm = None
+        self.start_time_s: Optional[float] = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> "EmbeddedCluster":
+        from ray.cluster_utils import Cluster
+
+        if ray.is_initialized():
+            raise ClusterError("a Ray driver is already connected in this process; one cluster at a time")
+        t0 = time.time()
+        self._install_sigterm()
+        self._reaper = _Reaper()
+        # A short private temp dir: Ray's socket paths must stay under 107 bytes.
+        self._temp_dir = tempfile.mkdtemp(prefix="fth-", dir="/tmp")
+        # Ray records the current cluster's address under /tmp/ray whatever temp_dir says.
+        self._made_ray_dir = not os.path.isdir("/tmp/ray")
+        os.makedirs("/tmp/ray", exist_ok=True)
+        try:
+            self._cluster = Cluster(
+                initialize_head=True,
+                head_node_args={
+                    "num_cpus": 0,
+                    "num_gpus": 0,
+                    "resources": {"ftharness_head": 1},
+                    "temp_dir": self._temp_dir,
+                    "object_store_memory": NODE_OBJECT_STORE_BYTES,
+                    "_system_config": PROFILES[self.profile]["system_config"],
+                },
+            )
+            self._watch(self._cluster.head_node)
+            for _ in range(self.num_nodes):
+                self.add_node(wait=False)
+            self._cluster.wait_for_nodes()
+            ray.init(address=self._cluster.address, _temp_dir=self._temp_dir,
+                     logging_level="ERROR", log_to_driver=False, namespace="ftharness")
+        except BaseException:
+            self.close()
+            raise
+        self.start_time_s = time.time() - t0
+        return self
+
+    def close(self) -> None:
+        """Stop every process this cluster started and remove its temp dir."""
+        try:
+            if ray.is_initialized():
+                ray.shutdown()
+        finally:
+            if self._cluster is not None:
+                try:
+                    self._cluster.shutdown()
+                except Exception:
+                    pass
+                self._cluster = None
+            self._nodes.clear()
+            if self._reaper is not None:
+                self._reaper.release()
+                self._reaper = None
+            if self._temp_dir:
+                shutil.rmtree(self._temp_dir, ignore_errors=True)
+                self._temp_dir = None
+            if getattr(self, "_made_ray_dir", False):
+                shutil.rmtree("/tmp/ray", ignore_errors=True)
+                self._made_ray_dir = False
+            self._restore_sigterm()
+
+    def __enter__(self) -> "EmbeddedCluster":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _install_sigterm(self) -> None:
+        def on_term(signum, frame):
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        try:
+            self._old_sigterm = signal.signal(signal.SIGTERM, on_term)
+        except ValueError:  # not the main thread
+            self._old_sigterm = None
+
+    def _restore_sigterm(self) -> None:
+        if self._old_sigterm is not None:
+            try:
+                signal.signal(signal.SIGTERM, self._old_sigterm)
+            except ValueError:
+                pass
+            self._old_sigterm = None
+
+    def _watch(self, node) -> None:
+        if self._reaper is not None:
+            self._reaper.watch([p for pids in rp.node_process_pids(node).values() for p in pids])
+
+    # ---------------------------------------------------------------------- nodes
+    @property
+    def address(self) -> str:
+        return self._cluster.address
+
+    @property
+    def temp_dir(self) -> Optional[str]:
+        return self._temp_dir
+
+    def add_node(self, wait: bool = True, cpus: Optional[int] = None) -> int:
+        """Start one more worker node (main thread only); returns its index."""
+        node = self._cluster.add_node(
+            wait=wait,
+            num_cpus=self.cpus_per_node if cpus is None else cpus,
+            num_gpus=self.gpus_per_node,
+            resources={"ftharness_worker": 1},
+            temp_dir=self._temp_dir,
+            object_store_memory=NODE_OBJECT_STORE_BYTES,
+        )
+        self._watch(node)
+        index = self._next_index
+        self._next_index += 1
+        self._nodes[index] = node
+        return index
+
+    def remove_node(self, index: int, graceful: bool = False) -> None:
+        """Stop a worker node: SIGKILL its processes, or SIGTERM first if graceful."""
+        node = self._nodes.pop(index)
+        self._cluster.remove_node(node, allow_graceful=graceful)
+
+    def replace_node(self, index: int, graceful: bool = False) -> int:
+        self.remove_node(index, graceful=graceful)
+        return self.add_node()
+
+    def node(self, index: int):
+        return self._nodes[index]
+
+    def node_index(self, node_id: str) -> Optional[int]:
+        for i, n in self._nodes.items():
+            if n.node_id == node_id:
+                return i
+        return None
+
+    def node_id(self, index: int) -> str:
+        return self._nodes[index].node_id
+
+    def worker_node_indices(self) -> List[int]:
+        return sorted(self._nodes)
+
+    def nodes(self) -> List[NodeInfo]:
+        """Every node this cluster knows, with raylet and train worker pids."""
+        by_node: Dict[str, List[int]] = {}
+        for a in rp.train_worker_actors():
+            by_node.setdefault(a["node_id"], []).append(a["pid"])
+        alive = {n["NodeID"]: n for n in ray.nodes() if n.get("Alive")}
+        out = [NodeInfo(-1, self._cluster.head_node.node_id, self._cluster.head_node.node_id in alive,
+                        True, rp.raylet_pid(self._cluster.head_node),
+                        alive.get(self._cluster.head_node.node_id, {}).get("Resources", {}))]
+        for i, n in sorted(self._nodes.items()):
+            out.append(NodeInfo(i, n.node_id, n.node_id in alive, False, rp.raylet_pid(n),
+                                alive.get(n.node_id, {}).get("Resources", {}),
+                                sorted(by_node.get(n.node_id, []))))
+        return out
+
+    def all_pids(self) -> List[int]:
+        pids = []
+        for n in [self._cluster.head_node, *self._nodes.values()]:
+            for ps in rp.node_process_pids(n).values():
+                pids.extend(ps)
+        return pids
+
+    def head_node_id(self) -> str:
+        return self._cluster.head_node.node_id
+
+    def train_env(self) -> Dict[str, str]:
+        return dict(PROFILES[self.profile]["train_env"])
+
+
+class ExistingCluster:
+    """A cluster somebody else runs, reached by address; never torn down by us."""
+
+    owns_cluster = False
+
+    def __init__(self, address: str, profile: str = "fast"):
+        self.address = address
+        self.profile = profile
+        self.start_time_s = 0.0
+
+    def start(self) -> "ExistingCluster":
+        if ray.is_initialized():
+            raise ClusterError("a Ray driver is already connected in this process")
+        try:
+            ray.init(address=self.address, logging_level="ERROR", log_to_driver=False,
+                     namespace="ftharness")
+        except Exception as e:  # ConnectionError, ValueError, ...
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ClusterError(f"--address {self.address}: cannot connect ({msg})") from None
+        return self
+
+    def close(self) -> None:
+        if ray.is_initialized():
+            ray.shutdown()
+
+    def __enter__(self) -> "ExistingCluster":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def nodes(self) -> List[NodeInfo]:
+        by_node: Dict[str, List[int]] = {}
+        for a in rp.train_worker_actors():
+            by_node.setdefault(a["node_id"], []).append(a["pid"])
+        head = ray.get_runtime_context().get_node_id()
+        out = []
+        for i, n in enumerate(sorted(ray.nodes(), key=lambda n: n["NodeID"])):
+            out.append(NodeInfo(i, n["NodeID"], bool(n.get("Alive")), n["NodeID"] == head, None,
+                                n.get("Resources", {}), sorted(by_node.get(n["NodeID"], []))))
+        return out
+
+    def head_node_id(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    def train_env(self) -> Dict[str, str]:
+        # Ray Core settings of a running cluster cannot be changed from here;
+        # the Train-side timings of the profile still apply to our run.
+        return dict(PROFILES[self.profile]["train_env"])
+
+
+def open_cluster(spec, address: Optional[str] = None):
+    """A not-yet-started cluster handle for a scenario's `cluster` section."""
+    address = address or spec.address
+    if address:
+        return ExistingCluster(address, profile=spec.profile)
+    return EmbeddedCluster(spec.nodes, spec.cpus_per_node, spec.gpus_per_node, spec.profile)

@@ -1,0 +1,216 @@
+"""The durable, ordered history of a run: one JSON object per line.
+
+Every source (training workers, the Train controller callback, the fault
+injector, the harness itself) hands its events to one `HistoryActor` pinned to
+the driver's node. The actor stamps each event with a sequence number, appends
+it to `history.jsonl` and flushes before it acknowledges; emitters wait for that
+acknowledgement, so a process killed after `emit` returned loses nothing.
+
+Event kinds and their fields are documented in docs/history.md; the `KINDS`
+table below is the same list in code. `load_history(path)` gives a pandas frame.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any, Dict, Iterable, List, Optional
+
+import ray
+
+HISTORY_FILE = "history.jsonl"
+NAMESPACE = "ftharness"
+
+#: event kind -> (source, what it means). Documented at length in docs/history.md.
+KINDS: Dict[str, tuple] = {
+    "run_start": ("harness", "a fit() of the scenario begins"),
+    "run_end": ("harness", "fit() returned or raised; outcome, error"),
+    "controller_state": ("controller", "the Train controller changed state"),
+    "failure": ("controller", "a training failure met the failure policy; budget class and decision"),
+    "attempt_start": ("controller", "a worker group is about to start (new or reused attempt id)"),
+    "worker_group_started": ("controller", "all workers of an attempt are up; ranks, nodes, pids"),
+    "worker_group_shutdown": ("controller", "a worker group is shut down; per-rank errors"),
+    "checkpoint_registered": ("controller", "the controller registered a reported checkpoint"),
+    "worker_start": ("worker", "the train function starts on a rank; what it restored"),
+    "step": ("worker", "a training step finished on a rank; rows consumed"),
+    "checkpoint_written": ("worker", "a rank wrote checkpoint files locally, before report"),
+    "report": ("worker", "ray.train.report returned on a rank; the checkpoint it persisted"),
+    "preemption_notice": ("worker", "a rank saw a preemption notice"),
+    "worker_end": ("worker", "the train function returned on a rank"),
+    "worker_error": ("worker", "the train function raised on a rank"),
+    "fault_injected": ("injector", "a fault was done; target asked and hit"),
+    "fault_healed": ("injector", "a fault was healed"),
+    "fault_skipped": ("injector", "a fault could not be done; why"),
+}
+
+
+@ray.remote(num_cpus=0, max_concurrency=64)
+class HistoryActor:
+    """Appends events to a JSONL file in arrival order; answers progress queries.
+
+    Also maps worker pids to attempts: the controller callback announces each
+    worker group, and a worker asks which attempt it belongs to (`join`).
+    """
+
+    def __init__(self, path: str):
+        self._path = path
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._file = open(path, "a", buffering=1)
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._attempt_by_pid: Dict[int, Dict[str, Any]] = {}
+        self._attempt_ids: List[str] = []
+        self._group_ready = threading.Condition(self._lock)
+        self._progress: Dict[str, Any] = {"step": 0, "attempt": 0, "failures": 0, "ended": False}
+
+    # -- writing
+    def append(self, event: Dict[str, Any]) -> int:
+        with self._lock:
+            return self._append_locked(event)
+
+    def _append_locked(self, event: Dict[str, Any]) -> int:
+        self._seq += 1
+        event = dict(event)
+        event["seq"] = self._seq
+        event.setdefault("t", time.time())
+        self._file.write(json.dumps(event, default=str) + "\n")
+        self._file.flush()
+        self._track(event)
+        return self._seq
+
+    def _track(self, e: Dict[str, Any]) -> None:
+        kind = e.get("kind")
+        if kind == "attempt_start":
+            aid = e.get("attempt_id")
+            if aid not in self._attempt_ids:
+                self._attempt_ids.append(aid)
+            self._progress["attempt"] = self._attempt_ids.index(aid) + 1
+        elif kind == "step":
+            self._progress["step"] = max(self._progress["step"], int(e.get("step") or 0))
+        elif kind == "failure":
+            self._progress["failures"] += 1
+        elif kind == "run_end":
+            self._progress["ended"] = True
+
+    def attempt_of(self, attempt_id: str) -> int:
+        """1-based ordinal of an attempt id (0 if unknown)."""
+        with self._lock:
+            if attempt_id not in self._attempt_ids:
+                self._attempt_ids.append(attempt_id)
+            return self._attempt_ids.index(attempt_id) + 1
+
+    def announce_group(self, attempt_id: str, members: List[Dict[str, Any]]) -> None:
+        with self._lock:
+            if attempt_id not in self._attempt_ids:
+                self._attempt_ids.append(attempt_id)
+            attempt = self._attempt_ids.index(attempt_id) + 1
+            for m in members:
+                self._attempt_by_pid[int(m["pid"])] = {"attempt": attempt, "attempt_id": attempt_id}
+            self._group_ready.notify_all()
+
+    def join(self, pid: int, timeout_s: float = 30.0) -> Dict[str, Any]:
+        """The attempt of the worker with this pid; waits for the group announcement."""
+        deadline = time.time() + timeout_s
+        with self._lock:
+            while pid not in self._attempt_by_pid and time.time() < deadline:
+                self._group_ready.wait(timeout=max(0.0, deadline - time.time()))
+            return dict(self._attempt_by_pid.get(pid, {"attempt": 0, "attempt_id": None}))
+
+    # -- reading
+    def progress(self) -> Dict[str, Any]:
+        with self._lock:
+            return dict(self._progress, events=self._seq)
+
+    def close(self) -> int:
+        with self._lock:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            return self._seq
+
+
+def actor_name(run_name: str) -> str:
+    return f"ftharness-history-{run_name}"
+
+
+def start_history(path: str, run_name: str, node_id: Optional[str] = None):
+    """Start the history actor for a run, pinned to `node_id` (default: this node)."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    node_id = node_id or ray.get_runtime_context().get_node_id()
+    handle = HistoryActor.options(
+        name=actor_name(run_name),
+        namespace=NAMESPACE,
+        lifetime=None,
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+    ).remote(os.path.abspath(path))
+    ray.get(handle.progress.remote())
+    return handle
+
+
+class Emitter:
+    """A handle any process of the run uses to record events durably.
+
+    `emit` blocks until the history actor has flushed the event. Failures to
+    record never raise into training or into the Train controller.
+    """
+
+    def __init__(self, run_name: str, source: str, base: Optional[Dict[str, Any]] = None):
+        self.run_name = run_name
+        self.source = source
+        self.base = dict(base or {})
+        self._handle = None
+
+    def handle(self):
+        if self._handle is None:
+            self._handle = ray.get_actor(actor_name(self.run_name), namespace=NAMESPACE)
+        return self._handle
+
+    def event(self, kind: str, **fields: Any) -> Dict[str, Any]:
+        e = {"t": time.time(), "kind": kind, "source": self.source, "run": self.run_name}
+        e.update(self.base)
+        e.update(fields)
+        return e
+
+    def emit(self, kind: str, wait: bool = True, **fields: Any) -> Optional[int]:
+        e = self.event(kind, **fields)
+        try:
+            ref = self.handle().append.remote(e)
+            return ray.get(ref, timeout=30) if wait else None
+        except Exception:  # never break the caller; the gap is visible in the history
+            return None
+
+
+# ------------------------------------------------------------------------- loading
+def read_events(path: str) -> List[Dict[str, Any]]:
+    """Events of a history file in sequence order; a torn last line is skipped."""
+    if os.path.isdir(path):
+        path = os.path.join(path, HISTORY_FILE)
+    events = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    events.sort(key=lambda e: e.get("seq", 0))
+    return events
+
+
+def load_history(path: str):
+    """A results folder's (or a history file's) events as a pandas DataFrame."""
+    import pandas as pd
+
+    df = pd.DataFrame(read_events(path))
+    if not df.empty:
+        df["time"] = pd.to_datetime(df["t"], unit="s")
+    return df
+
+
+def of_kind(events: Iterable[Dict[str, Any]], *kinds: str) -> List[Dict[str, Any]]:
+    return [e for e in events if e.get("kind") in kinds]

@@ -1,0 +1,179 @@
+"""Worker-side instrumentation that wraps any Ray Train `train_loop_per_worker`.
+
+`instrument(train_fn, run_name)` returns a function with the same signature for
+TorchTrainer. On each worker it records: the start (which checkpoint was
+restored and at which lineage step), every `ray.train.report` (however the user
+imported it) with the checkpoint it persisted, steps, and the end or the error.
+
+Steps. A user job's step is one `ray.train.report` call; step N is the N-th
+report of the run's lineage (restores resume the count from the checkpoint).
+A workload that knows its own steps (the reference workload) calls
+`step_done(...)` instead, and reports then carry the current step.
+
+The lineage step travels in the checkpoint itself: before a checkpoint is
+reported, a small `.ftharness.json` is written into its directory, so a restore
+knows its step even across `fit()` calls and with no history at hand. The
+report's metrics also get an `ftharness_step` key, which the controller callback
+reads when it registers the checkpoint.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import os
+import traceback
+from typing import Any, Callable, Dict, List, Optional
+
+import ray
+
+from harness import ray_private as rp
+from harness.history import Emitter
+
+MARKER = ".ftharness.json"
+_current: Optional["WorkerRecorder"] = None
+
+
+def current() -> Optional["WorkerRecorder"]:
+    """The recorder of this worker process, or None outside an instrumented run."""
+    return _current
+
+
+def _set_current(rec: Optional["WorkerRecorder"]) -> None:
+    # A module-level setter: the wrapper below is pickled by value, so a
+    # `global` statement inside it would rebind a copy of this module's globals.
+    global _current
+    _current = rec
+
+
+def step_done(step: int, rows: Optional[List[int]] = None, **fields: Any) -> None:
+    """Record that `step` (1-based lineage step) finished on this rank."""
+    if _current is not None:
+        _current.step_done(step, rows=rows, **fields)
+
+
+def checkpoint_written(step: int, local_path: str) -> None:
+    if _current is not None:
+        _current.emit("checkpoint_written", step=step, local_path=local_path)
+
+
+def read_marker(checkpoint) -> Optional[Dict[str, Any]]:
+    """The ftharness marker inside a checkpoint, or None."""
+    if checkpoint is None:
+        return None
+    try:
+        fs = checkpoint.filesystem
+        with fs.open_input_stream(os.path.join(checkpoint.path, MARKER)) as f:
+            return json.loads(f.read().decode())
+    except Exception:
+        return None
+
+
+def checkpoint_name(checkpoint) -> Optional[str]:
+    if checkpoint is None:
+        return None
+    return checkpoint.path.rstrip("/").split("/")[-1]
+
+
+class WorkerRecorder:
+    """Per-worker state: identity, attempt, lineage step; emits durably."""
+
+    def __init__(self, run_name: str, explicit_steps: bool):
+        ctx = ray.train.get_context()
+        self.rank = ctx.get_world_rank()
+        self.world_size = ctx.get_world_size()
+        self.pid = os.getpid()
+        self.node_id = ray.get_runtime_context().get_node_id()
+        self.explicit_steps = explicit_steps
+        self.step = 0
+        self._emitter = Emitter(run_name, "worker")
+        joined = self._emitter.handle().join.remote(self.pid)
+        info = ray.get(joined, timeout=60)
+        self.attempt = info.get("attempt", 0)
+        self.attempt_id = info.get("attempt_id")
+        self._emitter.base = {
+            "attempt": self.attempt,
+            "attempt_id": self.attempt_id,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "node_id": self.node_id,
+            "pid": self.pid,
+        }
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        self._emitter.emit(kind, **fields)
+
+    def step_done(self, step: int, rows: Optional[List[int]] = None, **fields: Any) -> None:
+        self.step = int(step)
+        extra = dict(fields)
+        if rows is not None:
+            extra["rows"] = [int(r) for r in rows]
+            extra["n_rows"] = len(rows)
+        self.emit("step", step=self.step, **extra)
+
+    # -- report observation
+    def before_report(self, metrics: Dict[str, Any], checkpoint) -> None:
+        if not self.explicit_steps:
+            self.step += 1
+        if isinstance(metrics, dict):
+            metrics["ftharness_step"] = self.step
+        if checkpoint is not None:
+            try:
+                with open(os.path.join(checkpoint.path, MARKER), "w") as f:
+                    json.dump({"step": self.step, "attempt": self.attempt, "rank": self.rank}, f)
+            except Exception:
+                pass  # a remote or read-only checkpoint: the metrics still carry the step
+
+    def after_report(self, metrics: Dict[str, Any], checkpoint) -> None:
+        persisted = None
+        if checkpoint is not None:
+            try:
+                persisted = checkpoint_name(rp.train_fn_utils().get_checkpoint())
+            except Exception:
+                persisted = None
+        if not self.explicit_steps:
+            self.emit("step", step=self.step)
+        self.emit("report", step=self.step, checkpoint=persisted,
+                  metrics={k: v for k, v in (metrics or {}).items() if _jsonable(v)})
+
+
+def _jsonable(v: Any) -> bool:
+    return isinstance(v, (int, float, str, bool)) or v is None
+
+
+def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False) -> Callable:
+    """Wrap a train_loop_per_worker so that everything it does is recorded."""
+    takes_config = len(inspect.signature(train_fn).parameters) > 0
+
+    @functools.wraps(train_fn)
+    def wrapped(config: Optional[Dict[str, Any]] = None):
+        rec = WorkerRecorder(run_name, explicit_steps)
+        _set_current(rec)
+        restored = ray.train.get_checkpoint()
+        marker = read_marker(restored)
+        rec.step = int(marker["step"]) if marker else 0
+        rec.emit(
+            "worker_start",
+            restored_checkpoint=checkpoint_name(restored),
+            restored_step=rec.step if restored is not None else None,
+        )
+        undo = rp.wrap_train_fn_utils(rec.before_report, rec.after_report)
+        try:
+            out = train_fn(config) if takes_config else train_fn()
+        except BaseException as e:  # noqa: BLE001 - recorded, then re-raised unchanged
+            rec.emit("worker_error", error_type=type(e).__name__, error=str(e)[:500],
+                     traceback=traceback.format_exc()[-2000:], step=rec.step)
+            raise
+        finally:
+            undo()
+            _set_current(None)
+        rec.emit("worker_end", step=rec.step)
+        return out
+
+    if not takes_config:
+        # TorchTrainer inspects the signature to decide whether to pass config.
+        wrapped.__signature__ = inspect.Signature(
+            [inspect.Parameter("config", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)]
+        )
+    return wrapped

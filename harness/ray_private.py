@@ -1,0 +1,206 @@
+"""The one module that touches Ray's private and internal APIs.
+
+Everything ftharness needs from Ray beyond its public API is wrapped here, so a
+Ray upgrade is one file's work: GCS actor and node tables, node drains, the Train
+controller/worker callback bases, the worker's TrainFnUtils (to observe
+`report`/`get_checkpoint` of any train function), and Ray Train's own failure
+classification. Facts about Ray 2.60 behind each wrapper are in
+`shared/ray-train-v2-faults.md`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+import ray
+import ray._private.state as _state
+from ray.train.v2._internal.execution.callback import (  # noqa: F401 (re-exported)
+    ControllerCallback,
+    ReportCallback,
+    WorkerGroupCallback,
+)
+from ray.train.v2._internal.execution.failure_handling.default import (
+    _is_preemption_failure,
+)
+
+TRAIN_WORKER_CLASS = "RayTrainWorker"
+TRAIN_CONTROLLER_CLASS = "TrainController"
+
+
+# --------------------------------------------------------------------- GCS tables
+def list_actors(class_suffix: Optional[str] = None, alive_only: bool = True) -> List[Dict[str, Any]]:
+    """Actors from the GCS actor table (works without the dashboard / State API).
+
+    Each row: actor_id, class_name, state, pid, node_id, name.
+    """
+    rows = []
+    for actor_id, a in _state.actors().items():
+        if alive_only and a.get("State") != "ALIVE":
+            continue
+        cls = a.get("ActorClassName") or ""
+        if class_suffix and not cls.endswith(class_suffix):
+            continue
+        rows.append(
+            {
+                "actor_id": actor_id,
+                "class_name": cls,
+                "state": a.get("State"),
+                "pid": a.get("Pid"),
+                "node_id": (a.get("Address") or {}).get("NodeID"),
+                "name": a.get("Name") or "",
+            }
+        )
+    return rows
+
+
+def train_worker_actors() -> List[Dict[str, Any]]:
+    return list_actors(TRAIN_WORKER_CLASS)
+
+
+def draining_nodes() -> Dict[str, int]:
+    """{node_id_hex: deadline_ms} for every node being drained (any reason)."""
+    return dict(_state.state.get_draining_nodes())
+
+
+def drain_node_for_preemption(gcs_address: str, node_id: str, deadline_ms: int, reason: str) -> None:
+    """Drain a node with reason PREEMPTION and a deadline, as a cloud spot reclaim does."""
+    from ray.core.generated import autoscaler_pb2
+
+    gcs = ray._raylet.GcsClient(address=gcs_address)
+    ok, msg = gcs.drain_node(
+        node_id,
+        autoscaler_pb2.DrainNodeReason.Value("DRAIN_NODE_REASON_PREEMPTION"),
+        reason,
+        int(deadline_ms),
+    )
+    if not ok:
+        raise RuntimeError(f"drain of node {node_id} rejected: {msg}")
+
+
+def gcs_address() -> str:
+    """The GCS address of the cluster this process is connected to."""
+    return ray._private.worker.global_worker.gcs_client.address
+
+
+def kill_actor_by_id(actor_id_hex: str, no_restart: bool = True) -> None:
+    """ray.kill without a handle (through the GCS)."""
+    ray._private.worker.global_worker.core_worker.kill_actor(
+        ray.ActorID.from_hex(actor_id_hex), no_restart
+    )
+
+
+# ------------------------------------------------------------ embedded cluster nodes
+def node_process_pids(node) -> Dict[str, List[int]]:
+    """{process type: [pid]} of a `ray._private.node.Node` started in this process."""
+    out: Dict[str, List[int]] = {}
+    for ptype, infos in getattr(node, "all_processes", {}).items():
+        pids = [i.process.pid for i in infos if getattr(i, "process", None) is not None]
+        if pids:
+            out[ptype] = pids
+    return out
+
+
+def raylet_pid(node) -> Optional[int]:
+    pids = node_process_pids(node).get("raylet")
+    return pids[0] if pids else None
+
+
+# ------------------------------------------------------------ Train controller side
+def classify_failure(error: BaseException) -> str:
+    """The budget Ray Train 2.60 charges a TrainingFailedError to.
+
+    Mirrors DefaultFailurePolicy.make_decision: controller errors first, then
+    preemption (PreemptionError, or any worker death with `.preempted`), then the
+    worker group budget.
+    """
+    from ray.train.v2.api.exceptions import ControllerError, WorkerGroupError
+
+    if isinstance(error, ControllerError):
+        return "controller"
+    if _is_preemption_failure(error):
+        return "preemption"
+    if isinstance(error, WorkerGroupError):
+        return "worker_group"
+    return "unknown"
+
+
+def state_name(state) -> str:
+    return state._state_type.state_name
+
+
+def state_error(state) -> Optional[BaseException]:
+    """The TrainingFailedError a controller state carries, if any."""
+    err = getattr(state, "training_failed_error", None)
+    if err is None:
+        nxt = getattr(state, "next_state", None)
+        err = getattr(nxt, "training_failed_error", None)
+    return err
+
+
+def worker_group_members(worker_group) -> List[Dict[str, Any]]:
+    rows = []
+    for w in worker_group.get_workers():
+        rows.append(
+            {
+                "rank": w.distributed_context.world_rank,
+                "node_id": w.metadata.node_id,
+                "pid": w.metadata.pid,
+                "actor_id": w.actor._actor_id.hex(),
+            }
+        )
+    return rows
+
+
+def worker_group_errors(worker_group) -> Dict[int, str]:
+    status = worker_group.get_latest_poll_status()
+    if status is None:
+        return {}
+    return {int(k): repr(v)[:300] for k, v in status.errors.items()}
+
+
+# ---------------------------------------------------------------- Train worker side
+def train_fn_utils():
+    """The per-worker TrainFnUtils behind ray.train.report / get_checkpoint."""
+    from ray.train.v2._internal.execution.train_fn_utils import get_train_fn_utils
+
+    return get_train_fn_utils()
+
+
+def wrap_train_fn_utils(
+    before_report: Callable[[Dict[str, Any], Any], None],
+    after_report: Callable[[Dict[str, Any], Any], None],
+) -> Callable[[], None]:
+    """Observe every `ray.train.report` of this worker, however it is imported.
+
+    Wraps the methods on the worker's TrainFnUtils instance; returns an undo.
+    """
+    utils = train_fn_utils()
+    original = utils.report
+
+    def report(metrics, checkpoint=None, *args, **kwargs):
+        before_report(metrics, checkpoint)
+        out = original(metrics, checkpoint, *args, **kwargs)
+        after_report(metrics, checkpoint)
+        return out
+
+    utils.report = report
+
+    def undo():
+        utils.report = original
+
+    return undo
+
+
+def preemption_notice() -> Optional[Dict[str, Any]]:
+    """This worker's preemption notice, read locally (no collective), or None."""
+    from ray.train.v2._internal.execution.context import get_train_context
+
+    info = get_train_context().preemption_context.preemption_info
+    if info is None:
+        return None
+    return {"deadline_ms": getattr(info, "deadline_ms", None), "ranks": getattr(info, "preempted_ranks", None)}
+
+
+def now_ms() -> float:
+    return time.time() * 1000.0

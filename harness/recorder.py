@@ -1,0 +1,123 @@
+"""The Train controller callback that records controller-side events.
+
+It runs inside the TrainController actor. A callback that raises becomes a
+ControllerError and changes the run, so every hook here swallows its own
+errors: recording must never alter what it records. Events are sent without
+waiting (the controller's event loop must not block); the history actor on the
+same node receives them in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from harness import ray_private as rp
+from harness.history import Emitter
+
+
+def _safe(fn):
+    def wrapper(self, *args, **kwargs):
+        try:
+            return fn(self, *args, **kwargs)
+        except Exception:  # noqa: BLE001 - a raise here would become a ControllerError
+            return None
+
+    wrapper.__name__ = fn.__name__
+    return wrapper
+
+
+class ControllerRecorder(rp.ControllerCallback, rp.WorkerGroupCallback, rp.ReportCallback):
+    """Records state changes, failure decisions with their budget class,
+    worker-group lifecycles and checkpoint registrations."""
+
+    def __init__(self, run_name: str):
+        self.run_name = run_name
+        self._emitter = None
+        self._attempt_id = None
+        self._counts: Dict[str, int] = {"worker_group": 0, "preemption": 0, "controller": 0}
+
+    def __getstate__(self):
+        return {"run_name": self.run_name, "_emitter": None, "_attempt_id": None,
+                "_counts": dict(self._counts)}
+
+    def _emit(self, kind: str, **fields: Any) -> None:
+        if self._emitter is None:
+            self._emitter = Emitter(self.run_name, "controller")
+        attempt = fields.pop("attempt_id", self._attempt_id)
+        self._emitter.emit(kind, wait=False, attempt_id=attempt, **fields)
+
+    # ---------------------------------------------------------------- controller
+    @_safe
+    def after_controller_state_update(self, previous_state, current_state):
+        prev, cur = rp.state_name(previous_state), rp.state_name(current_state)
+        if prev == cur:
+            return
+        err = rp.state_error(current_state)
+        fields: Dict[str, Any] = {"prev": prev, "cur": cur}
+        if err is not None:
+            fields["error_type"] = type(err).__name__
+            fields["error"] = str(err)[:500]
+            failures = getattr(err, "worker_failures", None) or {}
+            fields["worker_failures"] = {str(k): type(v).__name__ for k, v in failures.items()}
+            ctrl = getattr(err, "controller_failure", None)
+            if ctrl is not None:
+                fields["controller_failure"] = type(ctrl).__name__
+        self._emit("controller_state", **fields)
+        if err is not None and cur in ("RESTARTING", "RESCHEDULING", "SHUTTING_DOWN", "ERRORED"):
+            if cur == "ERRORED" and prev == "SHUTTING_DOWN":
+                return  # already recorded when SHUTTING_DOWN(ERRORED) was entered
+            self._record_failure(err, retry=cur in ("RESTARTING", "RESCHEDULING"))
+
+    def _record_failure(self, err: BaseException, retry: bool) -> None:
+        budget = rp.classify_failure(err)
+        from ray.train.v2.api.exceptions import ControllerError
+
+        retryable = True
+        if isinstance(err, ControllerError):
+            ctrl = type(getattr(err, "controller_failure", None)).__name__
+            retryable = ctrl in ("WorkerGroupStartupFailedError", "WorkerGroupStartupTimeoutError")
+        if retryable and budget in self._counts:
+            self._counts[budget] += 1
+        self._emit(
+            "failure",
+            budget=budget if retryable else "none",
+            decision="RETRY" if retry else "RAISE",
+            error_type=type(err).__name__,
+            count=self._counts.get(budget, 0) if retryable else 0,
+            counts=dict(self._counts),
+            drain_timed_out=getattr(err, "drain_timed_out", None),
+        )
+
+    # --------------------------------------------------------------- worker group
+    @_safe
+    def before_worker_group_start(self, worker_group_context):
+        self._attempt_id = worker_group_context.run_attempt_id
+        self._emit("attempt_start", num_workers=worker_group_context.num_workers)
+
+    @_safe
+    def after_worker_group_start(self, worker_group):
+        members = rp.worker_group_members(worker_group)
+        Emitter(self.run_name, "controller").handle().announce_group.remote(self._attempt_id, members)
+        self._emit("worker_group_started", workers=members, world_size=len(members))
+
+    @_safe
+    def before_worker_group_shutdown(self, worker_group):
+        self._emit("worker_group_shutdown", errors=rp.worker_group_errors(worker_group))
+
+    # ------------------------------------------------------------------- reports
+    @_safe
+    def after_report(self, training_report, metrics):
+        ckpt = getattr(training_report, "checkpoint", None)
+        if ckpt is None:
+            return
+        step = None
+        for m in metrics or []:
+            if isinstance(m, dict) and "ftharness_step" in m:
+                step = m["ftharness_step"]
+                break
+        self._emit(
+            "checkpoint_registered",
+            checkpoint=ckpt.path.rstrip("/").split("/")[-1],
+            path=ckpt.path,
+            step=step,
+        )

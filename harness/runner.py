@@ -1,0 +1,304 @@
+"""Runs one scenario on a cluster and writes its results folder.
+
+Flow: validate (before anything starts) -> cluster -> history actor -> `fit()`
+in a task on the driver's node (so the Train controller lives there, away from
+faults, while this main thread stays free to add and remove nodes) -> checks ->
+`summary.json`.
+
+Results folder: `history.jsonl`, `summary.json`, `scenario.yaml` (as run),
+`storage/` (Ray Train's storage: checkpoints and the checkpoint snapshot).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import secrets
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional
+
+import ray
+import yaml
+
+from harness import history as hist
+from harness.cluster import ClusterError, open_cluster
+from harness.workload import WorkloadConfig
+from scenarios.schema import Scenario, ScenarioError
+
+EXIT_OK, EXIT_MISMATCH, EXIT_CANNOT_RUN = 0, 1, 2
+
+
+@dataclass
+class RunOptions:
+    out_dir: str
+    address: Optional[str] = None
+    resume: Optional[str] = None           # a previous results folder to resume
+    progress: bool = True
+    allow_destructive: bool = False        # faults on a cluster ftharness did not start
+
+
+def new_run_name(scenario_name: str) -> str:
+    """Unique per run, so two runs never resume each other by accident."""
+    return f"{scenario_name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+
+
+# ------------------------------------------------------------------ train function
+def resolve_train_fn(scenario: Scenario) -> Callable:
+    """The workload's train_loop_per_worker; user modules are shipped by value."""
+    w = scenario.workload
+    if w.kind == "reference":
+        from harness.workload import train_loop
+
+        return train_loop
+    module_name, _, fn_name = w.entrypoint.partition(":")
+    added = False
+    if scenario.base_dir and scenario.base_dir not in sys.path:
+        sys.path.insert(0, scenario.base_dir)
+        added = True
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ScenarioError(f"workload.entrypoint: cannot import {module_name!r} ({e})") from None
+    finally:
+        if added:
+            sys.path.remove(scenario.base_dir)
+    fn = getattr(module, fn_name, None)
+    if not callable(fn):
+        raise ScenarioError(f"workload.entrypoint: {module_name!r} has no function {fn_name!r}")
+    import cloudpickle
+
+    # Workers may not see the scenario folder (another machine): ship the code.
+    if scenario.base_dir and os.path.abspath(getattr(module, "__file__", "") or "").startswith(scenario.base_dir):
+        cloudpickle.register_pickle_by_value(module)
+    return fn
+
+
+def workload_config(scenario: Scenario, use_gpu: bool) -> Dict[str, Any]:
+    w = scenario.workload
+    if w.kind != "reference":
+        return dict(w.train_loop_config)
+    return WorkloadConfig(
+        steps=w.steps, batch_size=w.batch_size, epochs=w.epochs, rows_per_epoch=w.rows_per_epoch,
+        checkpoint_every=w.checkpoint_every, model=w.model, data=w.data, use_gpu=use_gpu,
+        step_delay_s=w.step_delay_s, jit_checkpoint=w.jit_checkpoint,
+    ).to_dict()
+
+
+def resolve_use_gpu(scenario: Scenario) -> bool:
+    w = scenario.workload
+    if w.use_gpu != "auto":
+        return bool(w.use_gpu)
+    return ray.cluster_resources().get("GPU", 0) >= 1
+
+
+# -------------------------------------------------------------------- fit task
+@ray.remote(num_cpus=0, max_retries=0)
+def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
+    """Builds the TorchTrainer and runs fit(); returns the outcome as plain data."""
+    os.environ.update(spec["train_env"])
+    import ray.train
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    from harness.instrument import instrument
+    from harness.recorder import ControllerRecorder
+
+    fc = spec["failure_config"]
+    datasets = None
+    if spec["data"] == "ray_data":
+        datasets = {"train": ray.data.range(spec["rows"])}
+    trainer = TorchTrainer(
+        instrument(spec["train_fn"], spec["run_name"], explicit_steps=spec["explicit_steps"]),
+        train_loop_config=spec["train_loop_config"],
+        scaling_config=ScalingConfig(
+            num_workers=spec["num_workers"], use_gpu=spec["use_gpu"],
+            resources_per_worker={"CPU": spec["cpus_per_worker"], **({"GPU": 1} if spec["use_gpu"] else {})},
+        ),
+        run_config=RunConfig(
+            name=spec["run_name"],
+            storage_path=spec["storage_path"],
+            failure_config=FailureConfig(**fc),
+            checkpoint_config=CheckpointConfig(num_to_keep=spec["num_to_keep"]),
+            callbacks=[ControllerRecorder(spec["run_name"])],
+        ),
+        datasets=datasets,
+    )
+    try:
+        result = trainer.fit()
+    except Exception as e:  # fit() raises the run's error; that is an outcome, not a crash
+        return {"outcome": "failed", "error_type": type(e).__name__, "error": str(e)[:2000]}
+    return {
+        "outcome": "succeeded", "error_type": None, "error": None,
+        "metrics": {k: v for k, v in (result.metrics or {}).items() if isinstance(v, (int, float, str, bool))},
+        "checkpoint": result.checkpoint.path if result.checkpoint else None,
+        "return_value": result.return_value,
+    }
+
+
+# ------------------------------------------------------------------------ runner
+class ScenarioRunner:
+    """Drives one scenario on an open cluster; the caller owns the cluster."""
+
+    def __init__(self, scenario: Scenario, cluster, options: RunOptions):
+        self.scenario = scenario
+        self.cluster = cluster
+        self.options = options
+        self.out_dir = os.path.abspath(options.out_dir)
+        self.resume_of = _read_summary(options.resume) if options.resume else None
+        self.run_name = self.resume_of["run_name"] if self.resume_of else new_run_name(scenario.name)
+        self.storage_path = (
+            self.resume_of["storage_path"] if self.resume_of
+            else os.path.abspath(scenario.workload.storage_path or os.path.join(self.out_dir, "storage"))
+        )
+        self.history_path = os.path.join(self.out_dir, hist.HISTORY_FILE)
+        self.history = None
+        self.emitter = hist.Emitter(self.run_name, "harness")
+        self.fit_index = 0
+
+    # -- public
+    def run(self) -> Dict[str, Any]:
+        os.makedirs(self.out_dir, exist_ok=True)
+        _write_scenario(self.scenario, os.path.join(self.out_dir, "scenario.yaml"))
+        train_fn = resolve_train_fn(self.scenario)
+        use_gpu = resolve_use_gpu(self.scenario)
+        self.history = hist.start_history(self.history_path, self.run_name)
+        t0 = time.time()
+        try:
+            outcome = self.fit(train_fn, use_gpu)
+        finally:
+            ray.get(self.history.close.remote())
+            ray.kill(self.history)
+        wall = time.time() - t0
+        return self.summarize(outcome, wall, use_gpu)
+
+    def fit(self, train_fn: Callable, use_gpu: bool) -> Dict[str, Any]:
+        """One fit() of the run (a resumed fit() reuses the run name and storage)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        self.fit_index += 1
+        spec = self._fit_spec(train_fn, use_gpu)
+        self.emitter.emit(
+            "run_start", scenario=self.scenario.name, run_name=self.run_name,
+            storage_path=self.storage_path, resume_of=(self.options.resume if self.resume_of else None),
+            workload=spec["train_loop_config"], failure_config=spec["failure_config"],
+            num_workers=spec["num_workers"], fit_index=self.fit_index,
+        )
+        ref = _fit_task.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(self.cluster.head_node_id(), soft=False),
+        ).remote(spec)
+        outcome = self._wait(ref)
+        self.emitter.emit("run_end", fit_index=self.fit_index, **outcome)
+        return outcome
+
+    # -- internals
+    def _fit_spec(self, train_fn: Callable, use_gpu: bool) -> Dict[str, Any]:
+        sc, w = self.scenario, self.scenario.workload
+        cfg = workload_config(sc, use_gpu)
+        return {
+            "train_fn": train_fn,
+            "explicit_steps": w.kind == "reference",
+            "train_loop_config": cfg,
+            "run_name": self.run_name,
+            "storage_path": self.storage_path,
+            "num_workers": w.num_workers,
+            "use_gpu": use_gpu,
+            "cpus_per_worker": w.cpus_per_worker,
+            "num_to_keep": w.num_to_keep,
+            "failure_config": sc.failure_config.model_dump(),
+            "data": w.data if w.kind == "reference" else "resumable",
+            "rows": WorkloadConfig(**cfg).rows if w.kind == "reference" else 0,
+            "train_env": self.cluster.train_env(),
+        }
+
+    def _wait(self, ref) -> Dict[str, Any]:
+        from harness.progress import Progress
+
+        deadline = time.time() + self.scenario.timeout_s
+        with Progress(self.scenario, enabled=self.options.progress) as progress:
+            while True:
+                ready, _ = ray.wait([ref], timeout=0.5)
+                if ready:
+                    return ray.get(ref)
+                try:
+                    progress.update(ray.get(self.history.progress.remote(), timeout=5))
+                except ray.exceptions.GetTimeoutError:
+                    pass
+                if time.time() > deadline:
+                    ray.cancel(ref, force=True)
+                    return {"outcome": "failed", "error_type": "ScenarioTimeout",
+                            "error": f"fit() did not return within timeout_s={self.scenario.timeout_s}"}
+
+    def summarize(self, outcome: Dict[str, Any], wall: float, use_gpu: bool) -> Dict[str, Any]:
+        from scenarios.evaluate import evaluate
+
+        events = hist.read_events(self.history_path)
+        summary = evaluate(self.scenario, events, outcome)
+        summary.update({
+            "run_name": self.run_name,
+            "wall_time_s": round(wall, 3),
+            "storage_path": self.storage_path,
+            "resume_of": self.options.resume if self.resume_of else None,
+            "results_dir": self.out_dir,
+            "versions": versions(),
+            "settings": {
+                "profile": self.scenario.cluster.profile,
+                "address": self.options.address or "embedded",
+                "train_env": self.cluster.train_env(),
+                "use_gpu": use_gpu,
+                "cluster_start_s": round(getattr(self.cluster, "start_time_s", 0.0) or 0.0, 3),
+            },
+        })
+        with open(os.path.join(self.out_dir, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=2, default=str)
+        return summary
+
+
+def versions() -> Dict[str, str]:
+    import torch
+
+    return {"ray": ray.__version__, "torch": torch.__version__, "python": sys.version.split()[0],
+            "ftharness": _own_version()}
+
+
+def _own_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("ftharness")
+    except Exception:
+        return "unknown"
+
+
+def _read_summary(results_dir: str) -> Dict[str, Any]:
+    path = os.path.join(results_dir, "summary.json")
+    try:
+        with open(path) as f:
+            s = json.load(f)
+    except (OSError, json.JSONDecodeError):
+        raise ScenarioError(f"--resume {results_dir}: no readable summary.json there") from None
+    if not s.get("run_name") or not s.get("storage_path"):
+        raise ScenarioError(f"--resume {results_dir}: summary.json lacks run_name/storage_path")
+    return s
+
+
+def _write_scenario(scenario: Scenario, path: str) -> None:
+    data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
+    with open(path, "w") as f:
+        yaml.safe_dump(data, f, sort_keys=False)
+
+
+def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
+    """Open the cluster, run the scenario, close the cluster; returns the summary."""
+    if options.resume:
+        _read_summary(options.resume)  # refuse before anything starts
+    handle = open_cluster(scenario.cluster, options.address)
+    with handle as cluster:
+        return ScenarioRunner(scenario, cluster, options).run()
+
+
+def exit_code(summary: Dict[str, Any]) -> int:
+    return EXIT_OK if summary.get("matches_expectation") else EXIT_MISMATCH
+

@@ -1,0 +1,221 @@
+"""The reference workload: a real DDP job whose lost or duplicated work is exact.
+
+A small MLP regresses a deterministic synthetic dataset whose rows carry ids.
+Every step all-reduces, next to the gradients, float64 accumulators of the row
+ids it consumed (count, sum of ids, sum of squared ids, sum of epoch-tagged ids);
+the accumulators live in the checkpoint. Their values are integers well below
+2**53, so the final state equals `expected_accumulators(config)` *exactly* when
+every row of every epoch was applied once, and differs when a step was lost or
+applied twice.
+
+Data sources:
+- `resumable`: the workload's own deterministic sampler. Step s of the lineage
+  takes the global batch `perm(epoch)[i*B:(i+1)*B]` and splits it across the
+  current ranks, so the position is just the step in the checkpoint and rows
+  are consumed exactly once per epoch across restarts and world-size changes.
+- `ray_data`: `ray.train.get_dataset_shard("train")` over a Ray Dataset of ids
+  (Ray's streaming split). Ray 2.60 keeps no data position: after a restart the
+  epoch is re-split and iterated from its start.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+ACC_FIELDS = ("count", "sum_ids", "sum_sq_ids", "sum_epoch_ids")
+
+
+@dataclass
+class WorkloadConfig:
+    steps: int = 30
+    batch_size: int = 32          # global batch: rows per step across all ranks
+    epochs: int = 1
+    checkpoint_every: int = 1
+    model: str = "small"          # small | medium | large (MLP width)
+    data: str = "resumable"       # resumable | ray_data
+    use_gpu: bool = False
+    features: int = 16
+    seed: int = 0
+    lr: float = 0.05
+    step_delay_s: float = 0.0     # extra time per step, to stretch a run for fault timing
+    jit_checkpoint: bool = False  # checkpoint as soon as a preemption notice arrives
+    rows_per_epoch: Optional[int] = None  # default: enough rows for `steps` over `epochs`
+
+    @property
+    def steps_per_epoch(self) -> int:
+        if self.rows_per_epoch:
+            return max(1, self.rows_per_epoch // self.batch_size)
+        return -(-self.steps // self.epochs)
+
+    @property
+    def rows(self) -> int:
+        return self.steps_per_epoch * self.batch_size
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+HIDDEN = {"small": 32, "medium": 256, "large": 1024}
+
+
+def dataset(cfg: WorkloadConfig):
+    """(X, y) for all rows, identical on every worker (seeded)."""
+    rng = np.random.default_rng(cfg.seed)
+    x = rng.standard_normal((cfg.rows, cfg.features)).astype(np.float32)
+    w = rng.standard_normal((cfg.features, 1)).astype(np.float32)
+    y = x @ w + 0.01 * rng.standard_normal((cfg.rows, 1)).astype(np.float32)
+    return x, y
+
+
+def epoch_permutation(cfg: WorkloadConfig, epoch: int) -> np.ndarray:
+    return np.random.default_rng([cfg.seed, epoch]).permutation(cfg.rows)
+
+
+def global_batch(cfg: WorkloadConfig, step_index: int) -> np.ndarray:
+    """Row ids of 0-based lineage step `step_index`."""
+    epoch, i = divmod(step_index, cfg.steps_per_epoch)
+    perm = epoch_permutation(cfg, epoch)
+    return perm[i * cfg.batch_size:(i + 1) * cfg.batch_size]
+
+
+def rank_slice(batch: np.ndarray, rank: int, world_size: int) -> np.ndarray:
+    return np.array_split(batch, world_size)[rank]
+
+
+def accumulate(ids: np.ndarray, epoch: int, rows: int) -> np.ndarray:
+    ids = ids.astype(np.float64)
+    return np.array([len(ids), ids.sum(), (ids * ids).sum(), (epoch * rows + ids).sum()], dtype=np.float64)
+
+
+def expected_accumulators(cfg: WorkloadConfig) -> List[float]:
+    """The accumulators a fault-free run ends with (resumable data)."""
+    total = np.zeros(4, dtype=np.float64)
+    for s in range(cfg.steps):
+        total += accumulate(global_batch(cfg, s), s // cfg.steps_per_epoch, cfg.rows)
+    return total.tolist()
+
+
+def expected_accumulators_ray_data(cfg: WorkloadConfig, world_size: int) -> Optional[List[float]]:
+    """Accumulators of a fault-free run on Ray Data's equal streaming split, or
+    None where the split drops rows (rows or batch not divisible by world size)."""
+    if cfg.rows % world_size or cfg.batch_size % world_size or cfg.steps % cfg.steps_per_epoch:
+        return None
+    total = np.zeros(4, dtype=np.float64)
+    for epoch in range(cfg.steps // cfg.steps_per_epoch):
+        total += accumulate(np.arange(cfg.rows), epoch, cfg.rows)
+    return total.tolist()
+
+
+# ----------------------------------------------------------------- train loop
+def train_loop(config: Dict[str, Any]) -> Dict[str, Any]:
+    """`train_loop_per_worker` of the reference workload (runs on every rank)."""
+    import torch
+    import torch.distributed as dist
+    import ray.train
+    import ray.train.torch
+    from ray.train import Checkpoint
+
+    from harness import instrument
+
+    cfg = WorkloadConfig(**config)
+    ctx = ray.train.get_context()
+    rank, ws = ctx.get_world_rank(), ctx.get_world_size()
+    device = ray.train.torch.get_device()
+
+    torch.manual_seed(cfg.seed)
+    hidden = HIDDEN.get(cfg.model, 32)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(cfg.features, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1)
+    )
+    optimizer = torch.optim.SGD(model.parameters(), lr=cfg.lr)
+    step = 0
+    acc = np.zeros(4, dtype=np.float64)
+
+    ckpt = ray.train.get_checkpoint()
+    if ckpt is not None:
+        with ckpt.as_directory() as d:
+            state = torch.load(os.path.join(d, "state.pt"), weights_only=False)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        step = int(state["step"])
+        acc = np.asarray(state["acc"], dtype=np.float64)
+
+    model = ray.train.torch.prepare_model(model)
+    x_all, y_all = dataset(cfg)
+    x_all, y_all = torch.from_numpy(x_all), torch.from_numpy(y_all)
+
+    def save_and_report(step: int, loss: float, reason: str = "cadence") -> None:
+        metrics = {"step": step, "loss": loss, "reason": reason, **dict(zip(ACC_FIELDS, acc.tolist()))}
+        if rank == 0:
+            with tempfile.TemporaryDirectory() as tmp:
+                raw = model.module if hasattr(model, "module") else model
+                torch.save({"model": raw.state_dict(), "optimizer": optimizer.state_dict(),
+                            "step": step, "acc": acc.tolist(), "config": cfg.to_dict()},
+                           os.path.join(tmp, "state.pt"))
+                instrument.checkpoint_written(step, tmp)
+                ray.train.report(metrics, checkpoint=Checkpoint.from_directory(tmp))
+        else:
+            ray.train.report(metrics, checkpoint=None)
+
+    def batches():
+        """(lineage step index, epoch, local row ids) from the restored position on."""
+        if cfg.data == "ray_data":
+            shard = ray.train.get_dataset_shard("train")
+            s = step
+            epoch = s // cfg.steps_per_epoch
+            local_batch = max(1, cfg.batch_size // ws)
+            while s < cfg.steps:
+                yielded = False
+                for b in shard.iter_batches(batch_size=local_batch, drop_last=True, batch_format="numpy"):
+                    if s >= cfg.steps:
+                        return
+                    yield s, epoch, np.asarray(b["id"], dtype=np.int64)
+                    s += 1
+                    yielded = True
+                epoch += 1
+                if not yielded:
+                    return
+        else:
+            for s in range(step, cfg.steps):
+                yield s, s // cfg.steps_per_epoch, rank_slice(global_batch(cfg, s), rank, ws)
+
+    loss_value = float("nan")
+    jit_done = False
+    for s, epoch, ids in batches():
+        idx = torch.from_numpy(ids)
+        x, y = x_all[idx].to(device), y_all[idx].to(device)
+        # Scale so DDP's gradient mean equals the full global-batch gradient.
+        loss = ((model(x) - y) ** 2).sum() * ws / cfg.batch_size
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        inc = torch.from_numpy(accumulate(ids, epoch, cfg.rows)).to(device)
+        if dist.is_available() and dist.is_initialized():
+            dist.all_reduce(inc)
+        acc = acc + inc.cpu().numpy()
+        loss_value = float(loss.detach().cpu())
+        step = s + 1
+        instrument.step_done(step, rows=ids.tolist(), epoch=epoch, loss=loss_value)
+        if cfg.step_delay_s:
+            import time
+            time.sleep(cfg.step_delay_s)
+        if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+            save_and_report(step, loss_value)
+        elif cfg.jit_checkpoint and not jit_done:
+            # get_preemption_info is a rank-0 broadcast: every rank calls it every step.
+            info = ray.train.get_preemption_info()
+            if info is not None:
+                if instrument.current() is not None:
+                    instrument.current().emit("preemption_notice", step=step, deadline_ms=info.deadline_ms)
+                save_and_report(step, loss_value, reason="preemption")
+                jit_done = True
+
+    raw = model.module if hasattr(model, "module") else model
+    checksum = float(sum(p.detach().double().sum().item() for p in raw.parameters()))
+    return {"step": step, "acc": acc.tolist(), "param_checksum": checksum}
+

@@ -1,0 +1,283 @@
+"""The scenario file contract (design.md) and its validation.
+
+`load_scenario(path)` returns a validated `Scenario` or raises `ScenarioError`
+whose message is one line naming the field and what is allowed. Nothing is
+started before a scenario validates.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Literal, Optional, Tuple, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+FAULT_KINDS = (
+    "kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node",
+    "partition_node", "corrupt_checkpoint", "storage_errors", "starve_resources",
+    "kill_controller",
+)
+PROPERTIES = ("exactly_once_restore", "budget_accounting", "shard_reassignment",
+              "no_zombie_writes", "recovers")
+TRIGGER_EVENTS = ("checkpoint_written", "checkpoint_reported", "checkpoint_registered",
+                  "attempt_started", "restored")
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot run; the message is one line for the user."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ClusterSpec(_Strict):
+    nodes: int = Field(3, ge=1, le=64)
+    cpus_per_node: int = Field(1, ge=1, le=256)
+    gpus_per_node: int = Field(0, ge=0, le=16)
+    profile: Literal["fast", "ray_defaults"] = "fast"
+    address: Optional[str] = None
+
+
+class WorkloadSpec(_Strict):
+    kind: Literal["reference", "entrypoint"] = "reference"
+    entrypoint: Optional[str] = None
+    train_loop_config: Dict[str, Any] = Field(default_factory=dict)
+    num_workers: Union[int, Tuple[int, int]] = 2
+    steps: int = Field(30, ge=1, le=1_000_000)
+    batch_size: int = Field(32, ge=1)
+    epochs: int = Field(1, ge=1)
+    rows_per_epoch: Optional[int] = Field(None, ge=1)
+    checkpoint_every: int = Field(1, ge=1)
+    model: Literal["small", "medium", "large"] = "small"
+    data: Literal["resumable", "ray_data"] = "resumable"
+    use_gpu: Union[bool, Literal["auto"]] = "auto"
+    num_to_keep: Optional[int] = Field(None, ge=1)
+    cpus_per_worker: int = Field(1, ge=1)
+    step_delay_s: float = Field(0.0, ge=0)
+    jit_checkpoint: bool = False
+    storage_path: Optional[str] = None
+
+    @field_validator("num_workers")
+    @classmethod
+    def _workers(cls, v):
+        if isinstance(v, tuple):
+            lo, hi = v
+            if not (1 <= lo <= hi):
+                raise ValueError("[min, max] needs 1 <= min <= max")
+        elif v < 1:
+            raise ValueError("must be >= 1")
+        return v
+
+    @model_validator(mode="after")
+    def _entrypoint(self):
+        if self.entrypoint and self.kind == "reference":
+            self.kind = "entrypoint"
+        if self.kind == "entrypoint":
+            if not self.entrypoint or ":" not in self.entrypoint:
+                raise ValueError("entrypoint: must be 'module:function'")
+        return self
+
+    @property
+    def min_workers(self) -> int:
+        return self.num_workers[0] if isinstance(self.num_workers, tuple) else self.num_workers
+
+
+class FailureConfigSpec(_Strict):
+    max_failures: int = Field(0, ge=-1)
+    max_preemption_failures: int = Field(0, ge=-1)
+    controller_failure_limit: int = Field(0, ge=-1)
+    preemption_grace_s: float = Field(0.0, ge=0)
+    relax_collectives_on_preemption: bool = False
+
+
+class Trigger(_Strict):
+    step: Optional[int] = Field(None, ge=1)
+    rank: Optional[int] = Field(None, ge=0)
+    time_s: Optional[float] = Field(None, ge=0)
+    event: Optional[Literal[TRIGGER_EVENTS]] = None  # type: ignore[valid-type]
+    nth: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _one(self):
+        given = [k for k in ("step", "time_s", "event") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("needs exactly one of step, time_s, event")
+        if self.rank is not None and self.step is None:
+            raise ValueError("rank only goes with step")
+        return self
+
+
+class Target(_Strict):
+    rank: Optional[int] = Field(None, ge=0)
+    node: Optional[int] = Field(None, ge=0)
+    random: Optional[bool] = None
+
+    @model_validator(mode="after")
+    def _one(self):
+        given = [k for k in ("rank", "node", "random") if getattr(self, k) not in (None, False)]
+        if len(given) != 1:
+            raise ValueError("needs exactly one of rank, node, random")
+        return self
+
+
+class FaultSpec(_Strict):
+    kind: str
+    at: Trigger
+    target: Optional[Target] = None
+    # per-kind arguments (validated against the kind below)
+    where: Optional[Literal["before_step", "after_step", "after_checkpoint_write",
+                            "before_report", "on_restore"]] = None
+    duration_s: Optional[float] = Field(None, gt=0)
+    replace: Optional[bool] = None
+    replace_after_s: Optional[float] = Field(None, ge=0)
+    notice_s: Optional[float] = Field(None, gt=0)
+    kill_offset_s: Optional[float] = None
+    mode: Optional[Literal["pause", "network"]] = None
+    which: Optional[str] = None
+    how: Optional[Literal["bitflip", "truncate", "delete_file", "delete_dir", "snapshot"]] = None
+    ops: Optional[List[Literal["write", "read", "delete", "list", "mkdir", "move"]]] = None
+    path_glob: Optional[str] = None
+    error_rate: Optional[float] = Field(None, ge=0, le=1)
+    latency_s: Optional[float] = Field(None, ge=0)
+    resume: Optional[bool] = None
+    graceful: Optional[bool] = None
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v):
+        if v not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {v!r}; allowed: {', '.join(FAULT_KINDS)}")
+        return v
+
+    @field_validator("which")
+    @classmethod
+    def _which(cls, v):
+        if v is None or v in ("latest", "oldest", "in_flight"):
+            return v
+        if v.startswith("index ") and v[6:].strip().lstrip("-").isdigit():
+            return v
+        raise ValueError("allowed: latest, oldest, in_flight, 'index N'")
+
+    @model_validator(mode="after")
+    def _per_kind(self):
+        allowed = _KIND_ARGS[self.kind]
+        for name in _ALL_ARGS:
+            if getattr(self, name) is not None and name not in allowed:
+                raise ValueError(f"{name}: not an argument of {self.kind} (allowed: {', '.join(sorted(allowed)) or 'none'})")
+        if self.kind in _NEEDS_TARGET and self.target is None:
+            raise ValueError(f"target: {self.kind} needs a target (rank, node or random)")
+        if self.kind == "crash_worker" and self.where is None:
+            self.where = "before_step"
+        if self.kind == "preempt_node" and self.notice_s is None:
+            self.notice_s = 3.0
+        if self.kind == "corrupt_checkpoint":
+            self.which = self.which or "latest"
+            self.how = self.how or "bitflip"
+        return self
+
+
+_ALL_ARGS = ("where", "duration_s", "replace", "replace_after_s", "notice_s", "kill_offset_s",
+             "mode", "which", "how", "ops", "path_glob", "error_rate", "latency_s", "resume", "graceful")
+_KIND_ARGS = {
+    "kill_worker": {"graceful"},
+    "crash_worker": {"where"},
+    "hang_worker": {"duration_s"},
+    "kill_node": {"replace", "replace_after_s", "graceful"},
+    "preempt_node": {"notice_s", "kill_offset_s", "replace", "replace_after_s"},
+    "partition_node": {"duration_s", "mode"},
+    "corrupt_checkpoint": {"which", "how"},
+    "storage_errors": {"ops", "path_glob", "error_rate", "latency_s", "duration_s"},
+    "starve_resources": {"duration_s"},
+    "kill_controller": {"resume"},
+}
+_NEEDS_TARGET = {"kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node", "partition_node"}
+
+
+class ExpectSpec(_Strict):
+    outcome: Literal["succeeded", "failed"] = "succeeded"
+    properties: List[Literal[PROPERTIES]] = Field(default_factory=list)  # type: ignore[valid-type]
+    error_type: Optional[str] = None
+    recovery_bound_s: Optional[float] = Field(None, gt=0)
+
+
+class Scenario(_Strict):
+    name: str = Field(..., min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    cluster: ClusterSpec = Field(default_factory=ClusterSpec)
+    workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
+    failure_config: FailureConfigSpec = Field(default_factory=FailureConfigSpec)
+    faults: List[FaultSpec] = Field(default_factory=list)
+    expect: ExpectSpec = Field(default_factory=ExpectSpec)
+    timeout_s: float = Field(600, gt=0)
+    #: folder of the scenario file; entrypoint modules are looked up there first
+    base_dir: Optional[str] = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _fits(self):
+        c, w = self.cluster, self.workload
+        if c.address is None:
+            per_node = c.cpus_per_node // w.cpus_per_worker
+            capacity = per_node * c.nodes
+            if w.min_workers > capacity:
+                raise ValueError(
+                    f"workload.num_workers: {w.min_workers} workers of {w.cpus_per_worker} CPU "
+                    f"do not fit on {c.nodes} nodes x {c.cpus_per_node} CPUs (at most {capacity})")
+            if w.use_gpu is True and c.gpus_per_node == 0:
+                raise ValueError("workload.use_gpu: true needs cluster.gpus_per_node >= 1")
+        return self
+
+
+def _loc(err: Dict[str, Any]) -> str:
+    parts = []
+    for p in err.get("loc", ()):
+        if isinstance(p, int):
+            parts.append(f"[{p}]")
+        elif p in ("function-after", "tagged-union") or str(p).startswith(("function-", "tuple[", "int", "bool", "literal")):
+            continue
+        else:
+            parts.append(("." if parts else "") + str(p))
+    return "".join(parts)
+
+
+def format_validation_error(e: ValidationError) -> str:
+    err = e.errors()[0]
+    loc = _loc(err)
+    msg = err.get("msg", "invalid").replace("Value error, ", "")
+    if err.get("type") == "extra_forbidden":
+        msg = "unknown key"
+    elif err.get("type") == "literal_error":
+        msg = msg.replace("Input should be", "allowed:")
+    got = err.get("input")
+    tail = f" (got {got!r})" if err.get("type") not in ("extra_forbidden", "missing", "value_error") and not isinstance(got, dict) else ""
+    if loc and msg.startswith(loc.split(".")[-1] + ":"):
+        loc = ".".join(loc.split(".")[:-1])
+    return f"{loc}: {msg}{tail}" if loc else f"{msg}{tail}"
+
+
+def parse_scenario(data: Any, source: str = "scenario", base_dir: Optional[str] = None) -> Scenario:
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{source}: must be a mapping with at least 'name'")
+    try:
+        sc = Scenario.model_validate({**data, "base_dir": base_dir})
+    except ValidationError as e:
+        raise ScenarioError(f"{source}: {format_validation_error(e)}") from None
+    return sc
+
+
+def load_scenario(path: str) -> Scenario:
+    if not os.path.isfile(path):
+        raise ScenarioError(f"{path}: no such scenario file")
+    try:
+        with open(path) as f:
+            data = yaml.safe_load(f)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ScenarioError(f"{path}:{where} not valid YAML ({getattr(e, 'problem', e)})") from None
+    return parse_scenario(data, source=os.path.basename(path), base_dir=os.path.dirname(os.path.abspath(path)))
+
+
+def default_scenario_path() -> str:
+    return os.path.join(os.path.dirname(__file__), "catalog", "default.yaml")
