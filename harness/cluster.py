@@ -14,6 +14,7 @@ anything it did not start.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -79,8 +80,14 @@ class _Reaper:
         )
 
     def watch(self, pids: List[int]) -> None:
+        self._send(" ".join(str(p) for p in pids))
+
+    def remove_dir_on_crash(self, path: str) -> None:
+        self._send(f"dir {path}")
+
+    def _send(self, line: str) -> None:
         try:
-            self.proc.stdin.write(" ".join(str(p) for p in pids) + "\n")
+            self.proc.stdin.write(line + "\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError):
             pass
@@ -125,13 +132,16 @@ class EmbeddedCluster:
         if ray.is_initialized():
             raise ClusterError("a Ray driver is already connected in this process; one cluster at a time")
         t0 = time.time()
-        self._install_sigterm()
         self._reaper = _Reaper()
+        atexit.register(self.close)
         # A short private temp dir: Ray's socket paths must stay under 107 bytes.
         self._temp_dir = tempfile.mkdtemp(prefix="fth-", dir="/tmp")
         # Ray records the current cluster's address under /tmp/ray whatever temp_dir says.
         self._made_ray_dir = not os.path.isdir("/tmp/ray")
         os.makedirs("/tmp/ray", exist_ok=True)
+        self._reaper.remove_dir_on_crash(self._temp_dir)
+        if self._made_ray_dir:
+            self._reaper.remove_dir_on_crash("/tmp/ray")
         try:
             self._cluster = Cluster(
                 initialize_head=True,
@@ -150,6 +160,7 @@ class EmbeddedCluster:
             self._cluster.wait_for_nodes()
             ray.init(address=self._cluster.address, _temp_dir=self._temp_dir,
                      logging_level="ERROR", log_to_driver=False, namespace="ftharness")
+            self._install_sigterm()  # after ray.init, which installs its own handler
         except BaseException:
             self.close()
             raise
@@ -179,6 +190,7 @@ class EmbeddedCluster:
                 shutil.rmtree("/tmp/ray", ignore_errors=True)
                 self._made_ray_dir = False
             self._restore_sigterm()
+            atexit.unregister(self.close)
 
     def __enter__(self) -> "EmbeddedCluster":
         return self.start()

@@ -1,0 +1,33 @@
+"""Shared helpers for ftharness's own tests (fixtures come from harness.pytest_plugin)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FTHARNESS = [sys.executable, "-m", "harness.cli"]
+
+
+def run_cli(*args, timeout=300, env=None, cwd=None):
+    """Run the ftharness CLI in a child process; returns CompletedProcess."""
+    return subprocess.run(FTHARNESS + list(args), capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, cwd=cwd or REPO)
+
+
+def ray_processes():
+    """pids of Ray processes on this host (raylet, gcs_server, Ray workers)."""
+    out = subprocess.run(["pgrep", "-f", "raylet|gcs_server|ray::|default_worker.py"],
+                         capture_output=True, text=True).stdout.split()
+    return {int(p) for p in out if int(p) != os.getpid()}
+
+
+@pytest.fixture
+def write_scenario(tmp_path):
+    """Write a scenario YAML (text) into tmp_path; returns its path."""
+    def _write(text, name="scenario.yaml"):
+        p = tmp_path / name
+        p.write_text(text)
+        return str(p)
+    return _write
