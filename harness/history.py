@@ -46,12 +46,15 @@ KINDS: Dict[str, tuple] = {
 }
 
 
-@ray.remote(num_cpus=0, max_concurrency=64)
+@ray.remote(num_cpus=0, max_concurrency=1, concurrency_groups={"join": 16})
 class HistoryActor:
     """Appends events to a JSONL file in arrival order; answers progress queries.
 
+    Appends run one at a time (`max_concurrency=1`), so the events of one
+    emitter, even those sent without waiting, keep their order in the file.
     Also maps worker pids to attempts: the controller callback announces each
-    worker group, and a worker asks which attempt it belongs to (`join`).
+    worker group, and a worker asks which attempt it belongs to (`join`, in its
+    own thread group because it waits for that announcement).
     """
 
     def __init__(self, path: str):
@@ -63,6 +66,7 @@ class HistoryActor:
         self._attempt_by_pid: Dict[int, Dict[str, Any]] = {}
         self._attempt_ids: List[str] = []
         self._group_ready = threading.Condition(self._lock)
+        self._fit_index = 0
         self._progress: Dict[str, Any] = {"step": 0, "attempt": 0, "failures": 0, "ended": False}
 
     # -- writing
@@ -75,6 +79,10 @@ class HistoryActor:
         event = dict(event)
         event["seq"] = self._seq
         event.setdefault("t", time.time())
+        if event.get("kind") == "run_start":
+            self._fit_index = int(event.get("fit_index") or self._fit_index + 1)
+            self._attempt_ids = []
+        event.setdefault("fit_index", self._fit_index)
         self._file.write(json.dumps(event, default=str) + "\n")
         self._file.flush()
         self._track(event)
@@ -107,16 +115,19 @@ class HistoryActor:
                 self._attempt_ids.append(attempt_id)
             attempt = self._attempt_ids.index(attempt_id) + 1
             for m in members:
-                self._attempt_by_pid[int(m["pid"])] = {"attempt": attempt, "attempt_id": attempt_id}
+                self._attempt_by_pid[int(m["pid"])] = {"attempt": attempt, "attempt_id": attempt_id,
+                                                       "fit_index": self._fit_index}
             self._group_ready.notify_all()
 
+    @ray.method(concurrency_group="join")
     def join(self, pid: int, timeout_s: float = 30.0) -> Dict[str, Any]:
         """The attempt of the worker with this pid; waits for the group announcement."""
         deadline = time.time() + timeout_s
         with self._lock:
             while pid not in self._attempt_by_pid and time.time() < deadline:
                 self._group_ready.wait(timeout=max(0.0, deadline - time.time()))
-            return dict(self._attempt_by_pid.get(pid, {"attempt": 0, "attempt_id": None}))
+            return dict(self._attempt_by_pid.get(pid, {"attempt": 0, "attempt_id": None,
+                                                       "fit_index": self._fit_index}))
 
     # -- reading
     def progress(self) -> Dict[str, Any]:

@@ -93,6 +93,7 @@ class WorkerRecorder:
         self.attempt = info.get("attempt", 0)
         self.attempt_id = info.get("attempt_id")
         self._emitter.base = {
+            "fit_index": info.get("fit_index"),
             "attempt": self.attempt,
             "attempt_id": self.attempt_id,
             "rank": self.rank,

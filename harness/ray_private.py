@@ -125,6 +125,14 @@ def classify_failure(error: BaseException) -> str:
     return "unknown"
 
 
+def preempted_ranks(error: BaseException) -> List[int]:
+    """Ranks of a WorkerGroupError whose actor died of a node preemption."""
+    from ray.train.v2._internal.execution.worker_group.poll import _is_preempted_actor
+
+    failures = getattr(error, "worker_failures", None) or {}
+    return sorted(int(r) for r, e in failures.items() if _is_preempted_actor(e))
+
+
 def state_name(state) -> str:
     return state._state_type.state_name
 

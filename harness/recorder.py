@@ -15,6 +15,10 @@ from harness import ray_private as rp
 from harness.history import Emitter
 
 
+_LIMIT_KEY = {"worker_group": "max_failures", "preemption": "max_preemption_failures",
+              "controller": "controller_failure_limit"}
+
+
 def _safe(fn):
     def wrapper(self, *args, **kwargs):
         try:
@@ -30,15 +34,9 @@ class ControllerRecorder(rp.ControllerCallback, rp.WorkerGroupCallback, rp.Repor
     """Records state changes, failure decisions with their budget class,
     worker-group lifecycles and checkpoint registrations."""
 
-    def __init__(self, run_name: str):
-        self.run_name = run_name
-        self._emitter = None
-        self._attempt_id = None
-        self._counts: Dict[str, int] = {"worker_group": 0, "preemption": 0, "controller": 0}
-
     def __getstate__(self):
-        return {"run_name": self.run_name, "_emitter": None, "_attempt_id": None,
-                "_counts": dict(self._counts)}
+        return {"run_name": self.run_name, "failure_config": self.failure_config, "_emitter": None,
+                "_attempt_id": None, "_counts": dict(self._counts)}
 
     def _emit(self, kind: str, **fields: Any) -> None:
         if self._emitter is None:
@@ -68,6 +66,13 @@ class ControllerRecorder(rp.ControllerCallback, rp.WorkerGroupCallback, rp.Repor
                 return  # already recorded when SHUTTING_DOWN(ERRORED) was entered
             self._record_failure(err, retry=cur in ("RESTARTING", "RESCHEDULING"))
 
+    def __init__(self, run_name: str, failure_config=None):
+        self.run_name = run_name
+        self.failure_config = dict(failure_config or {})
+        self._emitter = None
+        self._attempt_id = None
+        self._counts: Dict[str, int] = {"worker_group": 0, "preemption": 0, "controller": 0}
+
     def _record_failure(self, err: BaseException, retry: bool) -> None:
         budget = rp.classify_failure(err)
         from ray.train.v2.api.exceptions import ControllerError
@@ -84,7 +89,11 @@ class ControllerRecorder(rp.ControllerCallback, rp.WorkerGroupCallback, rp.Repor
             decision="RETRY" if retry else "RAISE",
             error_type=type(err).__name__,
             count=self._counts.get(budget, 0) if retryable else 0,
+            limit=self.failure_config.get(_LIMIT_KEY.get(budget, ""), None),
             counts=dict(self._counts),
+            controller_failure=type(getattr(err, "controller_failure", None)).__name__
+            if getattr(err, "controller_failure", None) is not None else None,
+            preempted_deaths=rp.preempted_ranks(err),
             drain_timed_out=getattr(err, "drain_timed_out", None),
         )
 

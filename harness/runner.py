@@ -68,7 +68,7 @@ def resolve_train_fn(scenario: Scenario) -> Callable:
     fn = getattr(module, fn_name, None)
     if not callable(fn):
         raise ScenarioError(f"workload.entrypoint: {module_name!r} has no function {fn_name!r}")
-    import cloudpickle
+    from ray import cloudpickle
 
     # Workers may not see the scenario folder (another machine): ship the code.
     if scenario.base_dir and os.path.abspath(getattr(module, "__file__", "") or "").startswith(scenario.base_dir):
@@ -122,7 +122,7 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
             storage_path=spec["storage_path"],
             failure_config=FailureConfig(**fc),
             checkpoint_config=CheckpointConfig(num_to_keep=spec["num_to_keep"]),
-            callbacks=[ControllerRecorder(spec["run_name"])],
+            callbacks=[ControllerRecorder(spec["run_name"], fc)],
         ),
         datasets=datasets,
     )

@@ -116,7 +116,7 @@ class Target(_Strict):
 
     @model_validator(mode="after")
     def _one(self):
-        given = [k for k in ("rank", "node", "random") if getattr(self, k) not in (None, False)]
+        given = [k for k in ("rank", "node") if getattr(self, k) is not None] + (["random"] if self.random else [])
         if len(given) != 1:
             raise ValueError("needs exactly one of rank, node, random")
         return self

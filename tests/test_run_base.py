@@ -1,0 +1,137 @@
+"""The base on the shared embedded cluster: a fault-free run is recorded in full
+and ends in the exact expected state; a resumed fit() restores the latest
+registered checkpoint and redoes no step; any user train function is recorded."""
+
+import json
+import os
+import textwrap
+from collections import defaultdict
+
+import pytest
+
+from harness.history import load_history, read_events
+from harness.workload import WorkloadConfig, expected_accumulators, global_batch, rank_slice
+
+pytestmark = pytest.mark.cluster
+
+
+def kinds(events, kind):
+    return [e for e in events if e["kind"] == kind]
+
+
+def test_fault_free_run_records_everything(run_scenario):
+    s = run_scenario({"name": "fault-free", "workload": {"num_workers": 2, "steps": 12, "checkpoint_every": 3},
+                      "expect": {"outcome": "succeeded"}})
+    assert s["outcome"] == "succeeded" and s["matches_expectation"], s["mismatches"]
+    events = read_events(s["results_dir"])
+
+    # every step on every rank, each rank with the rows the sampler assigns it
+    cfg = WorkloadConfig(**kinds(events, "run_start")[0]["workload"])
+    steps = defaultdict(dict)
+    for e in kinds(events, "step"):
+        steps[e["step"]][e["rank"]] = e["rows"]
+    assert sorted(steps) == list(range(1, 13))
+    for step, by_rank in steps.items():
+        assert sorted(by_rank) == [0, 1]
+        for rank, rows in by_rank.items():
+            assert rows == rank_slice(global_batch(cfg, step - 1), rank, 2).tolist()
+
+    # every checkpoint reported by rank 0 was registered by the controller
+    reported = [e["checkpoint"] for e in kinds(events, "report") if e["checkpoint"]]
+    registered = [e["checkpoint"] for e in kinds(events, "checkpoint_registered")]
+    assert len(reported) == 4 and reported == registered
+    assert [e["step"] for e in kinds(events, "checkpoint_registered")] == [3, 6, 9, 12]
+
+    # the final state is exactly what a fault-free run must produce
+    assert s["final_state"]["exact"] is True
+    assert s["final_state"]["accumulators"] == expected_accumulators(cfg)
+    assert s["attempts"] == 1 and s["budgets"] == {"worker_group": 0, "preemption": 0, "controller": 0}
+
+    # every worker event carries time, attempt, rank, world size, node and pid
+    for e in kinds(events, "step") + kinds(events, "worker_start"):
+        assert e["attempt"] == 1 and e["world_size"] == 2 and e["node_id"] and e["pid"] > 0
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+
+    # one-call pandas loading, and the summary on disk
+    df = load_history(s["results_dir"])
+    assert len(df) == len(events) and {"kind", "t", "seq", "time"} <= set(df.columns)
+    on_disk = json.load(open(os.path.join(s["results_dir"], "summary.json")))
+    assert on_disk["versions"]["ray"].startswith("2.60") and on_disk["wall_time_s"] > 0
+
+
+def test_resume_restores_latest_registered_and_redoes_nothing(run_scenario):
+    base = {"name": "resume", "workload": {"num_workers": 2, "checkpoint_every": 2, "rows_per_epoch": 640}}
+    first = run_scenario(dict(base, workload=dict(base["workload"], steps=6)))
+    assert first["outcome"] == "succeeded"
+    second = run_scenario(dict(base, workload=dict(base["workload"], steps=12)), resume=first["results_dir"])
+    assert second["outcome"] == "succeeded" and second["run_name"] == first["run_name"]
+
+    e1, e2 = read_events(first["results_dir"]), read_events(second["results_dir"])
+    latest = kinds(e1, "checkpoint_registered")[-1]
+    starts = kinds(e2, "worker_start")
+    assert len(starts) == 2
+    assert all(w["restored_checkpoint"] == latest["checkpoint"] and w["restored_step"] == 6 for w in starts)
+    done_before = {(e["rank"], e["step"]) for e in kinds(e1, "step")}
+    done_after = {(e["rank"], e["step"]) for e in kinds(e2, "step")}
+    assert not done_before & done_after
+    assert sorted({s for _, s in done_after}) == list(range(7, 13))
+    # two fit() calls together consumed exactly what one 12-step run consumes
+    cfg = WorkloadConfig(**kinds(e2, "run_start")[0]["workload"])
+    assert second["final_state"]["accumulators"] == expected_accumulators(cfg)
+
+
+USER_JOB = textwrap.dedent('''
+    import os, tempfile, json
+    import ray.train
+    from ray.train import Checkpoint
+
+    def train_func(config):
+        start = 0
+        ckpt = ray.train.get_checkpoint()
+        if ckpt:
+            with ckpt.as_directory() as d:
+                start = json.load(open(os.path.join(d, "state.json")))["i"]
+        for i in range(start, config["n"]):
+            with tempfile.TemporaryDirectory() as tmp:
+                json.dump({"i": i + 1}, open(os.path.join(tmp, "state.json"), "w"))
+                ck = Checkpoint.from_directory(tmp) if ray.train.get_context().get_world_rank() == 0 else None
+                ray.train.report({"i": i + 1}, checkpoint=ck)
+        return "done"
+''')
+
+
+def test_user_entrypoint_is_instrumented(run_scenario, tmp_path):
+    (tmp_path / "userjob.py").write_text(USER_JOB)
+    s = run_scenario({"name": "user-job", "workload": {"entrypoint": "userjob:train_func",
+                                                        "train_loop_config": {"n": 5}, "num_workers": 2}})
+    assert s["outcome"] == "succeeded", s["error"]
+    events = read_events(s["results_dir"])
+    by_rank = defaultdict(list)
+    for e in kinds(events, "step"):
+        by_rank[e["rank"]].append(e["step"])
+    assert by_rank == {0: [1, 2, 3, 4, 5], 1: [1, 2, 3, 4, 5]}
+    assert [e["step"] for e in kinds(events, "checkpoint_registered")] == [1, 2, 3, 4, 5]
+    assert s["steps"] == 5
+
+
+def test_history_survives_killed_emitter(ftharness_cluster, tmp_path):
+    """An event handed over before a process is SIGKILLed is on disk."""
+    import signal
+    import ray
+    from harness.history import Emitter, start_history
+
+    handle = start_history(str(tmp_path / "history.jsonl"), "durability")
+
+    @ray.remote(num_cpus=1)
+    def emit_then_die():
+        em = Emitter("durability", "worker", {"pid": os.getpid()})
+        for i in range(50):
+            em.emit("step", step=i + 1)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    with pytest.raises(Exception):
+        ray.get(emit_then_die.options(max_retries=0).remote())
+    ray.get(handle.close.remote())
+    ray.kill(handle)
+    events = read_events(str(tmp_path))
+    assert [e["step"] for e in events] == list(range(1, 51))
