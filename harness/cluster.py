@@ -18,6 +18,7 @@ import atexit
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -310,6 +311,7 @@ class ExistingCluster:
     def start(self) -> "ExistingCluster":
         if ray.is_initialized():
             raise ClusterError("a Ray driver is already connected in this process")
+        self._probe()
         try:
             ray.init(address=self.address, logging_level="ERROR", log_to_driver=False,
                      namespace="ftharness")
@@ -317,6 +319,19 @@ class ExistingCluster:
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise ClusterError(f"--address {self.address}: cannot connect ({msg})") from None
         return self
+
+    def _probe(self, timeout_s: float = 5.0) -> None:
+        """Fail fast: ray.init keeps retrying an address nobody listens on."""
+        if self.address == "auto":
+            return
+        hostport = self.address.split("://", 1)[-1]
+        host, _, port = hostport.rpartition(":")
+        if not host or not port.isdigit():
+            raise ClusterError(f"--address {self.address}: expected 'auto', 'HOST:PORT' or 'ray://HOST:PORT'")
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout_s).close()
+        except OSError as e:
+            raise ClusterError(f"--address {self.address}: cannot connect ({e.strerror or e})") from None
 
     def close(self) -> None:
         if ray.is_initialized():

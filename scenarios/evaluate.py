@@ -33,17 +33,13 @@ def last_step(events: List[Dict[str, Any]]) -> int:
 
 
 def recovery_times(events: List[Dict[str, Any]]) -> List[float]:
-    """Seconds from each retried failure to the first step of the next attempt."""
-    out = []
-    for i, e in enumerate(events):
-        if e.get("kind") != "failure" or e.get("decision") != "RETRY":
-            continue
-        old = e.get("attempt_id")
-        for later in events[i + 1:]:
-            if later.get("kind") == "step" and later.get("attempt_id") != old:
-                out.append(round(later["t"] - e["t"], 3))
-                break
-    return out
+    """Seconds from each fault (or failure) to the first step of the next attempt."""
+    from reports.metrics import recovery_table
+
+    table = recovery_table(events)
+    if table.empty:
+        return []
+    return [round(float(v), 3) for v in table["recovery_s"].dropna()]
 
 
 def final_state(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -118,5 +114,15 @@ def evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str
         "recovery_times_s": recovery_times(events),
         "final_state": state,
         "metrics": outcome.get("metrics"),
+        "run_metrics": _run_metrics(events),
         "events": len(events),
     }
+
+
+def _run_metrics(events: List[Dict[str, Any]]) -> Dict[str, Any]:
+    from reports.metrics import run_metrics
+
+    try:
+        return run_metrics(events)
+    except Exception as e:  # metrics must never hide the verdict
+        return {"error": f"{type(e).__name__}: {e}"}

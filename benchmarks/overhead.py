@@ -1,0 +1,88 @@
+"""Overhead of ftharness against a plain Ray Train run doing the same job.
+
+On one embedded cluster it alternates, `--runs` times each:
+  harness: `ScenarioRunner` with the reference workload, fault-free (history
+           actor, controller callback, worker instrumentation, checks, summary);
+  plain:   the same `train_loop` in a plain TorchTrainer, same cluster, same
+           Train settings, no callbacks and no instrumentation.
+A first, uncounted pair warms up worker processes. It prints the cluster start
+time, per-run wall times, medians and the ratio
+harness/plain (aim: <= 1.05).
+
+    .venv/bin/python benchmarks/overhead.py --runs 3 --steps 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import ray  # noqa: E402
+
+from harness.cluster import EmbeddedCluster  # noqa: E402
+from harness.runner import RunOptions, ScenarioRunner, workload_config  # noqa: E402
+from scenarios.schema import parse_scenario  # noqa: E402
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def plain_fit(config, num_workers, storage, name, env):
+    os.environ.update(env)
+    from ray.train import RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    from harness.workload import train_loop
+
+    t0 = time.time()
+    TorchTrainer(train_loop, train_loop_config=config,
+                 scaling_config=ScalingConfig(num_workers=num_workers),
+                 run_config=RunConfig(name=name, storage_path=storage)).fit()
+    return time.time() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--checkpoint-every", type=int, default=1)
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+
+    scenario = parse_scenario({"name": "overhead", "workload": {
+        "num_workers": args.workers, "steps": args.steps, "checkpoint_every": args.checkpoint_every}})
+    t0 = time.time()
+    cluster = EmbeddedCluster(nodes=3).start()
+    print(f"cluster start: {time.time() - t0:.2f} s (head + 3 worker raylets)")
+    harness_s, plain_s = [], []
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for i in range(-1, args.runs):  # run -1 warms up worker processes and imports
+                t = time.time()
+                ScenarioRunner(scenario, cluster, RunOptions(out_dir=f"{tmp}/h{i}", progress=False)).run()
+                harness_s.append(time.time() - t)
+                t = time.time()
+                ray.get(plain_fit.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+                    cluster.head_node_id(), soft=False)).remote(
+                    workload_config(scenario, False), args.workers, f"{tmp}/p", f"plain{i}", cluster.train_env()))
+                plain_s.append(time.time() - t)
+                label = "warm-up" if i < 0 else f"run {i + 1}"
+                print(f"{label}: harness {harness_s[-1]:.2f} s  plain {plain_s[-1]:.2f} s")
+                if i < 0:
+                    harness_s.clear()
+                    plain_s.clear()
+    finally:
+        cluster.close()
+    h, p = statistics.median(harness_s), statistics.median(plain_s)
+    print(f"median: harness {h:.2f} s  plain {p:.2f} s  ratio {h / p:.3f} "
+          f"({args.steps} steps, checkpoint every {args.checkpoint_every}, {args.workers} workers)")
+
+
+if __name__ == "__main__":
+    main()
