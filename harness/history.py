@@ -20,6 +20,8 @@ from typing import Any, Dict, Iterable, List, Optional
 
 import ray
 
+from harness.triggers import TriggerBook
+
 HISTORY_FILE = "history.jsonl"
 NAMESPACE = "ftharness"
 
@@ -43,6 +45,7 @@ KINDS: Dict[str, tuple] = {
     "fault_injected": ("injector", "a fault was done; target asked and hit"),
     "fault_healed": ("injector", "a fault was healed"),
     "fault_skipped": ("injector", "a fault could not be done; why"),
+    "fault_action": ("injector", "a follow-up of a fault: a preempted node dies, a replacement joins"),
 }
 
 
@@ -68,11 +71,18 @@ class HistoryActor:
         self._group_ready = threading.Condition(self._lock)
         self._fit_index = 0
         self._progress: Dict[str, Any] = {"step": 0, "attempt": 0, "failures": 0, "ended": False}
+        self._triggers = TriggerBook()
+        self._released = threading.Condition(self._lock)
+        self._members: List[Dict[str, Any]] = []
 
     # -- writing
-    def append(self, event: Dict[str, Any]) -> int:
+    def append(self, event: Dict[str, Any]) -> Dict[str, Any]:
+        """Record an event; answers its seq and, if it fired a gating trigger,
+        the fault index the emitter must wait on (`gate`)."""
         with self._lock:
-            return self._append_locked(event)
+            seq = self._append_locked(event)
+            gate = self._triggers.observe(dict(event, seq=seq, fit_index=event.get("fit_index", self._fit_index)))
+            return {"seq": seq, "gate": gate}
 
     def _append_locked(self, event: Dict[str, Any]) -> int:
         self._seq += 1
@@ -114,6 +124,7 @@ class HistoryActor:
             if attempt_id not in self._attempt_ids:
                 self._attempt_ids.append(attempt_id)
             attempt = self._attempt_ids.index(attempt_id) + 1
+            self._members = [dict(m, attempt=attempt, attempt_id=attempt_id) for m in members]
             for m in members:
                 self._attempt_by_pid[int(m["pid"])] = {"attempt": attempt, "attempt_id": attempt_id,
                                                        "fit_index": self._fit_index}
@@ -128,6 +139,40 @@ class HistoryActor:
                 self._group_ready.wait(timeout=max(0.0, deadline - time.time()))
             return dict(self._attempt_by_pid.get(pid, {"attempt": 0, "attempt_id": None,
                                                        "fit_index": self._fit_index}))
+
+    # -- fault triggers
+    def arm(self, faults: List[Dict[str, Any]]) -> None:
+        with self._lock:
+            self._triggers.arm(faults)
+
+    def take_pending(self) -> Dict[str, Any]:
+        """Fired triggers for the injector, and the current worker group."""
+        with self._lock:
+            return {"pending": self._triggers.take_pending(), "members": list(self._members),
+                    "progress": dict(self._progress, events=self._seq)}
+
+    def claim(self, fault: int) -> bool:
+        """True exactly once per fault: a worker-side fault (crash_worker) fires once."""
+        with self._lock:
+            claimed = self.__dict__.setdefault("_claimed", set())
+            if fault in claimed:
+                return False
+            claimed.add(fault)
+            return True
+
+    def release(self, fault: int, action: str = "continue") -> None:
+        with self._lock:
+            self._triggers.released[fault] = action
+            self._released.notify_all()
+
+    @ray.method(concurrency_group="join")
+    def gate(self, fault: int, timeout_s: float = 120.0) -> str:
+        """Block the calling worker until the injector released this fault."""
+        deadline = time.time() + timeout_s
+        with self._lock:
+            while fault not in self._triggers.released and time.time() < deadline:
+                self._released.wait(timeout=max(0.0, deadline - time.time()))
+            return self._triggers.released.get(fault, "timeout")
 
     # -- reading
     def progress(self) -> Dict[str, Any]:
@@ -185,13 +230,23 @@ class Emitter:
         e.update(fields)
         return e
 
-    def emit(self, kind: str, wait: bool = True, **fields: Any) -> Optional[int]:
+    def emit(self, kind: str, wait: bool = True, **fields: Any) -> Optional[Dict[str, Any]]:
+        """Record an event. With `wait`, return once it is on disk, and if it
+        fired a gating fault trigger, once the injector has done that fault."""
         e = self.event(kind, **fields)
         try:
             ref = self.handle().append.remote(e)
-            return ray.get(ref, timeout=30) if wait else None
+            if not wait:
+                return None
+            ack = ray.get(ref, timeout=30)
         except Exception:  # never break the caller; the gap is visible in the history
             return None
+        if ack.get("gate") is not None:
+            try:
+                ack["action"] = ray.get(self.handle().gate.remote(ack["gate"]), timeout=180)
+            except Exception:
+                ack["action"] = "timeout"
+        return ack
 
 
 # ------------------------------------------------------------------------- loading

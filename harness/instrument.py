@@ -23,6 +23,7 @@ import functools
 import inspect
 import json
 import os
+import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional
 
@@ -53,9 +54,20 @@ def step_done(step: int, rows: Optional[List[int]] = None, **fields: Any) -> Non
         _current.step_done(step, rows=rows, **fields)
 
 
+def step_begin(step: int) -> None:
+    """The workload is about to compute `step` (1-based); a crash point."""
+    if _current is not None:
+        _current.crash_point("before_step", step)
+
+
 def checkpoint_written(step: int, local_path: str) -> None:
     if _current is not None:
         _current.emit("checkpoint_written", step=step, local_path=local_path)
+        _current.crash_point("after_checkpoint_write", step)
+
+
+class ChaosCrash(RuntimeError):
+    """Raised inside the train function by a crash_worker fault (the user-bug class)."""
 
 
 def read_marker(checkpoint) -> Optional[Dict[str, Any]]:
@@ -79,13 +91,14 @@ def checkpoint_name(checkpoint) -> Optional[str]:
 class WorkerRecorder:
     """Per-worker state: identity, attempt, lineage step; emits durably."""
 
-    def __init__(self, run_name: str, explicit_steps: bool):
+    def __init__(self, run_name: str, explicit_steps: bool, crash_plans: Optional[List[Dict[str, Any]]] = None):
         ctx = ray.train.get_context()
         self.rank = ctx.get_world_rank()
         self.world_size = ctx.get_world_size()
         self.pid = os.getpid()
         self.node_id = ray.get_runtime_context().get_node_id()
         self.explicit_steps = explicit_steps
+        self.crash_plans = [p for p in (crash_plans or []) if p["rank"] == self.rank]
         self.step = 0
         self._emitter = Emitter(run_name, "worker")
         joined = self._emitter.handle().join.remote(self.pid)
@@ -105,6 +118,23 @@ class WorkerRecorder:
     def emit(self, kind: str, **fields: Any) -> None:
         self._emitter.emit(kind, **fields)
 
+    def crash_point(self, where: str, step: Optional[int]) -> None:
+        """Raise ChaosCrash if a crash_worker fault aims at this rank, point and step."""
+        for plan in self.crash_plans:
+            if plan["where"] != where or (where != "on_restore" and plan["step"] != step):
+                continue
+            if where == "on_restore" and plan["step"] is not None and plan["step"] != step:
+                continue
+            if not ray.get(self._emitter.handle().claim.remote(plan["fault"]), timeout=30):
+                continue
+            now = time.time()
+            self._emitter.emit("fault_injected", source="injector", fault=plan["fault"],
+                               fault_kind="crash_worker", target_asked=plan["target_asked"],
+                               target_hit={"rank": self.rank, "pid": self.pid, "node_id": self.node_id,
+                                           "where": where, "step": step},
+                               t_requested=now, t_done=now)
+            raise ChaosCrash(f"ftharness crash_worker fault {plan['fault']}: rank {self.rank} {where} step {step}")
+
     def step_done(self, step: int, rows: Optional[List[int]] = None, **fields: Any) -> None:
         self.step = int(step)
         extra = dict(fields)
@@ -112,11 +142,16 @@ class WorkerRecorder:
             extra["rows"] = [int(r) for r in rows]
             extra["n_rows"] = len(rows)
         self.emit("step", step=self.step, **extra)
+        self.crash_point("after_step", self.step)
 
     # -- report observation
     def before_report(self, metrics: Dict[str, Any], checkpoint) -> None:
         if not self.explicit_steps:
+            self.crash_point("before_step", self.step + 1)
             self.step += 1
+            if checkpoint is not None:
+                self.crash_point("after_checkpoint_write", self.step)
+        self.crash_point("before_report", self.step)
         if isinstance(metrics, dict):
             metrics["ftharness_step"] = self.step
         if checkpoint is not None:
@@ -133,23 +168,25 @@ class WorkerRecorder:
                 persisted = checkpoint_name(rp.train_fn_utils().get_checkpoint())
             except Exception:
                 persisted = None
-        if not self.explicit_steps:
-            self.emit("step", step=self.step)
         self.emit("report", step=self.step, checkpoint=persisted,
                   metrics={k: v for k, v in (metrics or {}).items() if _jsonable(v)})
+        if not self.explicit_steps:
+            self.emit("step", step=self.step)
+            self.crash_point("after_step", self.step)
 
 
 def _jsonable(v: Any) -> bool:
     return isinstance(v, (int, float, str, bool)) or v is None
 
 
-def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False) -> Callable:
+def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
+               crash_plans: Optional[List[Dict[str, Any]]] = None) -> Callable:
     """Wrap a train_loop_per_worker so that everything it does is recorded."""
     takes_config = len(inspect.signature(train_fn).parameters) > 0
 
     @functools.wraps(train_fn)
     def wrapped(config: Optional[Dict[str, Any]] = None):
-        rec = WorkerRecorder(run_name, explicit_steps)
+        rec = WorkerRecorder(run_name, explicit_steps, crash_plans)
         _set_current(rec)
         restored = ray.train.get_checkpoint()
         marker = read_marker(restored)
@@ -159,6 +196,8 @@ def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False) 
             restored_checkpoint=checkpoint_name(restored),
             restored_step=rec.step if restored is not None else None,
         )
+        if restored is not None:
+            rec.crash_point("on_restore", rec.step)
         undo = rp.wrap_train_fn_utils(rec.before_report, rec.after_report)
         try:
             out = train_fn(config) if takes_config else train_fn()

@@ -78,6 +78,11 @@ def drain_node_for_preemption(gcs_address: str, node_id: str, deadline_ms: int, 
         raise RuntimeError(f"drain of node {node_id} rejected: {msg}")
 
 
+def available_cpus_per_node() -> Dict[str, float]:
+    """{node_id_hex: free CPUs} from the GCS resource view."""
+    return {nid: float(res.get("CPU", 0.0)) for nid, res in _state.available_resources_per_node().items()}
+
+
 def gcs_address() -> str:
     """The GCS address of the cluster this process is connected to."""
     return ray._private.worker.global_worker.gcs_client.address

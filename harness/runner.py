@@ -25,10 +25,12 @@ import yaml
 
 from harness import history as hist
 from harness.cluster import ClusterError, open_cluster
+from harness.injector import Injector, crash_plans
 from harness.workload import WorkloadConfig
 from scenarios.schema import Scenario, ScenarioError
 
 EXIT_OK, EXIT_MISMATCH, EXIT_CANNOT_RUN = 0, 1, 2
+TICK_S = 0.05  # how often the injector looks for fired triggers
 
 
 @dataclass
@@ -107,11 +109,17 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
     from harness.recorder import ControllerRecorder
 
     fc = spec["failure_config"]
+    storage_filesystem = None
+    if spec["storage_chaos"]:
+        from faults.storage import chaos_filesystem
+
+        storage_filesystem = chaos_filesystem(spec["storage_path"])
     datasets = None
     if spec["data"] == "ray_data":
         datasets = {"train": ray.data.range(spec["rows"])}
     trainer = TorchTrainer(
-        instrument(spec["train_fn"], spec["run_name"], explicit_steps=spec["explicit_steps"]),
+        instrument(spec["train_fn"], spec["run_name"], explicit_steps=spec["explicit_steps"],
+                   crash_plans=spec["crash_plans"]),
         train_loop_config=spec["train_loop_config"],
         scaling_config=ScalingConfig(
             num_workers=spec["num_workers"], use_gpu=spec["use_gpu"],
@@ -120,6 +128,7 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
         run_config=RunConfig(
             name=spec["run_name"],
             storage_path=spec["storage_path"],
+            storage_filesystem=storage_filesystem,
             failure_config=FailureConfig(**fc),
             checkpoint_config=CheckpointConfig(num_to_keep=spec["num_to_keep"]),
             callbacks=[ControllerRecorder(spec["run_name"], fc)],
@@ -165,10 +174,18 @@ class ScenarioRunner:
         train_fn = resolve_train_fn(self.scenario)
         use_gpu = resolve_use_gpu(self.scenario)
         self.history = hist.start_history(self.history_path, self.run_name)
+        self.injector = Injector(self.scenario, self.cluster, self.history, self.run_name,
+                                 os.path.join(self.storage_path, self.run_name), self.history_path)
+        self.injector.arm()
         t0 = time.time()
         try:
             outcome = self.fit(train_fn, use_gpu)
+            while outcome["outcome"] == "failed" and self.injector.resume_requested:
+                # kill_controller with resume: fit() again, same name and storage, as an operator would
+                self.injector.resume_requested = False
+                outcome = self.fit(train_fn, use_gpu)
         finally:
+            self.injector.finish()
             ray.get(self.history.close.remote())
             ray.kill(self.history)
         wall = time.time() - t0
@@ -211,21 +228,28 @@ class ScenarioRunner:
             "data": w.data if w.kind == "reference" else "resumable",
             "rows": WorkloadConfig(**cfg).rows if w.kind == "reference" else 0,
             "train_env": self.cluster.train_env(),
+            "crash_plans": crash_plans(sc),
+            "storage_chaos": any(f.kind == "storage_errors" for f in sc.faults),
         }
 
     def _wait(self, ref) -> Dict[str, Any]:
         from harness.progress import Progress
 
         deadline = time.time() + self.scenario.timeout_s
+        self.injector.start()
+        last_progress = 0.0
         with Progress(self.scenario, enabled=self.options.progress) as progress:
             while True:
-                ready, _ = ray.wait([ref], timeout=0.5)
+                ready, _ = ray.wait([ref], timeout=TICK_S)
                 if ready:
                     return ray.get(ref)
-                try:
-                    progress.update(ray.get(self.history.progress.remote(), timeout=5))
-                except ray.exceptions.GetTimeoutError:
-                    pass
+                self.injector.tick()
+                if time.time() - last_progress > 0.5:
+                    last_progress = time.time()
+                    try:
+                        progress.update(ray.get(self.history.progress.remote(), timeout=5))
+                    except ray.exceptions.GetTimeoutError:
+                        pass
                 if time.time() > deadline:
                     ray.cancel(ref, force=True)
                     return {"outcome": "failed", "error_type": "ScenarioTimeout",

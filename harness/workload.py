@@ -187,6 +187,7 @@ def train_loop(config: Dict[str, Any]) -> Dict[str, Any]:
     loss_value = float("nan")
     jit_done = False
     for s, epoch, ids in batches():
+        instrument.step_begin(s + 1)
         idx = torch.from_numpy(ids)
         x, y = x_all[idx].to(device), y_all[idx].to(device)
         # Scale so DDP's gradient mean equals the full global-batch gradient.

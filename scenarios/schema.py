@@ -134,7 +134,7 @@ class FaultSpec(_Strict):
     replace_after_s: Optional[float] = Field(None, ge=0)
     notice_s: Optional[float] = Field(None, gt=0)
     kill_offset_s: Optional[float] = None
-    mode: Optional[Literal["pause", "network"]] = None
+    mode: Optional[Literal["pause"]] = None  # "network" (netns per node) is not built yet
     which: Optional[str] = None
     how: Optional[Literal["bitflip", "truncate", "delete_file", "delete_dir", "snapshot"]] = None
     ops: Optional[List[Literal["write", "read", "delete", "list", "mkdir", "move"]]] = None
@@ -168,8 +168,12 @@ class FaultSpec(_Strict):
                 raise ValueError(f"{name}: not an argument of {self.kind} (allowed: {', '.join(sorted(allowed)) or 'none'})")
         if self.kind in _NEEDS_TARGET and self.target is None:
             raise ValueError(f"target: {self.kind} needs a target (rank, node or random)")
-        if self.kind == "crash_worker" and self.where is None:
-            self.where = "before_step"
+        if self.kind == "crash_worker":
+            self.where = self.where or "before_step"
+            if self.target.node is not None:
+                raise ValueError("target: crash_worker takes rank or random (it runs inside the worker)")
+            if self.where != "on_restore" and self.at.step is None:
+                raise ValueError(f"at: crash_worker {self.where} needs {{step: N}}")
         if self.kind == "preempt_node" and self.notice_s is None:
             self.notice_s = 3.0
         if self.kind == "corrupt_checkpoint":

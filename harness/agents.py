@@ -1,0 +1,120 @@
+"""Per-node agent actors: the hands of process-level faults on every node.
+
+An agent is a tiny actor pinned to one node (no CPUs). It signals processes on
+its node and pauses or resumes the node's whole process tree. Faults go through
+agents instead of calling `os.kill` from the driver, so a scenario works the
+same on the embedded cluster and on a multi-machine cluster.
+
+An agent refuses to touch a process that is not a Ray process of its own node
+(a descendant of its raylet): faults touch only what the cluster runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from typing import Dict, List
+
+import ray
+
+from harness.reaper import descendants
+
+NAMESPACE = "ftharness"
+
+
+@ray.remote(num_cpus=0, max_restarts=0)
+class NodeAgent:
+    def __init__(self):
+        self.raylet_pid = os.getppid()  # Ray workers are children of their raylet
+
+    def info(self) -> Dict[str, int]:
+        return {"pid": os.getpid(), "raylet_pid": self.raylet_pid}
+
+    def node_pids(self) -> List[int]:
+        """The raylet and every process under it, this agent excluded."""
+        return sorted(descendants({self.raylet_pid}) - {os.getpid()})
+
+    def signal(self, pid: int, sig: int) -> bool:
+        """Send `sig` to a Ray process of this node; False if it is already gone."""
+        if pid not in descendants({self.raylet_pid}) or pid == os.getpid():
+            raise ValueError(f"pid {pid} is not a Ray process of this node")
+        try:
+            os.kill(pid, sig)
+            return True
+        except ProcessLookupError:
+            return False
+
+    def pause_node(self, duration_s: float) -> List[int]:
+        """SIGSTOP the raylet and all its processes for `duration_s` (a node cut
+        off: it neither heartbeats nor answers), then SIGCONT them.
+
+        The resume is armed *here*, in a detached timer process, before the
+        stop: once GCS declares the paused node dead, no call reaches this agent
+        any more, on any cluster."""
+        pids = self.node_pids()
+        subprocess.Popen(
+            [sys.executable, "-c",
+             "import os,signal,sys,time; time.sleep(float(sys.argv[1]))\n"
+             "for p in sys.argv[2:]:\n"
+             "    try: os.kill(int(p), signal.SIGCONT)\n"
+             "    except OSError: pass",
+             str(duration_s), *map(str, pids)],
+            start_new_session=True, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+        return pids
+
+    def resume_node(self, pids: List[int]) -> None:
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+    def kill_raylet(self) -> None:
+        """A node dying without notice: its raylet and everything under it."""
+        for p in sorted(descendants({self.raylet_pid}) - {os.getpid()}, reverse=True):
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        os._exit(0)
+
+
+class Agents:
+    """Starts agents on demand, one per node, and forgets them when nodes die."""
+
+    def __init__(self):
+        self._agents: Dict[str, ray.actor.ActorHandle] = {}
+
+    def on(self, node_id: str):
+        if node_id not in self._agents:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            agent = NodeAgent.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+            ).remote()
+            ray.get(agent.info.remote(), timeout=60)
+            self._agents[node_id] = agent
+        return self._agents[node_id]
+
+    def signal(self, node_id: str, pid: int, sig: int) -> bool:
+        return ray.get(self.on(node_id).signal.remote(pid, sig), timeout=30)
+
+    def forget(self, node_id: str) -> None:
+        self._agents.pop(node_id, None)
+
+    def close(self) -> None:
+        for a in self._agents.values():
+            try:
+                ray.kill(a)
+            except Exception:
+                pass
+        self._agents.clear()

@@ -1,0 +1,147 @@
+"""The fault injector: fires each scenario fault when its trigger says, on the
+driver's main thread, and records what it did.
+
+Triggers on steps and history events are detected inside the history actor (see
+harness.triggers), which also holds the emitting worker at a gate until the
+fault is done; time triggers count from the run's start. Follow-up actions (a
+preempted node dying at its deadline, a replacement node joining, a heal after
+`duration_s`) go on a small timeline run by the same loop. Everything runs on
+the main thread because adding and removing embedded nodes must.
+
+`crash_worker` is the exception: it raises inside the train function, so the
+worker does it itself (harness.instrument) from the plan `crash_plans` gives.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+import time
+import traceback
+from typing import Any, Callable, Dict, List, Optional
+
+import ray
+
+from faults import make_fault
+from faults.base import FaultContext, FaultSkipped
+from harness.agents import Agents
+from harness.history import Emitter
+
+
+def crash_plans(scenario, seed: int = 0) -> List[Dict[str, Any]]:
+    """What each worker needs to know to crash itself (crash_worker faults)."""
+    rng = random.Random(seed)
+    plans = []
+    for i, f in enumerate(scenario.faults):
+        if f.kind != "crash_worker":
+            continue
+        rank = f.target.rank if f.target.rank is not None else rng.randrange(scenario.workload.min_workers)
+        plans.append({"fault": i, "where": f.where, "rank": rank, "step": f.at.step,
+                      "nth": f.at.nth, "target_asked": f.target.model_dump(exclude_none=True)})
+    return plans
+
+
+class Injector:
+    def __init__(self, scenario, cluster, history, run_name: str, storage_dir: str, history_path: str,
+                 seed: int = 0):
+        self.cluster = cluster
+        self.history = history
+        self.storage_dir = storage_dir
+        self.history_path = history_path
+        self.emitter = Emitter(run_name, "injector")
+        self.agents = Agents()
+        self.rng = random.Random(seed)
+        self.specs = [f.model_dump(mode="json", exclude_none=True) for f in scenario.faults]
+        self.faults = {i: make_fault(i, spec) for i, spec in enumerate(self.specs)
+                       if spec["kind"] != "crash_worker"}
+        self.time_triggers = sorted((spec["at"]["time_s"], i) for i, spec in enumerate(self.specs)
+                                    if i in self.faults and spec["at"].get("time_s") is not None)
+        self._timeline: List[tuple] = []
+        self._ids = itertools.count()
+        self._active: List[Any] = []
+        self._members: List[Dict[str, Any]] = []
+        self.t0: Optional[float] = None
+        self.resume_requested = False
+
+    # -------------------------------------------------------------- lifecycle
+    def arm(self) -> None:
+        triggered = [s if i in self.faults and s["at"].get("time_s") is None else {"at": {"time_s": 0}}
+                     for i, s in enumerate(self.specs)]
+        ray.get(self.history.arm.remote(triggered))
+
+    def start(self) -> None:
+        self.t0 = self.t0 or time.time()
+
+    def tick(self) -> None:
+        """One pass: fired triggers, due time triggers, due timeline actions."""
+        polled = ray.get(self.history.take_pending.remote(), timeout=30)
+        self._members = polled["members"]
+        for p in polled["pending"]:
+            self._fire(p["fault"], p["t_requested"], p.get("event") or {}, gated=p["gated"])
+        now = time.time()
+        while self.time_triggers and self.t0 + self.time_triggers[0][0] <= now:
+            at, i = self.time_triggers.pop(0)
+            self._fire(i, self.t0 + at, {}, gated=False)
+        while self._timeline and self._timeline[0][0] <= time.time():
+            due, _, fn, label, kind, fault = heapq.heappop(self._timeline)
+            self._run_action(due, fn, label, kind, fault)
+
+    def finish(self) -> None:
+        """Heal what is still broken (hung workers, hogged CPUs, storage errors)."""
+        for fault in list(self._active):
+            self._heal(fault)
+        self._timeline.clear()
+        self.agents.close()
+
+    # -------------------------------------------------------------- internals
+    def _ctx(self, event: Dict[str, Any], fault_index: int) -> FaultContext:
+        def schedule(delay_s: float, fn: Callable[[], Dict[str, Any]], label: str, kind: str = "fault_action"):
+            heapq.heappush(self._timeline, (time.time() + delay_s, next(self._ids), fn, label, kind, fault_index))
+
+        return FaultContext(cluster=self.cluster, agents=self.agents, members=list(self._members),
+                            storage_dir=self.storage_dir, history_path=self.history_path, event=event,
+                            rng=self.rng, schedule=schedule)
+
+    def _fire(self, index: int, t_requested: float, event: Dict[str, Any], gated: bool) -> None:
+        fault = self.faults[index]
+        base = {"fault": index, "fault_kind": fault.kind, "target_asked": fault.target,
+                "trigger": self.specs[index]["at"], "t_requested": t_requested}
+        try:
+            hit = fault.inject(self._ctx(event, index))
+            self.emitter.emit("fault_injected", target_hit=hit, t_done=time.time(), **base)
+            self._active.append(fault)
+            if getattr(fault, "wants_resume", False):
+                self.resume_requested = True
+            if fault.duration_s and fault.kind not in ("partition_node",):
+                self._ctx(event, index).schedule(fault.duration_s, lambda f=fault: self._heal(f),
+                                                 f"heal fault {index}", kind="none")
+        except FaultSkipped as e:
+            self.emitter.emit("fault_skipped", reason=str(e), t_done=time.time(), **base)
+        except Exception as e:  # a fault that broke is recorded; the run goes on
+            self.emitter.emit("fault_skipped", reason=f"{type(e).__name__}: {e}",
+                              traceback=traceback.format_exc()[-1500:], t_done=time.time(), **base)
+        finally:
+            if gated:
+                self.history.release.remote(index)
+
+    def _heal(self, fault) -> None:
+        if fault not in self._active:
+            return
+        self._active.remove(fault)
+        try:
+            healed = fault.heal(self._ctx({}, fault.index))
+        except Exception as e:
+            healed = {"error": f"{type(e).__name__}: {e}"}
+        if healed is not None:
+            self.emitter.emit("fault_healed", fault=fault.index, fault_kind=fault.kind, detail=healed,
+                              t_done=time.time())
+
+    def _run_action(self, due: float, fn, label: str, kind: str, fault: int) -> None:
+        try:
+            detail = fn()
+        except Exception as e:
+            detail = {"error": f"{type(e).__name__}: {e}"}
+        if kind != "none":
+            self.emitter.emit(kind, fault=fault, fault_kind=self.faults[fault].kind, action=label,
+                              detail=detail, t_requested=due, t_done=time.time())
