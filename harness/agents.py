@@ -96,14 +96,25 @@ class Agents:
 
     def on(self, node_id: str):
         if node_id not in self._agents:
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-            agent = NodeAgent.options(
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-            ).remote()
-            ray.get(agent.info.remote(), timeout=60)
-            self._agents[node_id] = agent
+            self.start([node_id])
         return self._agents[node_id]
+
+    def start(self, node_ids: List[str], timeout_s: float = 30.0) -> None:
+        """Start agents on these nodes in parallel; nodes that cannot host one are skipped."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        new = {n: NodeAgent.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote()
+               for n in node_ids if n not in self._agents}
+        failed = []
+        for node_id, agent in new.items():
+            try:
+                ray.get(agent.info.remote(), timeout=timeout_s)
+                self._agents[node_id] = agent
+            except Exception as e:
+                ray.kill(agent)
+                failed.append(f"{node_id[:12]} ({type(e).__name__})")
+        if failed:
+            raise RuntimeError(f"no agent could start on node {', '.join(failed)}")
 
     def signal(self, node_id: str, pid: int, sig: int) -> bool:
         return ray.get(self.on(node_id).signal.remote(pid, sig), timeout=30)

@@ -53,6 +53,28 @@ def cmd_run(args) -> int:
     return exit_code(summary)
 
 
+def cmd_suite(args) -> int:
+    from harness.cluster import ClusterError
+    from harness.suite import collect, run_suite
+    from scenarios.schema import ScenarioError
+
+    try:
+        scenarios = collect(args.paths)
+        if args.address and scenarios and any(s.faults for s in scenarios) and not args.allow_destructive:
+            return _fail("--address: faults on a cluster ftharness did not start need --allow-destructive")
+        out = args.out or os.path.join("results", f"suite-{time.strftime('%Y%m%d-%H%M%S')}")
+        summaries = run_suite(scenarios, out, address=args.address, progress=not args.quiet)
+    except (ScenarioError, ClusterError) as e:
+        return _fail(str(e))
+    except KeyboardInterrupt:
+        print("ftharness: interrupted; cluster torn down", file=sys.stderr)
+        return 130
+    failed = [s["scenario"] for s in summaries if not s["matches_expectation"]]
+    print(f"{len(summaries) - len(failed)} passed, {len(failed)} failed")
+    print(f"results: {os.path.abspath(out)}")
+    return EXIT_MISMATCH if failed else EXIT_OK
+
+
 def cmd_check(args) -> int:
     """Re-judge an existing results folder from its history (no cluster)."""
     from harness.history import read_events
@@ -101,6 +123,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--allow-destructive", action="store_true", help="allow faults on a cluster ftharness did not start")
     r.add_argument("--quiet", action="store_true", help="no live progress")
     r.set_defaults(func=cmd_run)
+
+    st = sub.add_parser("suite", help="run a catalog of scenarios on one embedded cluster")
+    st.add_argument("paths", nargs="*", help="scenario files or folders (default: the built-in catalog)")
+    st.add_argument("--out", help="results folder (default: results/suite-<time>)")
+    st.add_argument("--address", help="run on an existing cluster instead")
+    st.add_argument("--allow-destructive", action="store_true")
+    st.add_argument("--quiet", action="store_true")
+    st.set_defaults(func=cmd_suite)
 
     c = sub.add_parser("check", help="re-judge a results folder from its history")
     c.add_argument("results")

@@ -254,6 +254,23 @@ class EmbeddedCluster:
         self.remove_node(index, graceful=graceful)
         return self.add_node()
 
+    def heal(self) -> List[int]:
+        """Back to shape between scenarios: dead or paused nodes replaced, node
+        count restored, leftover harness actors gone. Returns the new node indices."""
+        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+        for index in list(self._nodes):
+            if self._nodes[index].node_id not in alive:
+                try:
+                    self.remove_node(index, graceful=False)
+                except Exception:
+                    self._nodes.pop(index, None)
+        while len(self._nodes) > self.num_nodes:
+            self.remove_node(max(self._nodes), graceful=False)
+        added = []
+        while len(self._nodes) < self.num_nodes:
+            added.append(self.add_node())
+        return added
+
     def node(self, index: int):
         return self._nodes[index]
 

@@ -69,6 +69,15 @@ class Injector:
         triggered = [s if i in self.faults and s["at"].get("time_s") is None else {"at": {"time_s": 0}}
                      for i, s in enumerate(self.specs)]
         ray.get(self.history.arm.remote(triggered))
+        if self.faults:
+            self._start_agents()
+
+    def _start_agents(self) -> None:
+        """An agent on every live node now, so a trigger costs no actor start."""
+        try:
+            self.agents.start([n.node_id for n in self.cluster.nodes() if n.alive])
+        except RuntimeError:  # a node that cannot host one gets it on demand, or is gone
+            pass
 
     def start(self) -> None:
         self.t0 = self.t0 or time.time()

@@ -20,6 +20,7 @@ reads when it registers the checkpoint.
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import json
 import os
@@ -78,6 +79,33 @@ def read_marker(checkpoint) -> Optional[Dict[str, Any]]:
         fs = checkpoint.filesystem
         with fs.open_input_stream(os.path.join(checkpoint.path, MARKER)) as f:
             return json.loads(f.read().decode())
+    except Exception:
+        return None
+
+
+DIGEST_LIMIT_BYTES = 512 * 1024 * 1024
+
+
+def digest_dir(directory: str) -> Optional[str]:
+    """sha256 over a checkpoint's files (names and contents, marker excluded);
+    None for checkpoints too large to hash cheaply."""
+    files = sorted(os.path.relpath(os.path.join(r, f), directory)
+                   for r, _, fs in os.walk(directory) for f in fs if f != MARKER)
+    if sum(os.path.getsize(os.path.join(directory, f)) for f in files) > DIGEST_LIMIT_BYTES:
+        return None
+    h = hashlib.sha256()
+    for rel in files:
+        h.update(rel.encode() + b"\0")
+        with open(os.path.join(directory, rel), "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def restored_digest(checkpoint) -> Optional[str]:
+    try:
+        with checkpoint.as_directory() as d:
+            return digest_dir(d)
     except Exception:
         return None
 
@@ -154,10 +182,13 @@ class WorkerRecorder:
         self.crash_point("before_report", self.step)
         if isinstance(metrics, dict):
             metrics["ftharness_step"] = self.step
+        self._digest = None
         if checkpoint is not None:
             try:
+                self._digest = digest_dir(checkpoint.path)
                 with open(os.path.join(checkpoint.path, MARKER), "w") as f:
-                    json.dump({"step": self.step, "attempt": self.attempt, "rank": self.rank}, f)
+                    json.dump({"step": self.step, "attempt": self.attempt, "rank": self.rank,
+                               "digest": self._digest}, f)
             except Exception:
                 pass  # a remote or read-only checkpoint: the metrics still carry the step
 
@@ -168,7 +199,7 @@ class WorkerRecorder:
                 persisted = checkpoint_name(rp.train_fn_utils().get_checkpoint())
             except Exception:
                 persisted = None
-        self.emit("report", step=self.step, checkpoint=persisted,
+        self.emit("report", step=self.step, checkpoint=persisted, digest=getattr(self, "_digest", None),
                   metrics={k: v for k, v in (metrics or {}).items() if _jsonable(v)})
         if not self.explicit_steps:
             self.emit("step", step=self.step)
@@ -191,10 +222,13 @@ def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
         restored = ray.train.get_checkpoint()
         marker = read_marker(restored)
         rec.step = int(marker["step"]) if marker else 0
+        expected = (marker or {}).get("digest")
+        actual = restored_digest(restored) if expected else None
         rec.emit(
             "worker_start",
             restored_checkpoint=checkpoint_name(restored),
             restored_step=rec.step if restored is not None else None,
+            restored_intact=(actual == expected) if expected and actual else None,
         )
         if restored is not None:
             rec.crash_point("on_restore", rec.step)

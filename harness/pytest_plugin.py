@@ -69,7 +69,7 @@ def pytest_sessionfinish(session, exitstatus):
 def ftharness_cluster():
     """The shared embedded cluster, healed (all worker nodes alive) before each test."""
     cluster = _shared.get()
-    heal(cluster)
+    cluster.heal()
     return cluster
 
 
@@ -79,21 +79,6 @@ def exclusive_ray():
     _shared.release()
     yield
     _shared.release()
-
-
-def heal(cluster) -> None:
-    """Bring the shared cluster back to its shape: replace dead or missing worker nodes."""
-    import ray
-
-    alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
-    for index in list(cluster.worker_node_indices()):
-        if cluster.node_id(index) not in alive:
-            try:
-                cluster.remove_node(index, graceful=False)
-            except Exception:
-                pass
-    while len(cluster.worker_node_indices()) < SHARED_SHAPE["nodes"]:
-        cluster.add_node()
 
 
 @pytest.fixture

@@ -99,6 +99,10 @@ def evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str
             mismatches.append(f"property {name} could not be decided")
         elif not verdict["passed"]:
             mismatches.append(f"property {name} failed: {verdict['explanation']}")
+    for name in scenario.expect.violations:
+        verdict = props.get(name)
+        if verdict is not None and verdict["passed"]:
+            mismatches.append(f"property {name} held, but the scenario pins a known violation of it")
     return {
         "scenario": scenario.name,
         "outcome": outcome.get("outcome"),

@@ -1,0 +1,70 @@
+"""`ftharness suite`: many scenarios on one embedded cluster, the CI chaos suite.
+
+All scenarios are validated before anything starts. The cluster is started
+once per cluster shape and healed (dead nodes replaced) between scenarios.
+Returns one summary per scenario; the caller turns them into an exit code.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import time
+from typing import Any, Dict, List
+
+from harness.cluster import open_cluster
+from harness.runner import RunOptions, ScenarioRunner
+from scenarios.schema import Scenario, ScenarioError, load_scenario
+
+
+def catalog_dir() -> str:
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scenarios", "catalog")
+
+
+def collect(paths: List[str]) -> List[Scenario]:
+    files: List[str] = []
+    for p in paths or [catalog_dir()]:
+        files.extend(sorted(glob.glob(os.path.join(p, "*.yaml"))) if os.path.isdir(p) else [p])
+    if not files:
+        raise ScenarioError(f"{', '.join(paths)}: no scenario files (*.yaml)")
+    scenarios = [load_scenario(f) for f in files]
+    names = [s.name for s in scenarios]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ScenarioError(f"name: {', '.join(sorted(dup))} used by more than one scenario")
+    return scenarios
+
+
+def shape(s: Scenario):
+    c = s.cluster
+    return (c.nodes, c.cpus_per_node, c.gpus_per_node, c.profile)
+
+
+def run_suite(scenarios: List[Scenario], out_dir: str, address: str = None,
+              progress: bool = True) -> List[Dict[str, Any]]:
+    summaries = []
+    t0 = time.time()
+    groups: Dict[tuple, List[Scenario]] = {}
+    for s in scenarios:
+        groups.setdefault(shape(s), []).append(s)
+    done = 0
+    for group in groups.values():
+        with open_cluster(group[0].cluster, address) as cluster:
+            for s in group:
+                if hasattr(cluster, "heal"):
+                    cluster.heal()
+                elapsed = time.time() - t0
+                eta = f", ~{elapsed / done * (len(scenarios) - done):.0f}s left" if done else ""
+                print(f"[{done + 1}/{len(scenarios)}] {s.name} ({elapsed:.0f}s elapsed{eta})",
+                      file=sys.stderr, flush=True)
+                options = RunOptions(out_dir=os.path.join(out_dir, s.name), address=address, progress=progress)
+                summary = ScenarioRunner(s, cluster, options).run()
+                summaries.append(summary)
+                done += 1
+                verdict = "PASS" if summary["matches_expectation"] else "FAIL"
+                print(f"  {verdict} {s.name}: {summary['outcome']} ({summary.get('error_type') or 'no error'}), "
+                      f"attempts {summary['attempts']}, budgets {summary['budgets']}", flush=True)
+                for m in summary.get("mismatches", []):
+                    print(f"    - {m}", flush=True)
+    return summaries
