@@ -137,6 +137,7 @@ class StorageErrors(Fault):
         control = {"ops": self.spec.get("ops") or ["write"], "path_glob": self.spec.get("path_glob"),
                    "error_rate": self.spec.get("error_rate", 1.0), "latency_s": self.spec.get("latency_s", 0.0)}
         path = self.control_path(ctx)
+        os.makedirs(os.path.dirname(path), exist_ok=True)  # the run may not have written anything yet
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(control, f)

@@ -38,6 +38,8 @@ class NodeAgent:
 
     def signal(self, pid: int, sig: int) -> bool:
         """Send `sig` to a Ray process of this node; False if it is already gone."""
+        if not os.path.exists(f"/proc/{pid}"):
+            return False
         if pid not in descendants({self.raylet_pid}) or pid == os.getpid():
             raise ValueError(f"pid {pid} is not a Ray process of this node")
         try:

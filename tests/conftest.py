@@ -16,11 +16,10 @@ def run_cli(*args, timeout=300, env=None, cwd=None):
                           env={**os.environ, **(env or {})}, cwd=cwd or REPO)
 
 
-def ray_processes():
-    """pids of Ray processes on this host (raylet, gcs_server, Ray workers)."""
-    out = subprocess.run(["pgrep", "-f", "raylet|gcs_server|ray::|default_worker.py"],
-                         capture_output=True, text=True).stdout.split()
-    return {int(p) for p in out if int(p) != os.getpid()}
+def ray_clusters():
+    """pids of GCS servers on this host: one per running Ray cluster."""
+    out = subprocess.run(["pgrep", "-f", "gcs_server"], capture_output=True, text=True).stdout.split()
+    return {int(p) for p in out}
 
 
 @pytest.fixture

@@ -54,10 +54,13 @@ def operator_cluster(exclusive_ray):
 
 
 def test_run_on_operator_cluster_leaves_it_intact(operator_cluster, tmp_path):
+    """The default scenario (a worker is killed) on a cluster ftharness did not start."""
     assert alive_nodes(operator_cluster) == 3
     out = tmp_path / "res"
-    r = run_cli("run", "--address", operator_cluster, "--out", str(out), "--steps", "6", "--quiet",
-                timeout=600, cwd=REPO)
+    refused = run_cli("run", "--address", operator_cluster, "--out", str(out), timeout=120)
+    assert refused.returncode == 2 and "--allow-destructive" in refused.stderr
+    r = run_cli("run", "--address", operator_cluster, "--out", str(out), "--steps", "10", "--quiet",
+                "--allow-destructive", timeout=600, cwd=REPO)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "PASS default" in r.stdout and (out / "summary.json").exists()
     assert alive_nodes(operator_cluster) == 3

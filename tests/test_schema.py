@@ -4,7 +4,7 @@ import pytest
 
 from scenarios.schema import ScenarioError, default_scenario_path, load_scenario, parse_scenario
 
-from conftest import ray_processes, run_cli
+from conftest import ray_clusters, run_cli
 
 
 def error_of(data):
@@ -65,13 +65,13 @@ def test_elastic_workers_checked():
 
 def test_cli_refuses_bad_scenario_before_starting_anything(write_scenario):
     path = write_scenario("name: x\ncluster: {nodes: 1}\nworkload: {num_workers: 4}\n")
-    before = ray_processes()
+    before = ray_clusters()
     r = run_cli("run", path, "--out", path + ".out", timeout=60)
     assert r.returncode == 2
     lines = [l for l in r.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and "workload.num_workers" in lines[0], r.stderr
     assert "Traceback" not in r.stderr
-    assert ray_processes() <= before
+    assert ray_clusters() == before  # no cluster was started, none left behind
 
 
 def test_cli_refuses_invalid_yaml(write_scenario):

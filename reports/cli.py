@@ -1,0 +1,91 @@
+"""`ftharness report` and `ftharness compare`: the reports from the command line.
+
+`add_subcommands(subparsers)` registers both on the main parser. Bad input
+(a path that holds no results folder, a malformed LABEL=...) is one line on
+stderr and exit code 2, like the rest of the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Dict, List, Optional, Sequence
+
+EXIT_OK, EXIT_CANNOT_RUN = 0, 2
+
+
+def _fail(msg: str) -> int:
+    print(f"ftharness: error: {msg}", file=sys.stderr)
+    return EXIT_CANNOT_RUN
+
+
+def check_paths(paths: Sequence[str]) -> Optional[str]:
+    """The error line for the first path that is not a readable results
+    folder (or a folder of them); None when all are."""
+    from reports.frames import read_results, results_folders
+
+    for p in paths:
+        try:
+            folders = results_folders(p)
+        except OSError as e:
+            return str(e)
+        for folder in folders:
+            try:
+                read_results(folder)
+            except (OSError, ValueError) as e:
+                return f"{folder}: not a readable results folder ({type(e).__name__}: {e})"
+    return None
+
+
+def parse_group(spec: str) -> tuple:
+    """'LABEL=RESULTS[,RESULTS...]' -> (label, paths); ValueError otherwise."""
+    label, sep, paths = spec.partition("=")
+    found = [p for p in paths.split(",") if p]
+    if not sep or not label or not found:
+        raise ValueError(f"compare: {spec!r} is not LABEL=RESULTS[,RESULTS...]")
+    return label, found
+
+
+def cmd_report(args) -> int:
+    from reports.html import write_report
+    from reports.junit import write_junit
+
+    error = check_paths(args.results)
+    if error:
+        return _fail(error)
+    print(f"report: {write_report(args.results, args.out)}")
+    if args.junit:
+        print(f"junit: {write_junit(args.results, args.junit)}")
+    return EXIT_OK
+
+
+def cmd_compare(args) -> int:
+    from reports.compare import write_compare
+
+    groups: Dict[str, List[str]] = {}
+    try:
+        for spec in args.groups:
+            label, paths = parse_group(spec)
+            groups.setdefault(label, []).extend(paths)
+    except ValueError as e:
+        return _fail(str(e))
+    error = check_paths([p for paths in groups.values() for p in paths])
+    if error:
+        return _fail(error)
+    path = write_compare(groups, args.out)
+    print(f"compare: {path}")
+    return EXIT_OK
+
+
+def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
+    r = subparsers.add_parser("report", help="write an HTML report (and JUnit XML) over results folders")
+    r.add_argument("results", nargs="+", help="results folders, or folders of them (a suite)")
+    r.add_argument("--out", default="report", help="report folder (default: ./report)")
+    r.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    r.set_defaults(func=cmd_report)
+
+    c = subparsers.add_parser("compare", help="compare recovery, lost work and ETTR across configurations")
+    c.add_argument("groups", nargs="+", metavar="LABEL=RESULTS[,RESULTS...]",
+                   help="a configuration and its results folders; the first is the baseline")
+    c.add_argument("--out", default="compare", help="output folder (default: ./compare)")
+    c.set_defaults(func=cmd_compare)

@@ -1,0 +1,350 @@
+"""A self-contained HTML report over results folders: one file, no server.
+
+Plots are matplotlib figures inlined as SVG (text kept as text, so the page
+stays searchable) and the styles are inline, so index.html can be attached to
+a CI run or mailed as is. The frames behind it are written beside it as CSV
+and Parquet, for whoever wants to dig further.
+
+Element ids and classes are stable for tests and scrapers: section#summary,
+section#properties, section#timelines with one div.timeline per scenario,
+section#recovery, section#advice, section#data.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import re
+import time
+from html import escape
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.transforms import blended_transform_factory
+
+from reports import advice
+from reports.frames import Frames, PathLike, results_folders
+from reports.junit import labels, outcome_verdicts, property_verdicts
+from reports.metrics import LIMITS, PARTS
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#111;max-width:1500px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ccc}
+h3{font-size:15px;margin:16px 0 4px}.meta,.note{color:#555;font-size:13px}
+table{border-collapse:collapse;font-size:13px;margin:6px 0}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.pass td:first-child,tr.ok td:first-child{border-left:5px solid #2a7}
+tr.fail td:first-child,tr.failure td:first-child{border-left:5px solid #d33}
+tr.skipped td:first-child,tr.unknown td:first-child{border-left:5px solid #bbb}
+.badge{font-weight:600}.pass .badge,.ok .badge{color:#1a6}.fail .badge,.failure .badge{color:#c22}
+.timeline svg,.plot svg{max-width:100%;height:auto}
+.extrapolated{background:#fff6d6;border:1px solid #e0c060;padding:8px;font-size:13px}
+"""
+#: matplotlib settings for every figure: text stays text in the SVG
+RC = {"svg.fonttype": "none", "font.size": 9}
+ATTEMPT_COLORS = ["#4c78a8", "#72b7b2", "#54a24b", "#b279a2", "#9d755d", "#bab0ac"]
+
+
+# ------------------------------------------------------------------ formatting
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _text(v: Any, digits: int = 2) -> str:
+    if _missing(v):
+        return "–"
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
+    if isinstance(v, (float, np.floating)):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def _cell(v: Any) -> str:
+    num = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+    return f'<td class="num">{escape(_text(v))}</td>' if num else f"<td>{escape(_text(v))}</td>"
+
+
+def table(df: pd.DataFrame, cls: str = "", row_classes: Optional[Sequence[str]] = None) -> str:
+    """A plain HTML table; `row_classes` mark rows (pass/fail) for the CSS."""
+    head = "".join(f"<th>{escape(str(c))}</th>" for c in df.columns)
+    rows = []
+    for i, row in enumerate(df.itertuples(index=False)):
+        klass = f' class="{escape(row_classes[i])}"' if row_classes is not None else ""
+        rows.append(f"<tr{klass}>{''.join(_cell(v) for v in row)}</tr>")
+    return f'<table class="{escape(cls)}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def svg(fig: Figure) -> str:
+    """The figure as inline <svg> markup (no XML prologue)."""
+    buf = io.StringIO()
+    with matplotlib.rc_context(RC):
+        fig.savefig(buf, format="svg", bbox_inches="tight")
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def page(title: str, body: str) -> str:
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            f"<style>{CSS}</style></head><body>{body}</body></html>")
+
+
+def section(sid: str, title: str, content: str) -> str:
+    return f'<section id="{sid}"><h2>{escape(title)}</h2>{content}</section>'
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-") or "x"
+
+
+# --------------------------------------------------------------------- summary
+def _budgets(scenario: Dict[str, Any], decisions: pd.DataFrame) -> str:
+    """'worker_group 1/2 · preemption 0/0 ...': failures charged / limit
+    (∞ unlimited, ? unknown); the non-retryable class only when charged."""
+    parts = []
+    for budget, key in LIMITS.items():
+        used = int((decisions["budget"] == budget).sum())
+        limit = scenario.get(f"failure_config.{key}") if key else None
+        if key is None and not used:
+            continue
+        shown = "" if key is None else "/" + ("?" if _missing(limit) else "∞" if limit < 0 else str(int(limit)))
+        parts.append(f"{budget} {used}{shown}")
+    return " · ".join(parts)
+
+
+def summary_frame(frames: Frames) -> pd.DataFrame:
+    """One row per scenario: outcome against expectation, attempts, budgets,
+    recovery, lost work and ETTR."""
+    outcomes = outcome_verdicts(frames).set_index("results")
+    rows = []
+    for s in frames.scenarios.to_dict("records"):
+        r, o = s["results"], outcomes.loc[s["results"]]
+        matches = s.get("matches_expectation")
+        rows.append({
+            "scenario": o["label"],
+            "outcome": f"{_text(o['outcome'])} (expected {o['expected']})",
+            "matches expectation": None if _missing(matches) else bool(matches),
+            "attempts": int((frames.attempts["results"] == r).sum()),
+            "budgets used/limit": _budgets(s, frames.decisions[frames.decisions["results"] == r]),
+            "mean recovery s": s.get("metrics.mean_recovery_s"),
+            "max recovery s": s.get("metrics.max_recovery_s"),
+            "lost steps": s.get("metrics.lost_steps"),
+            "ETTR": s.get("metrics.ettr"),
+        })
+    return pd.DataFrame(rows)
+
+
+def _verdict_class(matches: Any) -> str:
+    return "unknown" if _missing(matches) else "pass" if matches else "fail"
+
+
+def summary_section(frames: Frames) -> str:
+    df = summary_frame(frames)
+    classes = [_verdict_class(m) for m in df["matches expectation"]]
+    note = ('<p class="note">ETTR: productive step time over wall time (Meta\'s effective training '
+            "time ratio). Budgets: failures charged to each Ray Train budget / its limit.</p>")
+    return section("summary", "Summary", table(df, "summary", classes) + note)
+
+
+def properties_section(frames: Frames) -> str:
+    v = property_verdicts(frames)
+    df = pd.DataFrame({"scenario": v["label"], "property": v["property"],
+                       "verdict": v["passed"].map(lambda p: "–" if p is None else "PASS" if p else "FAIL"),
+                       "expected": v["expected"].fillna("(not asked)"),
+                       "status": v["status"], "explanation": v["explanation"]})
+    return section("properties", "Properties", table(df, "properties", list(v["status"])))
+
+
+# -------------------------------------------------------------------- timeline
+def _rows(df: pd.DataFrame, results: str) -> pd.DataFrame:
+    return df[df["results"] == results]
+
+
+def _origin(*times: Iterable[float]) -> float:
+    """The earliest time any frame recorded for the run: the timeline's 0."""
+    found = [float(t) for ts in times for t in ts if not _missing(t)]
+    return min(found, default=0.0)
+
+
+def _attempt_span(a: Dict[str, Any]):
+    begin = next((a[k] for k in ("t_start", "t_group_started", "t_worker_start", "t_first_step")
+                  if not _missing(a.get(k))), a["t_end"])
+    return begin, a["t_end"]
+
+
+def _attempt_ranks(a: Dict[str, Any], steps: pd.DataFrame) -> List[int]:
+    mine = steps[(steps["fit_index"] == a["fit_index"]) & (steps["attempt"] == a["attempt"])]
+    ranks = sorted({int(r) for r in mine["rank"].dropna()})
+    return ranks or list(range(int(a["world_size"]) if not _missing(a.get("world_size")) else 1))
+
+
+def _draw_attempts(ax, attempts: pd.DataFrame, steps: pd.DataFrame, t0: float) -> None:
+    for i, a in enumerate(attempts.to_dict("records")):
+        begin, end = _attempt_span(a)
+        color = ATTEMPT_COLORS[i % len(ATTEMPT_COLORS)]
+        ranks = _attempt_ranks(a, steps)
+        for rank in ranks:
+            ax.broken_barh([(begin - t0, max(end - begin, 1e-3))], (rank - 0.3, 0.6),
+                           facecolors=color, alpha=0.35, edgecolor=color)
+        ax.text(begin - t0, ranks[0] - 0.42, f" fit {a['fit_index']} · attempt {a['attempt']} ({a['ended']})",
+                fontsize=7, va="bottom", color="#333")
+
+
+def _draw_steps(ax, steps: pd.DataFrame, t0: float) -> None:
+    lost = steps["lost"].fillna(False).astype(bool)
+    for mask, color in ((~lost, "#222"), (lost, "#d62728")):
+        ax.scatter(steps.loc[mask, "t"] - t0, steps.loc[mask, "rank"], marker="|", s=60,
+                   color=color, linewidths=1, zorder=3)
+
+
+def _draw_recoveries(ax, recovery: pd.DataFrame, t0: float) -> None:
+    for r in recovery.dropna(subset=["t_first_step"]).to_dict("records"):
+        ax.axvspan(r["t0"] - t0, r["t_first_step"] - t0, color="#ff7f0e", alpha=0.15, zorder=0)
+
+
+def _draw_faults(ax, faults: pd.DataFrame, t0: float) -> None:
+    styles = {"injected": ("#d62728", "-"), "healed": ("#2ca02c", "--"), "skipped": ("#888", ":")}
+    top = blended_transform_factory(ax.transData, ax.transAxes)
+    for f in faults.to_dict("records"):
+        color, ls = styles.get(f["event"], ("#888", ":"))
+        x = (f["t_done"] if not _missing(f.get("t_done")) else f["t"]) - t0
+        ax.axvline(x, color=color, ls=ls, lw=1.3, zorder=4)
+        label = f["fault_kind"] if f["event"] == "injected" else f"{f['event']} {f['fault_kind']}"
+        ax.text(x, 1.01, label, transform=top, rotation=25, fontsize=7, color=color, va="bottom")
+
+
+def _draw_checkpoints(ax, checkpoints: pd.DataFrame, t0: float, lane: int) -> None:
+    reg = checkpoints[checkpoints["event"] == "registered"]
+    ax.scatter(reg["t"] - t0, [lane] * len(reg), marker="v", s=30, color="#9467bd", zorder=3)
+    for c in reg.to_dict("records"):
+        ax.text(c["t"] - t0, lane + 0.22, _text(c["step"], 0), fontsize=6, ha="center", color="#9467bd")
+
+
+LEGEND = [Patch(color=ATTEMPT_COLORS[0], alpha=0.35, label="attempt (per rank)"),
+          Line2D([], [], marker="|", ls="", color="#222", label="step"),
+          Line2D([], [], marker="|", ls="", color="#d62728", label="lost step (redone later)"),
+          Line2D([], [], color="#d62728", label="fault injected"),
+          Line2D([], [], color="#2ca02c", ls="--", label="fault healed"),
+          Patch(color="#ff7f0e", alpha=0.15, label="recovery (fault to first step)"),
+          Line2D([], [], marker="v", ls="", color="#9467bd", label="checkpoint registered (step)")]
+
+
+def timeline_figure(frames: Frames, results: str) -> Figure:
+    """Jepsen-style timeline of one run: a lane per rank with attempts as bars
+    and steps as ticks, faults as vertical lines, recoveries shaded and
+    registered checkpoints on a lane of their own."""
+    att, steps, faults, ckpt, rec = (_rows(getattr(frames, n), results)
+                                     for n in ("attempts", "steps", "faults", "checkpoints", "recovery"))
+    t0 = _origin(att["t_start"], att["t_end"], steps["t"], faults["t"], ckpt["t"])
+    lanes = max([r + 1 for a in att.to_dict("records") for r in _attempt_ranks(a, steps)], default=1)
+    fig = Figure(figsize=(12, 1.5 + 0.45 * (lanes + 1)))
+    ax = fig.add_subplot()
+    _draw_recoveries(ax, rec, t0)
+    _draw_attempts(ax, att, steps, t0)
+    _draw_steps(ax, steps, t0)
+    _draw_faults(ax, faults, t0)
+    _draw_checkpoints(ax, ckpt, t0, lanes)
+    ax.set_yticks(range(lanes + 1), [f"rank {r}" for r in range(lanes)] + ["checkpoints"])
+    ax.set_ylim(lanes + 0.6, -0.6)
+    ax.set_xlabel("seconds since the run's first event")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(handles=LEGEND, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    return fig
+
+
+def timelines_section(frames: Frames) -> str:
+    names = labels(frames.scenarios)
+    divs = [f'<div class="timeline" id="timeline-{slug(names[r])}" data-results="{escape(r)}">'
+            f"<h3>{escape(names[r])}</h3>{svg(timeline_figure(frames, r))}</div>"
+            for r in frames.scenarios["results"]]
+    return section("timelines", "Timelines", "".join(divs))
+
+
+# -------------------------------------------------------------------- recovery
+def recovery_figure(samples: Dict[str, Sequence[float]], title: str = "recovery time") -> Figure:
+    """Box per configuration with every recovery as a jittered point (few
+    samples per configuration, so the points matter more than the box)."""
+    data = {k: np.asarray(v, dtype=float) for k, v in samples.items() if len(v)}
+    fig = Figure(figsize=(max(4.0, 1.4 * len(data) + 2), 3.6))
+    ax = fig.add_subplot()
+    if data:
+        ax.boxplot(list(data.values()), showfliers=False, widths=0.5)
+        jitter = np.random.default_rng(0)
+        for i, values in enumerate(data.values(), start=1):
+            ax.scatter(i + jitter.uniform(-0.12, 0.12, len(values)), values, s=14, alpha=0.7,
+                       color="#4c78a8", zorder=3)
+        ax.set_xticks(range(1, len(data) + 1), list(data), rotation=20, ha="right")
+    ax.set_ylabel(f"{title} (s)")
+    ax.set_ylim(bottom=0)
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def configurations(results_paths: Iterable[PathLike]) -> Dict[str, str]:
+    """results folder -> configuration: the name of the argument it came from
+    (a suite folder, or the results folder itself)."""
+    out = {}
+    for p in results_paths:
+        name = os.path.basename(os.path.normpath(os.fspath(p))) or os.fspath(p)
+        out.update({folder: name for folder in results_folders(p)})
+    return out
+
+
+def recovery_section(frames: Frames, config: Dict[str, str]) -> str:
+    rec = frames.recovery.assign(configuration=frames.recovery["results"].map(config))
+    samples = {c: rec.loc[rec["configuration"] == c, "recovery_s"].dropna().tolist()
+               for c in dict.fromkeys(config.values())}
+    plot = f'<div class="plot">{svg(recovery_figure(samples))}</div>' if any(samples.values()) \
+        else '<p class="note">No recovery was recorded.</p>'
+    names = labels(frames.scenarios)
+    parts = rec.assign(scenario=rec["results"].map(names))[
+        ["scenario", "configuration", "source", "fault_kind", "budget", *PARTS, "recovery_s"]]
+    note = ('<p class="note">Recovery: from the fault (or the first error) to the first step of the '
+            "attempt that took over; its parts telescope: detection + teardown + scheduling + restore "
+            "+ first step.</p>")
+    return section("recovery", "Recovery time", plot + note + table(parts, "recovery"))
+
+
+def advice_section(folders: List[str]) -> str:
+    a = advice.advise(folders)
+    rows = pd.DataFrame({"quantity": list(advice.LABELS.values()),
+                         "value": [a.get(k) for k in advice.LABELS]})
+    return section("advice", "Checkpoint interval (extrapolated)",
+                   f'<div class="extrapolated"><p><b>Extrapolated, not measured.</b> {escape(a["basis"])}</p>'
+                   f"{table(rows, 'advice')}</div>")
+
+
+def data_section(files: List[str], out_dir: str) -> str:
+    links = " ".join(f'<a href="{escape(os.path.relpath(f, out_dir))}">{escape(os.path.basename(f))}</a>'
+                     for f in files)
+    return section("data", "Data", f'<p class="note">The frames behind this report: {links}</p>')
+
+
+# ------------------------------------------------------------------------ page
+def write_report(results_paths: Iterable[PathLike], out_dir: PathLike) -> str:
+    """Write out_dir/index.html and the frames as CSV and Parquet beside it;
+    returns the path of index.html."""
+    paths = [results_paths] if isinstance(results_paths, (str, os.PathLike)) else list(results_paths)
+    out_dir = os.fspath(out_dir)
+    frames = Frames.load(paths)
+    files = frames.to_csv(out_dir) + frames.to_parquet(out_dir)
+    config = configurations(paths)
+    versions = frames.scenarios.filter(like="versions.").iloc[0].dropna().to_dict() \
+        if not frames.scenarios.empty else {}
+    meta = (f'<p class="meta">{len(frames.scenarios)} results folder(s); generated '
+            f'{time.strftime("%Y-%m-%d %H:%M:%S")}; '
+            + escape(", ".join(f"{k.split('.', 1)[1]} {v}" for k, v in versions.items())) + "</p>")
+    body = ("<h1>ftharness report</h1>" + meta + summary_section(frames) + properties_section(frames)
+            + timelines_section(frames) + recovery_section(frames, config)
+            + advice_section(list(config)) + data_section(files, out_dir))
+    path = os.path.join(out_dir, "index.html")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(page("ftharness report", body))
+    return path

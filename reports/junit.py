@@ -1,0 +1,141 @@
+"""Verdicts against each scenario's `expect`, and the same as JUnit XML for CI.
+
+The verdict tables are shared with the HTML report, so a CI dashboard and the
+report never disagree about what passed. Expectations come from the folder's
+scenario.yaml, read as plain YAML (not validated): an old or hand-edited
+results folder still reports.
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from typing import Any, Dict, Iterable, Optional
+
+import pandas as pd
+import yaml
+
+from reports.frames import Frames, PathLike
+
+SCENARIO_FILE = "scenario.yaml"
+VERDICT_COLUMNS = ["results", "label", "scenario", "property", "passed", "expected", "status",
+                   "explanation", "message"]
+
+
+def expectations(results: str) -> Dict[str, Any]:
+    """The `expect` section of the folder's scenario.yaml ({} without one)."""
+    path = os.path.join(results, SCENARIO_FILE)
+    if not os.path.isfile(path):
+        return {}
+    with open(path) as f:
+        return (yaml.safe_load(f) or {}).get("expect") or {}
+
+
+def labels(scenarios: pd.DataFrame) -> pd.Series:
+    """results folder -> display name: the scenario; when two folders ran
+    the same one, the parent folder is added (a suite's name), or else the path."""
+    results = scenarios["results"].astype(str)
+    base = scenarios["scenario"].fillna("").astype(str)
+    base = base.where(base != "", results.map(os.path.basename))
+    name = base.copy()
+    for where in (lambda r: os.path.basename(os.path.dirname(os.path.abspath(r))), str):
+        dup = name.duplicated(keep=False)
+        name[dup] = base[dup] + " (" + results[dup].map(where) + ")"
+    return pd.Series(name.values, index=results.values)
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and pd.isna(v))
+
+
+def outcome_verdicts(frames: Frames) -> pd.DataFrame:
+    """One row per folder: the outcome (and error type) against expect."""
+    names, rows = labels(frames.scenarios), []
+    for s in frames.scenarios.to_dict("records"):
+        expect = expectations(s["results"])
+        want, got = expect.get("outcome", "succeeded"), s.get("outcome")
+        problems = [] if got == want else [f"outcome {got or 'not recorded'} (expected {want})"]
+        if expect.get("error_type") and s.get("error_type") != expect["error_type"]:
+            problems.append(f"error_type {s.get('error_type')} (expected {expect['error_type']})")
+        rows.append({"results": s["results"], "label": names[s["results"]], "scenario": s.get("scenario"),
+                     "outcome": got, "expected": want, "ok": not problems, "message": "; ".join(problems),
+                     "wall_time_s": s.get("wall_time_s")})
+    return pd.DataFrame(rows)
+
+
+def _property_status(passed: Optional[bool], expected: Optional[str], explanation: str):
+    """(status, message): `failure` when the verdict is not the expected one,
+    `skipped` for a failed property the scenario did not ask about."""
+    if passed is None:
+        return ("failure", f"could not be decided: {explanation}") if expected else ("skipped", "not decided")
+    if expected == "violation":
+        return ("ok", f"known violation: {explanation}") if not passed else \
+            ("failure", f"held, but the scenario pins a known violation of it: {explanation}")
+    if passed:
+        return "ok", explanation
+    return ("failure", explanation) if expected == "pass" else ("skipped", f"not expected: {explanation}")
+
+
+def property_verdicts(frames: Frames) -> pd.DataFrame:
+    """One row per folder and property, with what expect asked of it
+    (`pass`, `violation` or None); an expected property missing from the
+    summary is a row too."""
+    names, rows = labels(frames.scenarios), []
+    props = frames.properties
+    for s in frames.scenarios.to_dict("records"):
+        expect = expectations(s["results"])
+        wanted = {**{p: "pass" for p in expect.get("properties") or []},
+                  **{p: "violation" for p in expect.get("violations") or []}}
+        found = {r["property"]: r for r in props[props["results"] == s["results"]].to_dict("records")}
+        for name in list(found) + [p for p in wanted if p not in found]:
+            r = found.get(name, {})
+            passed = None if _missing(r.get("passed")) else bool(r["passed"])
+            explanation = "" if _missing(r.get("explanation")) else str(r["explanation"])
+            status, message = _property_status(passed, wanted.get(name), explanation)
+            rows.append({"results": s["results"], "label": names[s["results"]], "scenario": s.get("scenario"),
+                         "property": name, "passed": passed, "expected": wanted.get(name),
+                         "status": status, "explanation": explanation, "message": message})
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def _case(suite: ET.Element, classname: str, name: str, status: str, message: str,
+          seconds: Any = None) -> None:
+    case = ET.SubElement(suite, "testcase", classname=classname, name=name,
+                         time=f"{0.0 if _missing(seconds) else float(seconds):.3f}")
+    if status == "failure":
+        ET.SubElement(case, "failure", message=message.splitlines()[0] if message else "", type="mismatch").text = message
+    elif status == "skipped":
+        ET.SubElement(case, "skipped", message=message)
+    elif message:
+        ET.SubElement(case, "system-out").text = message
+
+
+def junit_tree(frames: Frames) -> ET.ElementTree:
+    """One testsuite: a testcase per scenario (its outcome) and one per
+    scenario and property."""
+    outcomes, props = outcome_verdicts(frames), property_verdicts(frames)
+    suite = ET.Element("testsuite", name="ftharness")
+    for o in outcomes.to_dict("records"):
+        _case(suite, o["label"], "outcome", "ok" if o["ok"] else "failure",
+              o["message"] or f"outcome {o['outcome']}", o["wall_time_s"])
+        for p in props[props["results"] == o["results"]].to_dict("records"):
+            _case(suite, o["label"], p["property"], p["status"], p["message"])
+    failures = int((~outcomes["ok"].astype(bool)).sum()) + int((props["status"] == "failure").sum())
+    suite.set("tests", str(len(outcomes) + len(props)))
+    suite.set("failures", str(failures))
+    suite.set("errors", "0")
+    suite.set("skipped", str(int((props["status"] == "skipped").sum())))
+    root = ET.Element("testsuites")
+    root.append(suite)
+    return ET.ElementTree(root)
+
+
+def write_junit(results_paths: Iterable[PathLike], path: PathLike) -> str:
+    """JUnit XML of the results folders under `results_paths`; returns `path`."""
+    tree = junit_tree(Frames.load(results_paths))
+    ET.indent(tree)
+    folder = os.path.dirname(os.fspath(path))
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    tree.write(path, encoding="utf-8", xml_declaration=True)
+    return os.fspath(path)

@@ -1,0 +1,182 @@
+"""Every fault kind on the real shared cluster: the fault really happens, Ray
+reacts as it would in production, and the history shows both.
+
+Each test runs one scenario of the built-in catalog (scenarios/catalog), so the
+catalog is exercised as the CI chaos suite too.
+"""
+
+import os
+import time
+
+import pytest
+
+from harness.history import read_events
+from harness.suite import catalog_dir
+
+pytestmark = pytest.mark.cluster
+
+
+def run(run_scenario, name):
+    s = run_scenario(os.path.join(catalog_dir(), f"{name}.yaml"))
+    return s, read_events(s["results_dir"])
+
+
+def kinds(events, *k):
+    return [e for e in events if e["kind"] in k]
+
+
+def failures(events):
+    return [(e["budget"], e["decision"]) for e in kinds(events, "failure")]
+
+
+def injected(events, kind):
+    hits = [e for e in kinds(events, "fault_injected") if e["fault_kind"] == kind]
+    assert hits, f"no {kind} was injected: {kinds(events, 'fault_skipped')}"
+    return hits[0]
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def test_kill_worker_is_charged_to_max_failures(run_scenario):
+    s, ev = run(run_scenario, "kill-worker")
+    assert s["matches_expectation"], s["mismatches"]
+    hit = injected(ev, "kill_worker")["target_hit"]
+    first_group = kinds(ev, "worker_group_started")[0]["workers"]
+    assert hit["pid"] == next(w["pid"] for w in first_group if w["rank"] == 1)
+    assert not pid_alive(hit["pid"])
+    assert failures(ev) == [("worker_group", "RETRY")]
+    # at step 5 exactly: no rank got past step 5 in the first attempt
+    first = kinds(ev, "attempt_start")[0]["attempt_id"]
+    assert max(e["step"] for e in kinds(ev, "step") if e["attempt_id"] == first) == 5
+
+
+def test_crash_worker_raises_inside_the_train_function(run_scenario):
+    s, ev = run(run_scenario, "crash-worker")
+    assert s["matches_expectation"], s["mismatches"]
+    err = kinds(ev, "worker_error")[0]
+    assert err["rank"] == 0 and err["error_type"] == "ChaosCrash" and err["step"] == 4
+    # the step-4 checkpoint was written but never reported
+    first = kinds(ev, "attempt_start")[0]["attempt_id"]
+    assert 4 in [e["step"] for e in kinds(ev, "checkpoint_written") if e["attempt_id"] == first]
+    assert 4 not in [e["step"] for e in kinds(ev, "report") if e["attempt_id"] == first and e["checkpoint"]]
+    assert failures(ev) == [("worker_group", "RETRY")]
+
+
+def test_hang_worker_trips_the_health_check(run_scenario):
+    s, ev = run(run_scenario, "hang-worker")
+    assert s["matches_expectation"], s["mismatches"]
+    assert injected(ev, "hang_worker")["target_hit"]["how"] == "SIGSTOP"
+    state = next(e for e in kinds(ev, "controller_state") if e.get("error_type"))
+    assert "WorkerHealthCheckTimeoutError" in state["worker_failures"].values()
+    assert failures(ev) == [("worker_group", "RETRY")]
+
+
+def test_kill_node_without_notice_is_charged_to_max_failures(run_scenario, ftharness_cluster):
+    s, ev = run(run_scenario, "kill-node")
+    assert s["matches_expectation"], s["mismatches"]
+    hit = injected(ev, "kill_node")["target_hit"]
+    import ray
+    dead = [n for n in ray.nodes() if n["NodeID"] == hit["node_id"]]
+    assert dead and not dead[0]["Alive"]
+    assert failures(ev) == [("worker_group", "RETRY")]
+    assert kinds(ev, "fault_action")[0]["detail"]["how"] == "add_node"  # capacity returned
+
+
+def test_preemption_at_deadline_is_charged_to_preemption_budget(run_scenario):
+    s, ev = run(run_scenario, "preempt-node")
+    assert s["matches_expectation"], s["mismatches"]
+    drain = injected(ev, "preempt_node")["target_hit"]
+    kill = next(e for e in kinds(ev, "fault_action") if "dies" in e["action"])
+    assert drain["how"] == "drain(PREEMPTION)" and kill["detail"]["ms_after_deadline"] >= 0
+    assert failures(ev) == [("preemption", "RETRY")]
+    assert s["budgets"] == {"worker_group": 0, "preemption": 1, "controller": 0}
+
+
+def test_preemption_killed_before_deadline_is_an_ordinary_failure(run_scenario):
+    s, ev = run(run_scenario, "preempt-node-early")
+    assert s["matches_expectation"], s["mismatches"]
+    kill = next(e for e in kinds(ev, "fault_action") if "dies" in e["action"])
+    assert kill["detail"]["ms_after_deadline"] < 0
+    assert failures(ev) == [("worker_group", "RETRY")]
+
+
+def test_partitioned_node_is_detected_and_run_recovers(run_scenario):
+    s, ev = run(run_scenario, "partition-node")
+    assert s["matches_expectation"], s["mismatches"]
+    hit = injected(ev, "partition_node")["target_hit"]
+    assert hit["paused_pids"] >= 2 and hit["how"] == "SIGSTOP node"
+    assert failures(ev) == [("worker_group", "RETRY")]
+    second = kinds(ev, "worker_group_started")[1]["workers"]
+    assert hit["node_id"] not in {w["node_id"] for w in second}
+
+
+def test_starved_restart_is_charged_to_controller_budget(run_scenario):
+    s, ev = run(run_scenario, "starve-resources")
+    assert s["matches_expectation"], s["mismatches"]
+    assert injected(ev, "starve_resources")["target_hit"]["cpus_taken"] >= 1
+    assert failures(ev) == [("worker_group", "RETRY"), ("controller", "RAISE")]
+    assert kinds(ev, "failure")[-1]["controller_failure"] == "WorkerGroupStartupTimeoutError"
+    assert kinds(ev, "fault_healed")  # hogs released when the run ended
+
+
+def test_killed_controller_is_resumed_by_a_second_fit(run_scenario):
+    s, ev = run(run_scenario, "kill-controller")
+    assert s["matches_expectation"], s["mismatches"]
+    ends = kinds(ev, "run_end")
+    assert [e["outcome"] for e in ends] == ["failed", "succeeded"]
+    assert ends[0]["error_type"] == "ActorDiedError" and not kinds(ev, "failure")
+    latest = [e for e in kinds(ev, "checkpoint_registered") if e["fit_index"] == 1][-1]
+    starts = [e for e in kinds(ev, "worker_start") if e["fit_index"] == 2]
+    assert starts and all(w["restored_checkpoint"] == latest["checkpoint"] for w in starts)
+
+
+def test_corrupted_checkpoint_is_restored_silently(run_scenario):
+    s, ev = run(run_scenario, "corrupt-checkpoint")
+    assert s["matches_expectation"], s["mismatches"]
+    hit = injected(ev, "corrupt_checkpoint")["target_hit"]
+    assert hit["path"].startswith(s["storage_path"])
+    restored = [e for e in kinds(ev, "worker_start") if e["restored_checkpoint"]]
+    assert restored and all(e["restored_checkpoint"] == hit["checkpoint"] for e in restored)
+    assert all(e["restored_intact"] is False for e in restored)
+    assert "digest mismatch" in s["properties"]["exactly_once_restore"]["explanation"]
+
+
+def test_checkpoint_upload_errors_fail_the_attempt(run_scenario):
+    s, ev = run(run_scenario, "storage-errors")
+    assert s["matches_expectation"], s["mismatches"]
+    assert injected(ev, "storage_errors")["target_hit"]["ops"] == ["write"]
+    assert "injected write error" in kinds(ev, "worker_error")[0]["error"]
+    assert failures(ev)[0] == ("worker_group", "RETRY")
+
+
+def test_snapshot_write_errors_are_fatal_controller_errors(run_scenario):
+    s, ev = run(run_scenario, "storage-errors-snapshot")
+    assert s["matches_expectation"], s["mismatches"]
+    assert failures(ev) == [("none", "RAISE")]
+
+
+def test_trigger_timing_is_recorded(run_scenario):
+    """Requested vs done, for a time trigger and an event trigger."""
+    s = run_scenario({"name": "timing", "workload": {"num_workers": 2, "steps": 20, "step_delay_s": 0.1},
+                      "failure_config": {"max_failures": 2},
+                      "faults": [{"kind": "storage_errors", "ops": ["list"], "error_rate": 0.0,
+                                  "duration_s": 1, "at": {"time_s": 2}},
+                                 {"kind": "kill_worker", "target": {"rank": 0},
+                                  "at": {"event": "checkpoint_registered", "nth": 3}}]})
+    ev = read_events(s["results_dir"])
+    done = kinds(ev, "fault_injected")
+    assert len(done) == 2, kinds(ev, "fault_skipped")
+    for e in done:
+        assert 0 <= e["t_done"] - e["t_requested"] < 2.0
+    start = kinds(ev, "run_start")[0]["t"]
+    timed = next(e for e in done if e["fault"] == 0)
+    assert abs(timed["t_requested"] - (start + 2)) < 1.0
+    third = [e for e in kinds(ev, "checkpoint_registered")][2]
+    evented = next(e for e in done if e["fault"] == 1)
+    assert evented["t_requested"] == third["t"]
