@@ -63,7 +63,7 @@ def _text(v: Any, digits: int = 2) -> str:
     if isinstance(v, (bool, np.bool_)):
         return "yes" if v else "no"
     if isinstance(v, (float, np.floating)):
-        return f"{v:.{digits}f}"
+        return f"{v:.{digits if abs(v) >= 1 else digits + 1}f}"
     return str(v)
 
 
@@ -119,18 +119,29 @@ def _budgets(scenario: Dict[str, Any], decisions: pd.DataFrame) -> str:
     return " · ".join(parts)
 
 
+def _property_counts(verdicts: pd.DataFrame) -> str:
+    """'4 ok, 1 failure (recovers)': property verdicts against expect."""
+    counts = verdicts["status"].value_counts()
+    failed = verdicts.loc[verdicts["status"] == "failure", "property"].tolist()
+    text = ", ".join(f"{n} {status}" for status, n in counts.items())
+    return text + (f" ({', '.join(failed)})" if failed else "")
+
+
 def summary_frame(frames: Frames) -> pd.DataFrame:
-    """One row per scenario: outcome against expectation, attempts, budgets,
-    recovery, lost work and ETTR."""
+    """One row per scenario: outcome against expectation, property verdicts,
+    attempts, budgets, recovery, lost work and ETTR."""
     outcomes = outcome_verdicts(frames).set_index("results")
+    props = property_verdicts(frames)
     rows = []
     for s in frames.scenarios.to_dict("records"):
         r, o = s["results"], outcomes.loc[s["results"]]
         matches = s.get("matches_expectation")
         rows.append({
             "scenario": o["label"],
-            "outcome": f"{_text(o['outcome'])} (expected {o['expected']})",
+            "outcome": o["outcome"],
+            "expected": o["expected"],
             "matches expectation": None if _missing(matches) else bool(matches),
+            "properties": _property_counts(props[props["results"] == r]),
             "attempts": int((frames.attempts["results"] == r).sum()),
             "budgets used/limit": _budgets(s, frames.decisions[frames.decisions["results"] == r]),
             "mean recovery s": s.get("metrics.mean_recovery_s"),
@@ -167,10 +178,10 @@ def _rows(df: pd.DataFrame, results: str) -> pd.DataFrame:
     return df[df["results"] == results]
 
 
-def _origin(*times: Iterable[float]) -> float:
-    """The earliest time any frame recorded for the run: the timeline's 0."""
+def _extent(*times: Iterable[float]):
+    """(first, last) time any of the frames recorded: the timeline's range."""
     found = [float(t) for ts in times for t in ts if not _missing(t)]
-    return min(found, default=0.0)
+    return min(found, default=0.0), max(found, default=1.0)
 
 
 def _attempt_span(a: Dict[str, Any]):
@@ -185,23 +196,41 @@ def _attempt_ranks(a: Dict[str, Any], steps: pd.DataFrame) -> List[int]:
     return ranks or list(range(int(a["world_size"]) if not _missing(a.get("world_size")) else 1))
 
 
+def _sublane(i: int) -> float:
+    """Offset of the i-th attempt within a rank's lane: consecutive attempts
+    alternate halves, so a zombie that outlives its successor stays visible."""
+    return -0.17 if i % 2 == 0 else 0.17
+
+
+def _spaced(xs: Iterable[float], gap: float) -> List[int]:
+    """For labels at `xs` (sorted): a row per label, so labels closer than
+    `gap` stack instead of overlapping."""
+    rows, last = [], {}
+    for x in xs:
+        row = next(r for r in range(len(last) + 1) if x - last.get(r, -math.inf) >= gap)
+        last[row] = x
+        rows.append(row)
+    return rows
+
+
 def _draw_attempts(ax, attempts: pd.DataFrame, steps: pd.DataFrame, t0: float) -> None:
     for i, a in enumerate(attempts.to_dict("records")):
         begin, end = _attempt_span(a)
         color = ATTEMPT_COLORS[i % len(ATTEMPT_COLORS)]
         ranks = _attempt_ranks(a, steps)
         for rank in ranks:
-            ax.broken_barh([(begin - t0, max(end - begin, 1e-3))], (rank - 0.3, 0.6),
-                           facecolors=color, alpha=0.35, edgecolor=color)
-        ax.text(begin - t0, ranks[0] - 0.42, f" fit {a['fit_index']} · attempt {a['attempt']} ({a['ended']})",
-                fontsize=7, va="bottom", color="#333")
+            ax.broken_barh([(begin - t0, max(end - begin, 1e-3))], (rank + _sublane(i) - 0.16, 0.32),
+                           facecolors=color, alpha=0.45, edgecolor=color)
+        ax.text(begin - t0, ranks[0] + _sublane(i) - 0.18, f" fit {a['fit_index']} · attempt {a['attempt']} "
+                f"({a['ended']})", fontsize=7, va="bottom", color="#333")
 
 
-def _draw_steps(ax, steps: pd.DataFrame, t0: float) -> None:
+def _draw_steps(ax, steps: pd.DataFrame, attempts: pd.DataFrame, t0: float) -> None:
+    order = {(a["fit_index"], a["attempt"]): i for i, a in enumerate(attempts.to_dict("records"))}
+    y = steps["rank"] + [_sublane(order.get(k, 0)) for k in zip(steps["fit_index"], steps["attempt"])]
     lost = steps["lost"].fillna(False).astype(bool)
     for mask, color in ((~lost, "#222"), (lost, "#d62728")):
-        ax.scatter(steps.loc[mask, "t"] - t0, steps.loc[mask, "rank"], marker="|", s=60,
-                   color=color, linewidths=1, zorder=3)
+        ax.scatter(steps.loc[mask, "t"] - t0, y[mask], marker="|", s=40, color=color, linewidths=1, zorder=3)
 
 
 def _draw_recoveries(ax, recovery: pd.DataFrame, t0: float) -> None:
@@ -209,49 +238,60 @@ def _draw_recoveries(ax, recovery: pd.DataFrame, t0: float) -> None:
         ax.axvspan(r["t0"] - t0, r["t_first_step"] - t0, color="#ff7f0e", alpha=0.15, zorder=0)
 
 
-def _draw_faults(ax, faults: pd.DataFrame, t0: float) -> None:
+def _draw_faults(ax, faults: pd.DataFrame, t0: float, gap: float) -> None:
     styles = {"injected": ("#d62728", "-"), "healed": ("#2ca02c", "--"), "skipped": ("#888", ":")}
     top = blended_transform_factory(ax.transData, ax.transAxes)
-    for f in faults.to_dict("records"):
+    marks = sorted((((f["t_done"] if not _missing(f.get("t_done")) else f["t"]) - t0, f)
+                    for f in faults.to_dict("records")), key=lambda m: m[0])
+    for (x, f), row in zip(marks, _spaced([x for x, _ in marks], gap)):
         color, ls = styles.get(f["event"], ("#888", ":"))
-        x = (f["t_done"] if not _missing(f.get("t_done")) else f["t"]) - t0
         ax.axvline(x, color=color, ls=ls, lw=1.3, zorder=4)
         label = f["fault_kind"] if f["event"] == "injected" else f"{f['event']} {f['fault_kind']}"
-        ax.text(x, 1.01, label, transform=top, rotation=25, fontsize=7, color=color, va="bottom")
+        ax.text(x, 1.01 + 0.1 * row, label, transform=top, fontsize=7, color=color, va="bottom")
 
 
-def _draw_checkpoints(ax, checkpoints: pd.DataFrame, t0: float, lane: int) -> None:
-    reg = checkpoints[checkpoints["event"] == "registered"]
+def _draw_controller(ax, checkpoints: pd.DataFrame, decisions: pd.DataFrame, t0: float, lane: int,
+                     gap: float) -> None:
+    """The controller's lane: registered checkpoints (their step) and failure decisions."""
+    reg = checkpoints[checkpoints["event"] == "registered"].sort_values("t")
     ax.scatter(reg["t"] - t0, [lane] * len(reg), marker="v", s=30, color="#9467bd", zorder=3)
-    for c in reg.to_dict("records"):
-        ax.text(c["t"] - t0, lane + 0.22, _text(c["step"], 0), fontsize=6, ha="center", color="#9467bd")
+    xs = (reg["t"] - t0).tolist()
+    for x, step, row in zip(xs, reg["step"], _spaced(xs, gap)):
+        if row == 0:
+            ax.text(x, lane + 0.25, _text(step, 0), fontsize=6, ha="center", va="top", color="#9467bd")
+    for d in decisions.to_dict("records"):
+        color = "#d62728" if d["decision"] == "RAISE" else "#ff7f0e"
+        ax.scatter([d["t"] - t0], [lane], marker="X", s=50, color=color, zorder=4)
+        ax.text(d["t"] - t0, lane - 0.22, f"{d['decision']} {d['budget']}", fontsize=6, color=color)
 
 
-LEGEND = [Patch(color=ATTEMPT_COLORS[0], alpha=0.35, label="attempt (per rank)"),
+LEGEND = [Patch(color=ATTEMPT_COLORS[0], alpha=0.45, label="attempt (per rank)"),
           Line2D([], [], marker="|", ls="", color="#222", label="step"),
           Line2D([], [], marker="|", ls="", color="#d62728", label="lost step (redone later)"),
           Line2D([], [], color="#d62728", label="fault injected"),
           Line2D([], [], color="#2ca02c", ls="--", label="fault healed"),
           Patch(color="#ff7f0e", alpha=0.15, label="recovery (fault to first step)"),
-          Line2D([], [], marker="v", ls="", color="#9467bd", label="checkpoint registered (step)")]
+          Line2D([], [], marker="v", ls="", color="#9467bd", label="checkpoint registered (step)"),
+          Line2D([], [], marker="X", ls="", color="#ff7f0e", label="failure decision (budget)")]
 
 
 def timeline_figure(frames: Frames, results: str) -> Figure:
     """Jepsen-style timeline of one run: a lane per rank with attempts as bars
-    and steps as ticks, faults as vertical lines, recoveries shaded and
-    registered checkpoints on a lane of their own."""
-    att, steps, faults, ckpt, rec = (_rows(getattr(frames, n), results)
-                                     for n in ("attempts", "steps", "faults", "checkpoints", "recovery"))
-    t0 = _origin(att["t_start"], att["t_end"], steps["t"], faults["t"], ckpt["t"])
+    and steps as ticks, faults as vertical lines, recoveries shaded, and the
+    controller's lane with registered checkpoints and failure decisions."""
+    att, steps, faults, ckpt, rec, dec = (_rows(getattr(frames, n), results) for n in
+                                          ("attempts", "steps", "faults", "checkpoints", "recovery", "decisions"))
+    t0, t1 = _extent(att["t_start"], att["t_end"], steps["t"], faults["t"], ckpt["t"])
+    span = max(t1 - t0, 1e-3)  # labels closer than a share of it stack (fault labels are long)
     lanes = max([r + 1 for a in att.to_dict("records") for r in _attempt_ranks(a, steps)], default=1)
-    fig = Figure(figsize=(12, 1.5 + 0.45 * (lanes + 1)))
+    fig = Figure(figsize=(12, 1.6 + 0.5 * (lanes + 1)))
     ax = fig.add_subplot()
     _draw_recoveries(ax, rec, t0)
     _draw_attempts(ax, att, steps, t0)
-    _draw_steps(ax, steps, t0)
-    _draw_faults(ax, faults, t0)
-    _draw_checkpoints(ax, ckpt, t0, lanes)
-    ax.set_yticks(range(lanes + 1), [f"rank {r}" for r in range(lanes)] + ["checkpoints"])
+    _draw_steps(ax, steps, att, t0)
+    _draw_faults(ax, faults, t0, 0.15 * span)
+    _draw_controller(ax, ckpt, dec, t0, lanes, 0.03 * span)
+    ax.set_yticks(range(lanes + 1), [f"rank {r}" for r in range(lanes)] + ["controller"])
     ax.set_ylim(lanes + 0.6, -0.6)
     ax.set_xlabel("seconds since the run's first event")
     ax.grid(axis="x", alpha=0.3)
@@ -315,7 +355,7 @@ def recovery_section(frames: Frames, config: Dict[str, str]) -> str:
 def advice_section(folders: List[str]) -> str:
     a = advice.advise(folders)
     rows = pd.DataFrame({"quantity": list(advice.LABELS.values()),
-                         "value": [a.get(k) for k in advice.LABELS]})
+                         "value": [_text(a.get(k), 3) for k in advice.LABELS]})
     return section("advice", "Checkpoint interval (extrapolated)",
                    f'<div class="extrapolated"><p><b>Extrapolated, not measured.</b> {escape(a["basis"])}</p>'
                    f"{table(rows, 'advice')}</div>")
@@ -341,9 +381,9 @@ def write_report(results_paths: Iterable[PathLike], out_dir: PathLike) -> str:
     meta = (f'<p class="meta">{len(frames.scenarios)} results folder(s); generated '
             f'{time.strftime("%Y-%m-%d %H:%M:%S")}; '
             + escape(", ".join(f"{k.split('.', 1)[1]} {v}" for k, v in versions.items())) + "</p>")
-    body = ("<h1>ftharness report</h1>" + meta + summary_section(frames) + properties_section(frames)
-            + timelines_section(frames) + recovery_section(frames, config)
-            + advice_section(list(config)) + data_section(files, out_dir))
+    body = ("<h1>ftharness report</h1>" + meta + summary_section(frames) + timelines_section(frames)
+            + recovery_section(frames, config) + advice_section(list(config))
+            + properties_section(frames) + data_section(files, out_dir))
     path = os.path.join(out_dir, "index.html")
     with open(path, "w", encoding="utf-8") as f:
         f.write(page("ftharness report", body))

@@ -1,0 +1,254 @@
+"""JUnit XML, the comparison table, the checkpoint advice and the report CLI,
+on synthetic results folders (scenarios/synthetic.py). No Ray cluster.
+
+`make_results` is shared with test_reports_render.py.
+"""
+
+import argparse
+import json
+import math
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from harness.workload import WorkloadConfig
+from reports import advice
+from reports.cli import add_subcommands
+from reports.compare import bootstrap_median_diff, compare, write_compare
+from reports.junit import write_junit
+from scenarios.evaluate import evaluate
+from scenarios.schema import PROPERTIES, parse_scenario
+from scenarios.synthetic import Fault, Plan, generate
+
+approx = pytest.approx
+STEPS = 8
+#: first step after a fault, less the plan's recovery_s: the synthetic
+#: controller's bookkeeping events between the two, 1 ms apart
+RECOVERY_OFFSET = 0.008
+
+
+def make_results(folder, name, faults=(), failure_config=None, expect=None):
+    """A results folder as the runner writes it: history.jsonl, summary.json
+    (scenarios.evaluate over the synthetic history) and scenario.yaml."""
+    fc = dict(failure_config or {"max_failures": len(faults)})
+    cfg = WorkloadConfig(steps=STEPS, batch_size=4, checkpoint_every=2)
+    syn = generate(Plan(cfg, num_workers=2, failure_config=fc, faults=list(faults)))
+    scenario = parse_scenario({"name": name, "failure_config": fc,
+                               "workload": {"steps": STEPS, "batch_size": 4, "checkpoint_every": 2},
+                               "expect": expect or {"properties": list(PROPERTIES)}})
+    ctx = syn.context
+    summary = evaluate(scenario, syn.events, {"outcome": ctx["outcome"], "error_type": ctx["error_type"],
+                                              "error": None, "return_value": {"acc": ctx["final"]}})
+    folder.mkdir(parents=True)
+    (folder / "history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in syn.events))
+    (folder / "summary.json").write_text(json.dumps(summary))
+    (folder / "scenario.yaml").write_text(yaml.safe_dump(scenario.model_dump(mode="json")))
+    return str(folder)
+
+
+def kill(recovery_s=2.0):
+    """A worker-group failure after step 3: step 3 is lost (checkpoints every 2)."""
+    return Fault("worker_group", after_steps=3, recovery_s=recovery_s)
+
+
+# ----------------------------------------------------------------------- junit
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    """Five folders: a clean kill, a run that fails as expected, one that fails
+    unexpectedly, one that recovers slower than its bound, and one pinning a
+    violation that does not happen."""
+    root = tmp_path_factory.mktemp("suite")
+    make_results(root / "kill", "kill", [kill()])
+    make_results(root / "out-of-budget", "out-of-budget", [kill(), kill()], {"max_failures": 1},
+                 {"outcome": "failed", "properties": ["budget_accounting"]})
+    make_results(root / "surprise", "surprise", [kill()], {"max_failures": 0}, {"outcome": "succeeded"})
+    make_results(root / "slow", "slow", [kill(2.0)], None, {"properties": ["recovers"], "recovery_bound_s": 0.5})
+    make_results(root / "pinned", "pinned", [kill()], None,
+                 {"properties": ["budget_accounting"], "violations": ["exactly_once_restore"]})
+    return root
+
+
+def test_junit_has_a_case_per_scenario_and_property_with_failures_explained(suite, tmp_path):
+    root = ET.parse(write_junit([suite], tmp_path / "out" / "junit.xml")).getroot()
+    (ts,) = root.findall("testsuite")
+    cases = {(c.get("classname"), c.get("name")): c for c in ts.iter("testcase")}
+    assert len(cases) == 5 * (1 + len(PROPERTIES)) == int(ts.get("tests"))
+
+    def status(scenario, name):
+        case = cases[(scenario, name)]
+        return "failure" if case.find("failure") is not None else \
+            "skipped" if case.find("skipped") is not None else "ok"
+
+    assert {n: status("kill", n) for n in ("outcome", *PROPERTIES)} == dict.fromkeys(("outcome", *PROPERTIES), "ok")
+    assert status("out-of-budget", "outcome") == "ok"
+    assert status("surprise", "outcome") == "failure"
+    assert "outcome failed (expected succeeded)" in cases[("surprise", "outcome")].find("failure").text
+    # asked for nothing: a failed property is reported as skipped, not counted
+    assert {status("surprise", p) for p in PROPERTIES} <= {"ok", "skipped"}
+    assert status("slow", "outcome") == "ok"
+    assert "0.5" in cases[("slow", "recovers")].find("failure").text
+    pinned = cases[("pinned", "exactly_once_restore")].find("failure")
+    assert "pins a known violation" in pinned.text
+    failures = sum(status(*k) == "failure" for k in cases)
+    assert failures == int(ts.get("failures")) == 3
+    assert int(ts.get("skipped")) == sum(status(*k) == "skipped" for k in cases)
+
+
+# --------------------------------------------------------------------- compare
+@pytest.fixture(scope="module")
+def groups(tmp_path_factory):
+    """fast: recoveries of 2, 3, 4 s; slow: 5..9 s; one fault per run."""
+    root = tmp_path_factory.mktemp("groups")
+    fast = [make_results(root / f"fast{i}", "kill", [kill(r)]) for i, r in enumerate((2.0, 3.0, 4.0))]
+    slow = [make_results(root / f"slow{i}", "kill", [kill(r)]) for i, r in enumerate((5.0, 6.0, 7.0, 8.0, 9.0))]
+    return {"fast": fast, "slow": slow}
+
+
+def test_compare_gives_medians_p95_and_a_bootstrap_interval(groups):
+    df = compare(groups).set_index("configuration")
+    assert list(df.index) == ["fast", "slow"]
+    assert df.loc["fast", "runs"] == 3 and df.loc["slow", "recoveries"] == 5
+    off = RECOVERY_OFFSET
+    assert df.loc["fast", "recovery_s_median"] == approx(3.0 + off, abs=1e-5)
+    assert df.loc["fast", "recovery_s_p95"] == approx(3.9 + off, abs=1e-5)   # 3 + 0.9 * (4 - 3)
+    assert df.loc["slow", "recovery_s_median"] == approx(7.0 + off, abs=1e-5)
+    assert df.loc["slow", "recovery_s_p95"] == approx(8.8 + off, abs=1e-5)   # 8 + 0.8 * (9 - 8)
+    assert df.loc["slow", "lost_steps_median"] == 1 and df.loc["slow", "ettr_median"] < 1
+    assert df.loc["slow", "wall_time_s_median"] > df.loc["fast", "wall_time_s_median"]
+    assert math.isnan(df.loc["fast", "recovery_median_diff_s"])
+    diff, low, high = df.loc["slow", ["recovery_median_diff_s", "recovery_diff_ci_low_s",
+                                      "recovery_diff_ci_high_s"]]
+    assert diff == approx(4.0, abs=1e-5)
+    # every resampled median of fast lies in [2, 4] and of slow in [5, 9]
+    assert 1.0 - 1e-6 <= low <= diff <= high <= 7.0 + 1e-6
+
+
+def test_bootstrap_is_seeded_and_centred():
+    a, b = [1.0, 2.0, 3.0, 4.0, 5.0], [11.0, 12.0, 13.0, 14.0, 15.0]
+    assert bootstrap_median_diff(a, b) == bootstrap_median_diff(a, b)
+    diff, low, high = bootstrap_median_diff(a, b)
+    assert diff == 10.0 and low < 10.0 < high and high - low <= 8.0
+    assert all(np.isnan(bootstrap_median_diff([], b)))
+
+
+def test_write_compare_writes_csv_and_html(groups, tmp_path):
+    path = write_compare(groups, tmp_path)
+    assert pd.read_csv(tmp_path / "compare.csv")["configuration"].tolist() == ["fast", "slow"]
+    text = open(path).read()
+    assert 'id="compare"' in text and 'id="recovery"' in text and "<svg" in text
+
+
+# ---------------------------------------------------------------------- advice
+def test_young_and_daly_intervals_by_hand():
+    # C = 10 s, M = 5000 s: sqrt(2 * 10 * 5000) = sqrt(100000)
+    assert advice.young_interval(10, 5000) == approx(316.227766, abs=1e-6)
+    # Daly: 316.227766 * (1 + sqrt(0.001) / 3 + 0.001 / 9) - 10
+    assert advice.daly_interval(10, 5000) == approx(309.596236, abs=1e-6)
+    assert advice.daly_interval(30, 10) == 10          # C >= 2M: checkpoint once per MTBF
+
+
+def test_goodput_by_hand():
+    # tau = 300, C = 10, R = 60, M = 5000:
+    # 300 / (5000 * e^(60/5000) * (e^(310/5000) - 1))
+    #   = 300 / (5000 * 1.0120723 * 0.0639623) = 300 / 323.6725
+    assert advice.expected_goodput(300, 10, 60, 5000) == approx(0.926863, abs=1e-6)
+    # no failures in sight: only the checkpoint cost is lost, tau / (tau + C)
+    assert advice.expected_goodput(300, 10, 60, 1e12) == approx(300 / 310, rel=1e-6)
+
+
+def test_llama3_failure_rate_scales_with_the_cluster():
+    # 54 days * 24 h * 16384 GPUs / 419 interruptions
+    assert advice.LLAMA3_MTBF_PER_GPU_H == approx(50677.0024, abs=1e-3)
+    out = advice.extrapolate(10.0, 60.0, accelerators=16384)
+    assert out["cluster_mtbf_s"] == approx(54 * 24 * 3600 / 419)                # 11135.08 s
+    assert out["young_interval_s"] == approx(math.sqrt(2 * 10 * 11135.0835), rel=1e-6)
+    assert 0 < out["goodput_at_daly"] < 1 and out["goodput_at_current"] is None
+    assert advice.extrapolate(None, 60.0, 8)["daly_interval_s"] is None
+
+
+def history_with_checkpoints():
+    """One rank; steps end at 1, 2, 3.5, 4.5, 6, 7 s; checkpoints after steps
+    2 and 4 (written, reported, registered), so steps 3 and 5 take 1.5 s and
+    the others 1 s."""
+    events, t_steps = [], {1: 1.0, 2: 2.0, 3: 3.5, 4: 4.5, 5: 6.0, 6: 7.0}
+
+    def add(kind, t, **fields):
+        events.append({"seq": len(events) + 1, "t": t, "kind": kind, "source": "worker", "run": "r",
+                       "attempt_id": "a1", "rank": 0, **fields})
+
+    add("run_start", 0.0, fit_index=1)
+    add("attempt_start", 0.1)
+    for step, t in t_steps.items():
+        add("step", t, step=step)
+        if step in (2, 4):
+            add("checkpoint_written", t + 0.1, step=step)
+            add("report", t + 0.2, step=step, checkpoint=f"ck{step}")
+            add("checkpoint_registered", t + 0.3, step=step, checkpoint=f"ck{step}")
+    return events
+
+
+def test_checkpoint_cost_and_interval_are_measured_from_the_history(tmp_path):
+    steps = advice.step_intervals(history_with_checkpoints())
+    assert steps.set_index("step")["checkpointed"].to_dict() == {2: False, 3: True, 4: False, 5: True, 6: False}
+    assert advice.checkpoint_intervals(history_with_checkpoints()) == approx([2.5])
+    folder = tmp_path / "r"
+    folder.mkdir()
+    (folder / "history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in history_with_checkpoints()))
+    found = advice.advise([folder], accelerators=1024)
+    assert found["checkpoint_cost_s"] == approx(0.5) and found["plain_step_s"] == approx(1.0)
+    assert found["current_interval_s"] == approx(2.5) and found["recovery_s"] is None
+    assert found["extrapolated"] is True and "Llama 3" in found["basis"]
+    assert found["young_interval_s"] == approx(math.sqrt(2 * 0.5 * advice.LLAMA3_MTBF_PER_GPU_H * 3600 / 1024))
+
+
+# ------------------------------------------------------------------------- cli
+def parse(*argv):
+    parser = argparse.ArgumentParser(prog="ftharness")
+    add_subcommands(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(list(argv))
+
+
+def one_error_line(capsys):
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    return err
+
+
+def test_report_on_a_path_that_is_not_results_is_one_line_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "empty"
+    bad.mkdir()
+    args = parse("report", str(bad), "--out", str(tmp_path / "rep"))
+    assert args.func(args) == 2
+    err = one_error_line(capsys)
+    assert err.startswith("ftharness: error: ") and str(bad) in err
+    assert not (tmp_path / "rep").exists()
+
+
+def test_report_on_unreadable_results_names_the_folder(tmp_path, capsys):
+    bad = tmp_path / "broken"
+    bad.mkdir()
+    (bad / "summary.json").write_text("{not json")
+    args = parse("report", str(bad))
+    assert args.func(args) == 2
+    assert str(bad) in one_error_line(capsys)
+
+
+def test_compare_rejects_a_bad_group_and_a_bad_path(tmp_path, capsys, groups):
+    args = parse("compare", "no-equals-sign")
+    assert args.func(args) == 2 and "LABEL=RESULTS" in one_error_line(capsys)
+    missing = str(tmp_path / "missing")
+    args = parse("compare", f"a={groups['fast'][0]}", f"b={missing}")
+    assert args.func(args) == 2 and missing in one_error_line(capsys)
+
+
+def test_report_and_compare_commands_write_their_files(suite, groups, tmp_path, capsys):
+    args = parse("report", str(suite), "--out", str(tmp_path / "rep"), "--junit", str(tmp_path / "j.xml"))
+    assert args.func(args) == 0
+    assert (tmp_path / "rep" / "index.html").is_file() and (tmp_path / "j.xml").is_file()
+    args = parse("compare", f"fast={','.join(groups['fast'])}", f"slow={groups['slow'][0]}",
+                 "--out", str(tmp_path / "cmp"))
+    assert args.func(args) == 0
+    assert pd.read_csv(tmp_path / "cmp" / "compare.csv")["runs"].tolist() == [3, 1]
