@@ -8,6 +8,7 @@ demo: setup
 	@.venv/bin/ftharness run --out results/demo
 
 test: setup
+	@./scripts/setup-browser.sh
 	@.venv/bin/python -m pytest -q tests
 
 test-fast: setup

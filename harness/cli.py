@@ -132,6 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--quiet", action="store_true")
     st.set_defaults(func=cmd_suite)
 
+    from reports.cli import add_subcommands
+
+    add_subcommands(sub)
+
     c = sub.add_parser("check", help="re-judge a results folder from its history")
     c.add_argument("results")
     c.set_defaults(func=cmd_check)

@@ -42,8 +42,8 @@ def bootstrap_median_diff(base: Sequence[float], other: Sequence[float], resampl
     return float(np.median(b) - np.median(a)), float(low), float(high)
 
 
-def _stats(values: Iterable[float], name: str) -> Dict[str, float]:
-    v = np.asarray([x for x in values if not pd.isna(x)], dtype=float)
+def _stats(values: Sequence[float], name: str) -> Dict[str, float]:
+    v = np.asarray(values, dtype=float)
     if not len(v):
         return {f"{name}_median": np.nan, f"{name}_p95": np.nan}
     return {f"{name}_median": float(np.median(v)), f"{name}_p95": float(np.percentile(v, 95))}
@@ -87,6 +87,12 @@ def _table(found: Dict[str, Dict[str, list]], resamples: int, seed: int) -> pd.D
     return pd.DataFrame(rows)
 
 
+def _by_metric(df: pd.DataFrame) -> pd.DataFrame:
+    """A metric per row and a configuration per column: the table stays
+    narrow whatever the number of metrics."""
+    return df.set_index("configuration").astype(object).T.rename_axis("metric").reset_index()
+
+
 def write_compare(groups: Mapping[str, Sequence[PathLike]], out_dir: PathLike,
                   resamples: int = RESAMPLES, seed: int = SEED) -> str:
     """compare.csv and compare.html (the table and the recovery times per
@@ -102,7 +108,7 @@ def write_compare(groups: Mapping[str, Sequence[PathLike]], out_dir: PathLike,
             f"rest per run. The difference is of median recovery time against {escape(first)}, with a percentile "
             f"bootstrap {LEVEL:.0%} interval ({resamples} resamples, seed {seed}).</p>")
     body = ("<h1>ftharness comparison</h1>"
-            + section("compare", "Metrics per configuration", table(df, "compare") + note)
+            + section("compare", "Metrics per configuration", table(_by_metric(df), "compare") + note)
             + section("recovery", "Recovery time per configuration",
                       f'<div class="plot">{svg(recovery_figure(recoveries))}</div>'))
     path = os.path.join(out_dir, "compare.html")

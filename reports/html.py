@@ -29,7 +29,7 @@ from matplotlib.patches import Patch
 from matplotlib.transforms import blended_transform_factory
 
 from reports import advice
-from reports.frames import Frames, PathLike, results_folders
+from reports.frames import Frames, PathLike, _missing, results_folders
 from reports.junit import labels, outcome_verdicts, property_verdicts
 from reports.metrics import LIMITS, PARTS
 
@@ -43,7 +43,6 @@ th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.pass td:first-child,tr.ok td:first-child{border-left:5px solid #2a7}
 tr.fail td:first-child,tr.failure td:first-child{border-left:5px solid #d33}
 tr.skipped td:first-child,tr.unknown td:first-child{border-left:5px solid #bbb}
-.badge{font-weight:600}.pass .badge,.ok .badge{color:#1a6}.fail .badge,.failure .badge{color:#c22}
 .timeline svg,.plot svg{max-width:100%;height:auto}
 .extrapolated{background:#fff6d6;border:1px solid #e0c060;padding:8px;font-size:13px}
 """
@@ -53,10 +52,6 @@ ATTEMPT_COLORS = ["#4c78a8", "#72b7b2", "#54a24b", "#b279a2", "#9d755d", "#bab0a
 
 
 # ------------------------------------------------------------------ formatting
-def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
 def _text(v: Any, digits: int = 2) -> str:
     if _missing(v):
         return "–"
@@ -105,12 +100,19 @@ def slug(text: str) -> str:
 
 
 # --------------------------------------------------------------------- summary
+def _recorded(scenario: Dict[str, Any], key: str, count) -> int:
+    """A count from summary.json, else `count()` over the history's frames
+    (a run killed before its summary, or a summary without its history)."""
+    value = scenario.get(key)
+    return int(count()) if _missing(value) else int(value)
+
+
 def _budgets(scenario: Dict[str, Any], decisions: pd.DataFrame) -> str:
     """'worker_group 1/2 · preemption 0/0 ...': failures charged / limit
     (∞ unlimited, ? unknown); the non-retryable class only when charged."""
     parts = []
     for budget, key in LIMITS.items():
-        used = int((decisions["budget"] == budget).sum())
+        used = _recorded(scenario, f"budgets.{budget}", lambda: (decisions["budget"] == budget).sum())
         limit = scenario.get(f"failure_config.{key}") if key else None
         if key is None and not used:
             continue
@@ -142,7 +144,7 @@ def summary_frame(frames: Frames) -> pd.DataFrame:
             "expected": o["expected"],
             "matches expectation": None if _missing(matches) else bool(matches),
             "properties": _property_counts(props[props["results"] == r]),
-            "attempts": int((frames.attempts["results"] == r).sum()),
+            "attempts": _recorded(s, "attempts", lambda: (frames.attempts["results"] == r).sum()),
             "budgets used/limit": _budgets(s, frames.decisions[frames.decisions["results"] == r]),
             "mean recovery s": s.get("metrics.mean_recovery_s"),
             "max recovery s": s.get("metrics.max_recovery_s"),
@@ -222,7 +224,7 @@ def _draw_attempts(ax, attempts: pd.DataFrame, steps: pd.DataFrame, t0: float) -
             ax.broken_barh([(begin - t0, max(end - begin, 1e-3))], (rank + _sublane(i) - 0.16, 0.32),
                            facecolors=color, alpha=0.45, edgecolor=color)
         ax.text(begin - t0, ranks[0] + _sublane(i) - 0.18, f" fit {a['fit_index']} · attempt {a['attempt']} "
-                f"({a['ended']})", fontsize=7, va="bottom", color="#333")
+                f"({a['ended']})", fontsize=7, va="bottom", color="#333", clip_on=True)
 
 
 def _draw_steps(ax, steps: pd.DataFrame, attempts: pd.DataFrame, t0: float) -> None:
@@ -308,7 +310,7 @@ def timelines_section(frames: Frames) -> str:
 
 
 # -------------------------------------------------------------------- recovery
-def recovery_figure(samples: Dict[str, Sequence[float]], title: str = "recovery time") -> Figure:
+def recovery_figure(samples: Dict[str, Sequence[float]]) -> Figure:
     """Box per configuration with every recovery as a jittered point (few
     samples per configuration, so the points matter more than the box)."""
     data = {k: np.asarray(v, dtype=float) for k, v in samples.items() if len(v)}
@@ -321,7 +323,7 @@ def recovery_figure(samples: Dict[str, Sequence[float]], title: str = "recovery 
             ax.scatter(i + jitter.uniform(-0.12, 0.12, len(values)), values, s=14, alpha=0.7,
                        color="#4c78a8", zorder=3)
         ax.set_xticks(range(1, len(data) + 1), list(data), rotation=20, ha="right")
-    ax.set_ylabel(f"{title} (s)")
+    ax.set_ylabel("recovery time (s)")
     ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
     return fig
@@ -368,6 +370,14 @@ def data_section(files: List[str], out_dir: str) -> str:
 
 
 # ------------------------------------------------------------------------ page
+def _meta(frames: Frames) -> str:
+    """How many runs, when, and the versions the first run recorded."""
+    versions = frames.scenarios.filter(like="versions.").head(1).dropna(axis=1)
+    parts = [f"{len(frames.scenarios)} results folder(s)", f"generated {time.strftime('%Y-%m-%d %H:%M:%S')}"]
+    parts += [f"{c.split('.', 1)[1]} {v}" for c, v in versions.iloc[0].items()] if len(versions) else []
+    return f'<p class="meta">{escape("; ".join(parts))}</p>'
+
+
 def write_report(results_paths: Iterable[PathLike], out_dir: PathLike) -> str:
     """Write out_dir/index.html and the frames as CSV and Parquet beside it;
     returns the path of index.html."""
@@ -376,12 +386,7 @@ def write_report(results_paths: Iterable[PathLike], out_dir: PathLike) -> str:
     frames = Frames.load(paths)
     files = frames.to_csv(out_dir) + frames.to_parquet(out_dir)
     config = configurations(paths)
-    versions = frames.scenarios.filter(like="versions.").iloc[0].dropna().to_dict() \
-        if not frames.scenarios.empty else {}
-    meta = (f'<p class="meta">{len(frames.scenarios)} results folder(s); generated '
-            f'{time.strftime("%Y-%m-%d %H:%M:%S")}; '
-            + escape(", ".join(f"{k.split('.', 1)[1]} {v}" for k, v in versions.items())) + "</p>")
-    body = ("<h1>ftharness report</h1>" + meta + summary_section(frames) + timelines_section(frames)
+    body = ("<h1>ftharness report</h1>" + _meta(frames) + summary_section(frames) + timelines_section(frames)
             + recovery_section(frames, config) + advice_section(list(config))
             + properties_section(frames) + data_section(files, out_dir))
     path = os.path.join(out_dir, "index.html")

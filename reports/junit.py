@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, Optional
 import pandas as pd
 import yaml
 
-from reports.frames import Frames, PathLike
+from reports.frames import Frames, PathLike, _missing
 
 SCENARIO_FILE = "scenario.yaml"
 VERDICT_COLUMNS = ["results", "label", "scenario", "property", "passed", "expected", "status",
@@ -42,10 +42,6 @@ def labels(scenarios: pd.DataFrame) -> pd.Series:
         dup = name.duplicated(keep=False)
         name[dup] = base[dup] + " (" + results[dup].map(where) + ")"
     return pd.Series(name.values, index=results.values)
-
-
-def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and pd.isna(v))
 
 
 def outcome_verdicts(frames: Frames) -> pd.DataFrame:

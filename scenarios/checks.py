@@ -759,7 +759,7 @@ def check_recovers(events: List[dict], context: dict) -> CheckResult:
                               f"{h.label(h.key_of_id.get(step.get('attempt_id')))} seq {step.get('seq')}), "
                               f"over the {bound:g} s bound")
     slowest = f", slowest {max(times):.1f} s" if times else ""
-    summary = (f"run succeeded; {len(times)} recovery(ies){slowest}"
+    summary = (f"run succeeded; {len(times)} recovery(ies) from a failure decision to the next first step{slowest}"
                f"{f' within the {bound:g} s bound' if bound is not None and times else ''}")
     return _result("recovers", violations, findings, summary)
 

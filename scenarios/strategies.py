@@ -32,8 +32,9 @@ KIND_CLASS = {
 
 @st.composite
 def faults(draw, steps: int, num_workers: int, max_faults: int = 2) -> List[Dict[str, Any]]:
-    """Faults at distinct steps, each aimed at an existing rank."""
-    n = draw(st.integers(0, max_faults))
+    """One to `max_faults` faults at distinct steps, each aimed at an existing rank
+    (fault-free runs are covered by the catalog)."""
+    n = draw(st.integers(1, max_faults))
     at_steps = sorted(draw(st.lists(st.integers(2, steps - 1), min_size=n, max_size=n, unique=True)))
     out = []
     for step in at_steps:
