@@ -96,6 +96,26 @@ def cmd_check(args) -> int:
     return EXIT_OK if summary["matches_expectation"] else EXIT_MISMATCH
 
 
+def cmd_verdict(args) -> int:
+    """Pass or fail of a Chaos Toolkit journal, plainly (chaos exits 0 either way)."""
+    from harness.ctk.control import journal_verdict
+
+    try:
+        with open(args.journal) as f:
+            journal = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        return _fail(f"{args.journal}: not a readable Chaos Toolkit journal ({e})")
+    verdict = journal_verdict(journal)
+    title = journal.get("experiment", {}).get("title", args.journal)
+    print(f"{'PASS' if verdict['passed'] else 'FAIL'} {title}")
+    for reason in verdict["reasons"]:
+        print(f"  - {reason}")
+    results = (journal.get("ftharness") or {}).get("results_dir")
+    if results:
+        print(f"results: {results}")
+    return EXIT_OK if verdict["passed"] else EXIT_MISMATCH
+
+
 def cmd_validate(args) -> int:
     from scenarios.schema import ScenarioError, load_scenario
 
@@ -139,6 +159,10 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="re-judge a results folder from its history")
     c.add_argument("results")
     c.set_defaults(func=cmd_check)
+
+    vd = sub.add_parser("verdict", help="pass or fail of a Chaos Toolkit journal (chaos run exits 0 either way)")
+    vd.add_argument("journal")
+    vd.set_defaults(func=cmd_verdict)
 
     v = sub.add_parser("validate", help="validate scenario files without running them")
     v.add_argument("scenarios", nargs="+")

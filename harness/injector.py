@@ -96,6 +96,29 @@ class Injector:
             due, _, fn, label, kind, fault = heapq.heappop(self._timeline)
             self._run_action(due, fn, label, kind, fault)
 
+    def fire_now(self, spec: Dict[str, Any], settle_s: float = 120.0) -> Dict[str, Any]:
+        """Inject a fault right away (a Chaos Toolkit action) and run its
+        follow-ups (a preempted node's death, a replacement node) before
+        returning. `spec` is a validated FaultSpec dump; returns what was recorded."""
+        index = len(self.specs)
+        spec = dict(spec, at=spec.get("at") or {"time_s": 0})
+        self.specs.append(spec)
+        self.faults[index] = make_fault(index, spec)
+        self.tick()  # fresh worker-group membership
+        record = self._fire(index, time.time(), {}, gated=False)
+        deadline = time.time() + settle_s
+        while time.time() < deadline and any(e[5] == index and e[4] != "none" for e in self._timeline):
+            time.sleep(0.05)
+            self.tick()
+        return record
+
+    def heal_all(self) -> List[int]:
+        """Heal every active fault now (a Chaos Toolkit rollback); returns their indices."""
+        healed = [f.index for f in self._active]
+        for fault in list(self._active):
+            self._heal(fault)
+        return healed
+
     def finish(self) -> None:
         """Heal what is still broken (hung workers, hogged CPUs, storage errors)."""
         for fault in list(self._active):
@@ -112,13 +135,15 @@ class Injector:
                             storage_dir=self.storage_dir, history_path=self.history_path, event=event,
                             rng=self.rng, schedule=schedule)
 
-    def _fire(self, index: int, t_requested: float, event: Dict[str, Any], gated: bool) -> None:
+    def _fire(self, index: int, t_requested: float, event: Dict[str, Any], gated: bool) -> Dict[str, Any]:
         fault = self.faults[index]
         base = {"fault": index, "fault_kind": fault.kind, "target_asked": fault.target,
                 "trigger": self.specs[index]["at"], "t_requested": t_requested}
+        record: Dict[str, Any] = dict(base)
         try:
             hit = fault.inject(self._ctx(event, index))
-            self.emitter.emit("fault_injected", target_hit=hit, t_done=time.time(), **base)
+            record.update(kind="fault_injected", target_hit=hit, t_done=time.time())
+            self.emitter.emit("fault_injected", target_hit=hit, t_done=record["t_done"], **base)
             self._active.append(fault)
             if getattr(fault, "wants_resume", False):
                 self.resume_requested = True
@@ -126,13 +151,16 @@ class Injector:
                 self._ctx(event, index).schedule(fault.duration_s, lambda f=fault: self._heal(f),
                                                  f"heal fault {index}", kind="none")
         except FaultSkipped as e:
+            record.update(kind="fault_skipped", reason=str(e))
             self.emitter.emit("fault_skipped", reason=str(e), t_done=time.time(), **base)
         except Exception as e:  # a fault that broke is recorded; the run goes on
-            self.emitter.emit("fault_skipped", reason=f"{type(e).__name__}: {e}",
+            record.update(kind="fault_skipped", reason=f"{type(e).__name__}: {e}")
+            self.emitter.emit("fault_skipped", reason=record["reason"],
                               traceback=traceback.format_exc()[-1500:], t_done=time.time(), **base)
         finally:
             if gated:
                 self.history.release.remote(index)
+        return record
 
     def _heal(self, fault) -> None:
         if fault not in self._active:

@@ -164,51 +164,67 @@ class ScenarioRunner:
         )
         self.history_path = os.path.join(self.out_dir, hist.HISTORY_FILE)
         self.history = None
+        self.injector = None
         self.emitter = hist.Emitter(self.run_name, "harness")
         self.fit_index = 0
+        self.t0 = time.time()
 
     # -- public
     def run(self) -> Dict[str, Any]:
+        """Start, run every fit() to its end, close; returns the summary."""
+        self.start()
+        try:
+            outcome = self.finish_fits(self.submit())
+        finally:
+            self.close()
+        return self.summarize(outcome, time.time() - self.t0, self.use_gpu)
+
+    def start(self) -> None:
+        """Results folder, history actor and armed injector; no training yet."""
         os.makedirs(self.out_dir, exist_ok=True)
         _write_scenario(self.scenario, os.path.join(self.out_dir, "scenario.yaml"))
-        train_fn = resolve_train_fn(self.scenario)
-        use_gpu = resolve_use_gpu(self.scenario)
+        self.train_fn = resolve_train_fn(self.scenario)
+        self.use_gpu = resolve_use_gpu(self.scenario)
         self.history = hist.start_history(self.history_path, self.run_name)
         self.injector = Injector(self.scenario, self.cluster, self.history, self.run_name,
                                  os.path.join(self.storage_path, self.run_name), self.history_path)
         self.injector.arm()
-        t0 = time.time()
-        try:
-            outcome = self.fit(train_fn, use_gpu)
-            while outcome["outcome"] == "failed" and self.injector.resume_requested:
-                # kill_controller with resume: fit() again, same name and storage, as an operator would
-                self.injector.resume_requested = False
-                outcome = self.fit(train_fn, use_gpu)
-        finally:
-            self.injector.finish()
-            ray.get(self.history.close.remote())
-            ray.kill(self.history)
-        wall = time.time() - t0
-        return self.summarize(outcome, wall, use_gpu)
+        self.t0 = time.time()
 
-    def fit(self, train_fn: Callable, use_gpu: bool) -> Dict[str, Any]:
-        """One fit() of the run (a resumed fit() reuses the run name and storage)."""
+    def submit(self):
+        """Start one fit() of the run in a task on the head; returns its ref."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         self.fit_index += 1
-        spec = self._fit_spec(train_fn, use_gpu)
+        spec = self._fit_spec(self.train_fn, self.use_gpu)
         self.emitter.emit(
             "run_start", scenario=self.scenario.name, run_name=self.run_name,
             storage_path=self.storage_path, resume_of=(self.options.resume if self.resume_of else None),
             workload=spec["train_loop_config"], failure_config=spec["failure_config"],
             num_workers=spec["num_workers"], fit_index=self.fit_index,
         )
-        ref = _fit_task.options(
+        return _fit_task.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(self.cluster.head_node_id(), soft=False),
         ).remote(spec)
-        outcome = self._wait(ref)
-        self.emitter.emit("run_end", fit_index=self.fit_index, **outcome)
-        return outcome
+
+    def finish_fits(self, ref) -> Dict[str, Any]:
+        """Drive the injector until fit() returns; after a controller kill with
+        `resume`, fit() again with the same name and storage, as an operator would."""
+        while True:
+            outcome = self._wait(ref)
+            self.emitter.emit("run_end", fit_index=self.fit_index, **outcome)
+            if outcome["outcome"] != "failed" or not self.injector.resume_requested:
+                return outcome
+            self.injector.resume_requested = False
+            ref = self.submit()
+
+    def close(self) -> None:
+        """Heal what is still broken and flush the history."""
+        try:
+            self.injector.finish()
+        finally:
+            ray.get(self.history.close.remote())
+            ray.kill(self.history)
 
     # -- internals
     def _fit_spec(self, train_fn: Callable, use_gpu: bool) -> Dict[str, Any]:

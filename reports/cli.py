@@ -8,6 +8,8 @@ stderr and exit code 2, like the rest of the CLI.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from typing import Dict, List, Optional, Sequence
 
@@ -46,10 +48,27 @@ def parse_group(spec: str) -> tuple:
     return label, found
 
 
+def resolve_journals(paths: Sequence[str]) -> List[str]:
+    """A Chaos Toolkit journal stands for the results folder of its ftharness run."""
+    out = []
+    for p in paths:
+        if os.path.isfile(p) and p.endswith(".json"):
+            try:
+                with open(p) as f:
+                    folder = (json.load(f).get("ftharness") or {}).get("results_dir")
+            except (OSError, ValueError, AttributeError):
+                folder = None
+            out.append(folder or p)
+        else:
+            out.append(p)
+    return out
+
+
 def cmd_report(args) -> int:
     from reports.html import write_report
     from reports.junit import write_junit
 
+    args.results = resolve_journals(args.results)
     error = check_paths(args.results)
     if error:
         return _fail(error)

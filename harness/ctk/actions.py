@@ -1,0 +1,84 @@
+"""Chaos Toolkit actions: every ftharness fault kind, injected now into the run
+the `harness.ctk.control` control started. Arguments are the fault's own
+(design.md's table); each returns what the history recorded for it.
+
+    {"type": "action", "name": "preempt-a-node",
+     "provider": {"type": "python", "module": "harness.ctk.actions", "func": "preempt_node",
+                  "arguments": {"target": {"rank": 1}, "notice_s": 3, "replace": true}}}
+
+`crash_worker` is not here: it raises inside the train function, so it belongs
+in the control's scenario (`faults:`), armed before training starts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from harness.ctk.session import current
+
+__all__ = ["kill_worker", "hang_worker", "kill_node", "preempt_node", "partition_node",
+           "corrupt_checkpoint", "storage_errors", "starve_resources", "kill_controller", "heal_all"]
+
+Target = Dict[str, Any]
+
+
+def _inject(kind: str, **arguments: Any) -> Dict[str, Any]:
+    return current().inject(kind, arguments)
+
+
+def kill_worker(target: Target, graceful: bool = False) -> Dict[str, Any]:
+    """SIGKILL a training worker's process (or ray.kill it with graceful)."""
+    return _inject("kill_worker", target=target, graceful=graceful or None)
+
+
+def hang_worker(target: Target, duration_s: Optional[float] = None) -> Dict[str, Any]:
+    """SIGSTOP a training worker; resumed after duration_s or by heal_all."""
+    return _inject("hang_worker", target=target, duration_s=duration_s)
+
+
+def kill_node(target: Target, replace: bool = False, replace_after_s: float = 0.0,
+              graceful: bool = False) -> Dict[str, Any]:
+    """A node dies without notice; optionally a replacement joins."""
+    return _inject("kill_node", target=target, replace=replace, replace_after_s=replace_after_s,
+                   graceful=graceful or None)
+
+
+def preempt_node(target: Target, notice_s: float = 3.0, kill_offset_s: float = 0.0,
+                 replace: bool = False, replace_after_s: float = 0.0) -> Dict[str, Any]:
+    """Spot preemption: drain with a deadline, the node dies at it; returns after the kill."""
+    return _inject("preempt_node", target=target, notice_s=notice_s, kill_offset_s=kill_offset_s,
+                   replace=replace, replace_after_s=replace_after_s)
+
+
+def partition_node(target: Target, duration_s: float = 10.0) -> Dict[str, Any]:
+    """Stop every process of a node for duration_s."""
+    return _inject("partition_node", target=target, duration_s=duration_s, mode="pause")
+
+
+def corrupt_checkpoint(which: str = "latest", how: str = "bitflip") -> Dict[str, Any]:
+    """Damage a registered checkpoint (or the run's snapshot) in the run's storage."""
+    return _inject("corrupt_checkpoint", which=which, how=how)
+
+
+def storage_errors(ops: Optional[List[str]] = None, path_glob: Optional[str] = None,
+                   error_rate: float = 1.0, latency_s: float = 0.0,
+                   duration_s: Optional[float] = None) -> Dict[str, Any]:
+    """Make the run's storage fail or slow down (needs storage_errors in the control's scenario
+    so the run uses the chaos filesystem)."""
+    return _inject("storage_errors", ops=ops, path_glob=path_glob, error_rate=error_rate,
+                   latency_s=latency_s, duration_s=duration_s)
+
+
+def starve_resources(duration_s: Optional[float] = None) -> Dict[str, Any]:
+    """Take every free CPU so a restarted worker group cannot be scheduled."""
+    return _inject("starve_resources", duration_s=duration_s)
+
+
+def kill_controller(resume: bool = True) -> Dict[str, Any]:
+    """Kill the Train controller; with resume, fit() runs again as an operator would."""
+    return _inject("kill_controller", resume=resume)
+
+
+def heal_all() -> List[int]:
+    """Rollback: heal every fault still active (resume hung workers, free CPUs, storage)."""
+    return current().heal_all()

@@ -1,0 +1,105 @@
+"""Chaos Toolkit control: an embedded cluster and the training run for the
+experiment, validated first and torn down after.
+
+    "controls": [{"name": "ftharness", "provider": {"type": "python", "module": "harness.ctk.control",
+                  "arguments": {"scenario": {"name": "ctk-demo", "workload": {"steps": 60}}, "out": "results/ctk"}}}]
+
+`scenario` is a scenario mapping (or a YAML path) without faults, or with
+faults that must be armed before training (crash_worker); the experiment's
+actions bring the rest. Before anything starts, every ftharness action of the
+experiment is validated; a bad one interrupts the experiment with one line.
+After the experiment the run is finished and judged like `ftharness run`, the
+experiment is recorded in the history, and the journal gets an `ftharness`
+section with the verdict and the results folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+from chaoslib.exceptions import InterruptExecution
+
+from harness.ctk import actions
+from harness.ctk.session import Session, _session_or_none, validate_fault
+from harness.history import Emitter
+from scenarios.schema import ScenarioError
+
+__all__ = ["before_experiment_control", "after_experiment_control", "cleanup_control",
+           "validate_experiment"]
+
+
+def _activities(experiment: Dict[str, Any]) -> List[Dict[str, Any]]:
+    ssh = experiment.get("steady-state-hypothesis") or {}
+    return list(ssh.get("probes", [])) + list(experiment.get("method", [])) + list(experiment.get("rollbacks", []))
+
+
+def validate_experiment(experiment: Dict[str, Any], scenario=None) -> None:
+    """Raise ScenarioError (one line) for the first ftharness action that does not fit."""
+    for act in _activities(experiment):
+        provider = act.get("provider") or {}
+        if provider.get("module") != "harness.ctk.actions":
+            continue
+        func, name = provider.get("func"), act.get("name", "?")
+        if func not in actions.__all__:
+            raise ScenarioError(f"activity {name!r}: unknown fault kind {func!r}; allowed: "
+                                f"{', '.join(a for a in actions.__all__ if a != 'heal_all')}")
+        if func != "heal_all":
+            validate_fault(func, provider.get("arguments") or {}, where=f"activity {name!r}", scenario=scenario)
+
+
+def before_experiment_control(context: Dict[str, Any], scenario: Any = None, out: Optional[str] = None,
+                              **kwargs: Any) -> None:
+    try:
+        session = Session.from_arguments(scenario, out)
+        validate_experiment(context, session.scenario)
+    except ScenarioError as e:
+        raise InterruptExecution(f"ftharness: {e}") from None
+    session.start()
+    Emitter(session.runner.run_name, "harness").emit(
+        "experiment", phase="start", title=context.get("title"),
+        method=[a.get("name") for a in context.get("method", [])])
+
+
+def after_experiment_control(context: Dict[str, Any], state: Dict[str, Any], **kwargs: Any) -> None:
+    session = _session_or_none()
+    if session is None:
+        return
+    Emitter(session.runner.run_name, "harness").emit(
+        "experiment", phase="end", status=state.get("status"), deviated=state.get("deviated"))
+    summary = session.finish()
+    verdict = journal_verdict({**state, "ftharness": summary})
+    summary["chaostoolkit"] = {"status": state.get("status"), "deviated": state.get("deviated"),
+                               "verdict": verdict}
+    with open(os.path.join(summary["results_dir"], "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2, default=str)
+    state["ftharness"] = {"results_dir": summary["results_dir"], "outcome": summary["outcome"],
+                          "matches_expectation": summary["matches_expectation"],
+                          "mismatches": summary["mismatches"], "verdict": verdict,
+                          "properties": {k: v["passed"] for k, v in summary["properties"].items()}}
+
+
+def cleanup_control(**kwargs: Any) -> None:
+    """An interrupted experiment still leaves nothing running."""
+    session = _session_or_none()
+    if session is not None:
+        session.abort()
+
+
+def journal_verdict(journal: Dict[str, Any]) -> Dict[str, Any]:
+    """Pass or fail, plainly: Chaos Toolkit exits 0 even when a hypothesis is not met."""
+    reasons = []
+    if journal.get("status") != "completed":
+        reasons.append(f"experiment status {journal.get('status')}")
+    if journal.get("deviated"):
+        reasons.append("the steady-state hypothesis deviated")
+    after = journal.get("steady_states", {}).get("after") or {}
+    if after and not after.get("steady_state_met", True):
+        reasons.append("the steady state was not met after the method")
+    fth = journal.get("ftharness") or {}
+    if not fth:
+        reasons.append("no ftharness run in this journal")
+    elif not fth.get("matches_expectation"):
+        reasons.extend(fth.get("mismatches") or ["the run missed its expectation"])
+    return {"passed": not reasons, "reasons": reasons}

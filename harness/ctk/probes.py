@@ -1,0 +1,50 @@
+"""Chaos Toolkit probes over the live run's history: training progress, the
+current attempt, budget use, and each ftharness property over the history so far."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict
+
+from harness.ctk.session import current
+
+__all__ = ["training_progresses", "current_step", "current_attempt", "budget_use", "property_holds"]
+
+
+def training_progresses(within_s: float = 60.0) -> bool:
+    """True once training completes a new step within `within_s` (or has finished)."""
+    session = current()
+    start = session.progress()["step"]
+    deadline = time.time() + within_s
+    while time.time() < deadline:
+        if session.progress()["step"] > start or session.fit_done():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def current_step() -> int:
+    return int(current().progress()["step"])
+
+
+def current_attempt() -> int:
+    return int(current().progress()["attempt"])
+
+
+def budget_use() -> Dict[str, int]:
+    """Failures charged so far to each Ray Train budget."""
+    from scenarios.evaluate import budgets_used
+
+    return budgets_used(current().events())
+
+
+def property_holds(name: str) -> bool:
+    """One ftharness property (exactly_once_restore, budget_accounting, ...) over the history so far."""
+    from scenarios.checks import run_checks
+
+    session = current()
+    events = session.events()
+    start = next((e for e in events if e.get("kind") == "run_start"), {})
+    context: Dict[str, Any] = {"failure_config": session.scenario.failure_config.model_dump(),
+                               "data": session.scenario.workload.data, "workload": start.get("workload")}
+    return bool(run_checks(events, context, [name])[name].passed)

@@ -1,0 +1,125 @@
+"""The one live ftharness run a Chaos Toolkit experiment drives.
+
+The control starts it (embedded cluster, history, the workload's fit() running
+in the background), actions inject faults into it now, probes read its history,
+and the control closes it and writes the results folder like `ftharness run`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Dict, List, Optional
+
+import ray
+
+from harness.cluster import open_cluster
+from harness.history import read_events
+from harness.runner import RunOptions, ScenarioRunner
+from scenarios.schema import Scenario, ScenarioError, parse_scenario
+
+_session: Optional["Session"] = None
+
+
+class NoSession(RuntimeError):
+    pass
+
+
+def _session_or_none() -> Optional["Session"]:
+    return _session
+
+
+def current() -> "Session":
+    if _session is None:
+        raise NoSession("no ftharness run: add the control `harness.ctk.control` to the experiment")
+    return _session
+
+
+def validate_fault(kind: str, arguments: Dict[str, Any], where: str = "fault",
+                   scenario: Optional[Scenario] = None) -> Dict[str, Any]:
+    """A fault action's arguments as a FaultSpec dump, checked against the run's
+    scenario (ranks and nodes that exist); ScenarioError (one line) otherwise."""
+    spec = {k: v for k, v in arguments.items() if v is not None}
+    spec["kind"] = kind
+    spec.setdefault("at", {"time_s": 0})
+    base = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"}) if scenario else {"name": "x"}
+    try:
+        sc = parse_scenario({**base, "faults": [spec]}, source=where)
+    except ScenarioError as e:
+        raise ScenarioError(str(e).replace("faults[0].", "").replace("faults[0]: ", "")) from None
+    return sc.faults[0].model_dump(mode="json", exclude_none=True)
+
+
+class Session:
+    def __init__(self, scenario: Scenario, out_dir: str):
+        self.scenario = scenario
+        self.out_dir = os.path.abspath(out_dir)
+        self.cluster = None
+        self.runner: Optional[ScenarioRunner] = None
+        self.ref = None
+        self.summary: Optional[Dict[str, Any]] = None
+
+    @classmethod
+    def from_arguments(cls, scenario: Any = None, out: Optional[str] = None) -> "Session":
+        if isinstance(scenario, str):
+            from scenarios.schema import load_scenario
+
+            sc = load_scenario(scenario)
+        else:
+            sc = parse_scenario(dict(scenario or {"name": "chaostoolkit"}), source="control scenario")
+        out = out or os.path.join("results", f"{sc.name}-ctk-{time.strftime('%Y%m%d-%H%M%S')}")
+        return cls(sc, out)
+
+    def start(self) -> None:
+        global _session
+        self.cluster = open_cluster(self.scenario.cluster).start()
+        try:
+            self.runner = ScenarioRunner(self.scenario, self.cluster, RunOptions(self.out_dir, progress=False))
+            self.runner.start()
+            self.ref = self.runner.submit()
+        except BaseException:
+            self.cluster.close()
+            raise
+        _session = self
+
+    # -- used by actions and probes
+    def inject(self, kind: str, arguments: Dict[str, Any]) -> Dict[str, Any]:
+        spec = validate_fault(kind, arguments, where=kind, scenario=self.scenario)
+        return self.runner.injector.fire_now(spec)
+
+    def heal_all(self) -> List[int]:
+        return self.runner.injector.heal_all()
+
+    def progress(self) -> Dict[str, Any]:
+        self.runner.injector.tick()
+        return ray.get(self.runner.history.progress.remote(), timeout=30)
+
+    def events(self) -> List[Dict[str, Any]]:
+        return read_events(self.runner.history_path)
+
+    def fit_done(self) -> bool:
+        ready, _ = ray.wait([self.ref], timeout=0)
+        return bool(ready)
+
+    # -- end
+    def finish(self) -> Dict[str, Any]:
+        """Wait for fit() (resuming after a controller kill), judge, tear down."""
+        global _session
+        try:
+            outcome = self.runner.finish_fits(self.ref)
+            self.runner.close()
+            self.summary = self.runner.summarize(outcome, time.time() - self.runner.t0, self.runner.use_gpu)
+            return self.summary
+        finally:
+            self.cluster.close()
+            _session = None
+
+    def abort(self) -> None:
+        global _session
+        try:
+            if self.runner is not None and self.runner.history is not None:
+                self.runner.close()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()
+            _session = None
