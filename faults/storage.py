@@ -6,7 +6,8 @@ consults a small control file in the storage root, so every process of the run
 (controller and workers, on any node that sees the storage) switches behaviour
 at the same moment. While the fault is active, operations of the chosen kinds
 on paths matching `path_glob` fail with an I/O error at `error_rate` and/or
-wait `latency_s` first. Heal removes the control file.
+wait `latency_s` first; with `partial: true` a failing write leaves half its
+bytes behind first (a torn file). Heal removes the control file.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import random
 import time
 from typing import Any, Dict, Optional
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 from faults.base import Fault, FaultContext
@@ -49,16 +51,27 @@ class ChaosFileSystemHandler(pafs.FileSystemHandler):
             self._cache_t = now
         return self._cache
 
-    def _chaos(self, op: str, path: str) -> None:
+    def _hit(self, op: str, path: str) -> bool:
+        """Apply latency; True if this operation is to fail."""
         c = self._control()
         if not c or op not in c.get("ops", []) or path.endswith(CONTROL_FILE):
-            return
+            return False
         if c.get("path_glob") and not fnmatch.fnmatch(path, c["path_glob"]):
-            return
+            return False
         if c.get("latency_s"):
             time.sleep(float(c["latency_s"]))
-        if random.random() < float(c.get("error_rate") or 0.0):
+        return random.random() < float(c.get("error_rate") or 0.0)
+
+    def _chaos(self, op: str, path: str) -> None:
+        if self._hit(op, path):
             raise OSError(f"ftharness storage_errors: injected {op} error on {path}")
+
+    def _open_for_write(self, path, open_real):
+        if not self._hit("write", path):
+            return open_real()
+        if (self._control() or {}).get("partial"):
+            return pa.PythonFile(_TornWriter(open_real(), path), mode="w")
+        raise OSError(f"ftharness storage_errors: injected write error on {path}")
 
     # -- the FileSystemHandler interface, each op checked then delegated
     def get_type_name(self):
@@ -103,7 +116,13 @@ class ChaosFileSystemHandler(pafs.FileSystemHandler):
         self.fs.move(src, dest)
 
     def copy_file(self, src, dest):
-        self._chaos("write", dest)
+        if self._hit("write", dest):
+            if (self._control() or {}).get("partial"):
+                with self.fs.open_input_stream(src) as f:
+                    data = f.read()
+                with self.fs.open_output_stream(dest) as out:
+                    out.write(data[: len(data) // 2])
+            raise OSError(f"ftharness storage_errors: injected write error on {dest}")
         self.fs.copy_file(src, dest)
 
     def open_input_stream(self, path):
@@ -115,12 +134,31 @@ class ChaosFileSystemHandler(pafs.FileSystemHandler):
         return self.fs.open_input_file(path)
 
     def open_output_stream(self, path, metadata):
-        self._chaos("write", path)
-        return self.fs.open_output_stream(path, metadata=metadata)
+        return self._open_for_write(path, lambda: self.fs.open_output_stream(path, metadata=metadata))
 
     def open_append_stream(self, path, metadata):
-        self._chaos("write", path)
-        return self.fs.open_append_stream(path, metadata=metadata)
+        return self._open_for_write(path, lambda: self.fs.open_append_stream(path, metadata=metadata))
+
+
+class _TornWriter:
+    """A write cut off half-way: the first half of the first chunk lands, then
+    the write fails, leaving a torn file behind as a crashed upload does."""
+
+    def __init__(self, stream, path: str):
+        self.stream, self.path, self.closed = stream, path, False
+
+    def write(self, data) -> int:
+        self.stream.write(bytes(data)[: max(1, len(data) // 2)])
+        self.stream.close()
+        raise OSError(f"ftharness storage_errors: injected partial write on {self.path}")
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+        if not self.stream.closed:
+            self.stream.close()
 
 
 def chaos_filesystem(storage_root: str) -> pafs.PyFileSystem:
@@ -135,7 +173,8 @@ class StorageErrors(Fault):
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         control = {"ops": self.spec.get("ops") or ["write"], "path_glob": self.spec.get("path_glob"),
-                   "error_rate": self.spec.get("error_rate", 1.0), "latency_s": self.spec.get("latency_s", 0.0)}
+                   "error_rate": self.spec.get("error_rate", 1.0), "latency_s": self.spec.get("latency_s", 0.0),
+                   "partial": bool(self.spec.get("partial"))}
         path = self.control_path(ctx)
         os.makedirs(os.path.dirname(path), exist_ok=True)  # the run may not have written anything yet
         tmp = path + ".tmp"

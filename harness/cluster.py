@@ -137,12 +137,12 @@ class EmbeddedCluster:
         atexit.register(self.close)
         # A short private temp dir: Ray's socket paths must stay under 107 bytes.
         self._temp_dir = tempfile.mkdtemp(prefix="fth-", dir="/tmp")
-        # Ray records the current cluster's address under /tmp/ray whatever temp_dir says.
-        self._made_ray_dir = not os.path.isdir("/tmp/ray")
-        os.makedirs("/tmp/ray", exist_ok=True)
         self._reaper.remove_dir_on_crash(self._temp_dir)
-        if self._made_ray_dir:
-            self._reaper.remove_dir_on_crash("/tmp/ray")
+        # Ray records "the current cluster" under $RAY_TMPDIR (default /tmp/ray);
+        # a private one keeps `address="auto"` elsewhere on the host off our cluster.
+        self._old_ray_tmpdir = os.environ.get("RAY_TMPDIR")
+        os.environ["RAY_TMPDIR"] = self._temp_dir
+        os.makedirs(os.path.join(self._temp_dir, "ray"), exist_ok=True)
         try:
             self._cluster = Cluster(
                 initialize_head=True,
@@ -185,11 +185,14 @@ class EmbeddedCluster:
                 self._reaper.release()
                 self._reaper = None
             if self._temp_dir:
-                shutil.rmtree(self._temp_dir, ignore_errors=True)
+                _remove_dir(self._temp_dir)
                 self._temp_dir = None
-            if getattr(self, "_made_ray_dir", False):
-                shutil.rmtree("/tmp/ray", ignore_errors=True)
-                self._made_ray_dir = False
+            if hasattr(self, "_old_ray_tmpdir"):
+                if self._old_ray_tmpdir is None:
+                    os.environ.pop("RAY_TMPDIR", None)
+                else:
+                    os.environ["RAY_TMPDIR"] = self._old_ray_tmpdir
+                del self._old_ray_tmpdir
             self._restore_sigterm()
             atexit.unregister(self.close)
 
@@ -313,6 +316,15 @@ class EmbeddedCluster:
 
     def train_env(self) -> Dict[str, str]:
         return dict(PROFILES[self.profile]["train_env"])
+
+
+def _remove_dir(path: str) -> None:
+    """rmtree, again if a Ray process that was still exiting wrote into it."""
+    for _ in range(4):
+        shutil.rmtree(path, ignore_errors=True)
+        time.sleep(0.25)
+        if not os.path.exists(path):
+            return
 
 
 class ExistingCluster:

@@ -142,6 +142,7 @@ class FaultSpec(_Strict):
     path_glob: Optional[str] = None
     error_rate: Optional[float] = Field(None, ge=0, le=1)
     latency_s: Optional[float] = Field(None, ge=0)
+    partial: Optional[bool] = None
     resume: Optional[bool] = None
     graceful: Optional[bool] = None
 
@@ -184,7 +185,7 @@ class FaultSpec(_Strict):
 
 
 _ALL_ARGS = ("where", "duration_s", "replace", "replace_after_s", "notice_s", "kill_offset_s",
-             "mode", "which", "how", "ops", "path_glob", "error_rate", "latency_s", "resume", "graceful")
+             "mode", "which", "how", "ops", "path_glob", "error_rate", "latency_s", "partial", "resume", "graceful")
 _KIND_ARGS = {
     "kill_worker": {"graceful"},
     "crash_worker": {"where"},
@@ -193,7 +194,7 @@ _KIND_ARGS = {
     "preempt_node": {"notice_s", "kill_offset_s", "replace", "replace_after_s"},
     "partition_node": {"duration_s", "mode"},
     "corrupt_checkpoint": {"which", "how"},
-    "storage_errors": {"ops", "path_glob", "error_rate", "latency_s", "duration_s"},
+    "storage_errors": {"ops", "path_glob", "error_rate", "latency_s", "partial", "duration_s"},
     "starve_resources": {"duration_s"},
     "kill_controller": {"resume"},
 }
