@@ -24,15 +24,16 @@ def _fail(msg: str) -> int:
 def cmd_run(args) -> int:
     from harness.cluster import ClusterError
     from harness.runner import RunOptions, exit_code, run_scenario
-    from scenarios.schema import ScenarioError, default_scenario_path, load_scenario
+    from scenarios.schema import ScenarioError, default_scenario_path, load_scenario, parse_scenario
 
     try:
         scenario = load_scenario(args.scenario or default_scenario_path())
-        if args.steps is not None:
-            scenario.workload.steps = args.steps
-        if args.address and os.environ.get("FTHARNESS_ALLOW_DESTRUCTIVE") != "1" and not args.allow_destructive:
-            if scenario.faults:
-                return _fail("--address: faults on a cluster ftharness did not start need --allow-destructive")
+        if args.steps is not None:  # re-validated: faults may aim past the new end
+            data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
+            data["workload"]["steps"] = args.steps
+            scenario = parse_scenario(data, source="--steps", base_dir=scenario.base_dir)
+        if args.address and scenario.faults and not args.allow_destructive:
+            return _fail("--address: faults on a cluster ftharness did not start need --allow-destructive")
         out = args.out or os.path.join("results", f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}")
         if os.path.exists(os.path.join(out, "summary.json")):
             return _fail(f"--out {out}: already holds a run; choose another folder")

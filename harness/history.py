@@ -74,6 +74,7 @@ class HistoryActor:
         self._triggers = TriggerBook()
         self._released = threading.Condition(self._lock)
         self._members: List[Dict[str, Any]] = []
+        self._claimed: set = set()
 
     # -- writing
     def append(self, event: Dict[str, Any]) -> Dict[str, Any]:
@@ -154,10 +155,9 @@ class HistoryActor:
     def claim(self, fault: int) -> bool:
         """True exactly once per fault: a worker-side fault (crash_worker) fires once."""
         with self._lock:
-            claimed = self.__dict__.setdefault("_claimed", set())
-            if fault in claimed:
+            if fault in self._claimed:
                 return False
-            claimed.add(fault)
+            self._claimed.add(fault)
             return True
 
     def release(self, fault: int, action: str = "continue") -> None:
