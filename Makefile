@@ -5,7 +5,7 @@ setup:
 	@./scripts/setup.sh
 
 demo: setup
-	@.venv/bin/ftharness run --out results/demo
+	@.venv/bin/ftharness run
 
 test: setup
 	@./scripts/setup-browser.sh
