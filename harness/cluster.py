@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional
 import ray
 
 from harness import ray_private as rp
+from harness.reaper import alive, descendants, identify, kill_all
 
 #: Ray Core settings per detection profile. "fast" makes GCS declare a dead or
 #: stopped node within ~2-5 s and gives death causes (e.g. `preempted`) time to
@@ -170,7 +171,10 @@ class EmbeddedCluster:
 
     def close(self) -> None:
         """Stop every process this cluster started and remove its temp dir."""
+        started = set()
         try:
+            if self._cluster is not None:
+                started = identify(descendants(set(self.all_pids())))
             if ray.is_initialized():
                 ray.shutdown()
         finally:
@@ -180,6 +184,7 @@ class EmbeddedCluster:
                 except Exception:
                     pass
                 self._cluster = None
+            _wait_gone(started)
             self._nodes.clear()
             if self._reaper is not None:
                 self._reaper.release()
@@ -318,13 +323,30 @@ class EmbeddedCluster:
         return dict(PROFILES[self.profile]["train_env"])
 
 
+def _wait_gone(procs, timeout_s: float = 5.0) -> None:
+    """Ray workers die after their raylet, on their own; wait, then SIGKILL stragglers,
+    so none of them writes into the temp dir after it is removed."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline and alive(procs):
+        time.sleep(0.1)
+    kill_all(procs)
+
+
+_REMOVED_DIRS: List[str] = []
+
+
 def _remove_dir(path: str) -> None:
-    """rmtree, again if a Ray process that was still exiting wrote into it."""
+    """rmtree, again if a Ray process that was still exiting wrote into it, and
+    once more when this process exits (Ray's driver-side shutdown can recreate
+    an empty session folder a moment later)."""
     for _ in range(4):
         shutil.rmtree(path, ignore_errors=True)
         time.sleep(0.25)
         if not os.path.exists(path):
-            return
+            break
+    if not _REMOVED_DIRS:
+        atexit.register(lambda: [shutil.rmtree(d, ignore_errors=True) for d in _REMOVED_DIRS])
+    _REMOVED_DIRS.append(path)
 
 
 class ExistingCluster:

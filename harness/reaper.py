@@ -63,6 +63,16 @@ def identify(pids: Set[int]) -> Set[Proc]:
     return out
 
 
+def alive(procs: Set[Proc]) -> Set[Proc]:
+    """Those still running (same pid and start time, not a zombie)."""
+    out = set()
+    for pid, start in procs:
+        st = _stat(pid)
+        if st and st[19] == start and st[0] != "Z":
+            out.add((pid, start))
+    return out
+
+
 def kill_all(procs: Set[Proc]) -> None:
     for pid, start in procs:
         st = _stat(pid)
