@@ -163,7 +163,11 @@ class EmbeddedCluster:
             ray.init(address=self._cluster.address, _temp_dir=self._temp_dir,
                      logging_level="ERROR", log_to_driver=False, namespace="ftharness")
             self._install_sigterm()  # after ray.init, which installs its own handler
-        except BaseException:
+        except Exception as e:
+            self.close()
+            first = (str(e).strip().splitlines() or [""])[0][:200]
+            raise ClusterError(f"embedded cluster: could not start ({type(e).__name__}: {first})") from None
+        except BaseException:  # Ctrl-C while starting: clean up, then let it through
             self.close()
             raise
         self.start_time_s = time.time() - t0

@@ -163,20 +163,22 @@ def restore_older(events, context):
     return False
 
 
+def restores(events):
+    return [e for e in of(events, "worker_start") if e["restored_checkpoint"]]
+
+
 def restore_nothing(events, context):
-    restored = [e for e in of(events, "worker_start") if e["restored_checkpoint"]]
-    if not restored:
-        return False
-    restored[0].update(restored_checkpoint=None, restored_step=None)
-    return True
+    restored = restores(events)
+    if restored:
+        restored[0].update(restored_checkpoint=None, restored_step=None)
+    return bool(restored)
 
 
 def restore_unregistered(events, context):
-    restored = [e for e in of(events, "worker_start") if e["restored_checkpoint"]]
-    if not restored:
-        return False
-    restored[-1]["restored_checkpoint"] = "checkpoint_never_registered"
-    return True
+    restored = restores(events)
+    if restored:
+        restored[-1]["restored_checkpoint"] = "checkpoint_never_registered"
+    return bool(restored)
 
 
 def skip_step(events, context):
@@ -305,11 +307,10 @@ def over_bound(events, context):
 
 
 def restore_corrupted(events, context):
-    restored = [e for e in of(events, "worker_start") if e["restored_checkpoint"]]
-    if not restored:
-        return False
-    restored[0]["restored_intact"] = False
-    return True
+    restored = restores(events)
+    if restored:
+        restored[0]["restored_intact"] = False
+    return bool(restored)
 
 
 def wrong_final(events, context):
