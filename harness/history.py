@@ -74,7 +74,7 @@ class HistoryActor:
         self._triggers = TriggerBook()
         self._released = threading.Condition(self._lock)
         self._members: List[Dict[str, Any]] = []
-        self._claimed: set = set()
+        self._claims: Dict[int, int] = {}
 
     # -- writing
     def append(self, event: Dict[str, Any]) -> Dict[str, Any]:
@@ -152,13 +152,12 @@ class HistoryActor:
             return {"pending": self._triggers.take_pending(), "members": list(self._members),
                     "progress": dict(self._progress, events=self._seq)}
 
-    def claim(self, fault: int) -> bool:
-        """True exactly once per fault: a worker-side fault (crash_worker) fires once."""
+    def claim(self, fault: int, nth: int = 1) -> bool:
+        """True exactly once per fault, on its `nth` claim: a worker-side fault
+        (crash_worker) fires once, e.g. on the 2nd restore of its rank."""
         with self._lock:
-            if fault in self._claimed:
-                return False
-            self._claimed.add(fault)
-            return True
+            self._claims[fault] = self._claims.get(fault, 0) + 1
+            return self._claims[fault] == nth
 
     def release(self, fault: int, action: str = "continue") -> None:
         with self._lock:

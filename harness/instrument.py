@@ -153,7 +153,7 @@ class WorkerRecorder:
                 continue
             if where == "on_restore" and plan["step"] is not None and plan["step"] != step:
                 continue
-            if not ray.get(self._emitter.handle().claim.remote(plan["fault"]), timeout=30):
+            if not ray.get(self._emitter.handle().claim.remote(plan["fault"], plan.get("nth") or 1), timeout=30):
                 continue
             now = time.time()
             self._emitter.emit("fault_injected", source="injector", fault=plan["fault"],
@@ -230,10 +230,10 @@ def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
             restored_step=rec.step if restored is not None else None,
             restored_intact=(actual == expected) if expected and actual else None,
         )
-        if restored is not None:
-            rec.crash_point("on_restore", rec.step)
         undo = rp.wrap_train_fn_utils(rec.before_report, rec.after_report)
         try:
+            if restored is not None:
+                rec.crash_point("on_restore", rec.step)
             out = train_fn(config) if takes_config else train_fn()
         except BaseException as e:  # noqa: BLE001 - recorded, then re-raised unchanged
             rec.emit("worker_error", error_type=type(e).__name__, error=str(e)[:500],

@@ -213,3 +213,22 @@ def test_recovery_times_agree_with_raw_timestamps(run_scenario):
     assert len(table) == 2
     assert list(table["recovery_s"].round(3)) == [round(x, 3) for x in expected]
     assert s["recovery_times_s"] == [round(x, 3) for x in expected]
+
+
+def test_crash_on_restore_fires_on_the_nth_restore(run_scenario):
+    """crash_worker on_restore: rank 0 raises while restoring in the first restarted attempt."""
+    s = run_scenario({"name": "crash-on-restore",
+                      "workload": {"num_workers": 2, "steps": 14, "checkpoint_every": 2, "step_delay_s": 0.1},
+                      "failure_config": {"max_failures": 2},
+                      # late enough that a checkpoint is registered (registration lags reports)
+                      "faults": [{"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 9}},
+                                 {"kind": "crash_worker", "target": {"rank": 0}, "where": "on_restore",
+                                  "at": {"event": "restored", "nth": 1}}],
+                      "expect": {"outcome": "succeeded", "properties": ["exactly_once_restore", "budget_accounting"]}})
+    assert s["matches_expectation"], s["mismatches"]
+    ev = read_events(s["results_dir"])
+    crashes = [e for e in kinds(ev, "worker_error") if e["error_type"] == "ChaosCrash"]
+    assert len(crashes) == 1, kinds(ev, "worker_error")
+    assert crashes[0]["rank"] == 0 and crashes[0]["attempt"] == 2 and "on_restore" in crashes[0]["error"]
+    assert failures(ev) == [("worker_group", "RETRY"), ("worker_group", "RETRY")]
+    assert s["attempts"] == 3
