@@ -1,8 +1,16 @@
-"""The fault contract (Jepsen's nemesis shape): `inject` then maybe `heal`.
+"""The fault contract (Jepsen's nemesis shape): `inject` then maybe `heal`,
+and `landing`: whether it took effect.
 
 A fault resolves its target when its trigger fires (ranks move between
 attempts, nodes die), acts through Ray (GCS, node agents, the cluster handle),
 and returns what it actually hit. The injector records that in the history.
+
+Doing a fault is not the same as testing with it: a kill that hits a worker of
+an attempt that already ended, a preempted node that dies after training
+finished, a checkpoint damaged that nobody reads again test nothing. Each kind
+says in `landing(view)`, a pure function over the history, what evidence shows
+that it took effect; `judge_landing` applies it. A fault without that evidence
+makes the run INCONCLUSIVE (design.md), never PASS.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ class FaultContext:
     event: Dict[str, Any] = field(default_factory=dict)  # the event that fired the trigger
     rng: random.Random = field(default_factory=random.Random)
     schedule: Any = None               # callable(delay_s, fn, label): run fn later on the main thread
+    record: Any = None                 # callable(label, detail): record a fault_action now
 
     def member(self, rank: int) -> Dict[str, Any]:
         for m in self.members:
@@ -37,11 +46,88 @@ class FaultContext:
                            f"(ranks {sorted(m['rank'] for m in self.members)})")
 
 
+LANDED, PENDING, MISSED = "landed", "pending", "missed"
+
+
+@dataclass
+class Landing:
+    """Whether a fault took effect, and the events that show it."""
+
+    status: str                        # landed | pending (could still) | missed
+    evidence: str
+    budget: Optional[str] = None       # where Ray must charge the failure it caused (None: no claim)
+    failure_seq: Optional[int] = None  # that failure
+
+
+class FaultView:
+    """One fault's events within a history (pure; what `landing` reads)."""
+
+    def __init__(self, index: int, events: List[Dict[str, Any]]):
+        self.index = index
+        self.events = events
+        mine = [e for e in events if e.get("fault") == index]
+        self.injected = next((e for e in mine if e.get("kind") == "fault_injected"), None)
+        self.skipped = next((e for e in mine if e.get("kind") == "fault_skipped"), None)
+        self.actions = [e for e in mine if e.get("kind") == "fault_action"]
+        self.healed = [e for e in mine if e.get("kind") == "fault_healed"]
+
+    @property
+    def hit(self) -> Dict[str, Any]:
+        return (self.injected or {}).get("target_hit") or {}
+
+    @property
+    def seq(self) -> int:
+        return int((self.injected or {}).get("seq") or 0)
+
+    def fit_end(self, after_seq: int) -> Optional[Dict[str, Any]]:
+        """The run_end of the fit() running at `after_seq`."""
+        return next((e for e in self.events if e.get("kind") == "run_end" and e.get("seq", 0) > after_seq), None)
+
+    def failures_after(self, after_seq: int) -> List[Dict[str, Any]]:
+        """Failure decisions after `after_seq`, up to the end of that fit()."""
+        end = self.fit_end(after_seq)
+        stop = end.get("seq", 0) if end else float("inf")
+        return [e for e in self.events if e.get("kind") == "failure" and after_seq < e.get("seq", 0) < stop]
+
+    def live_attempt_of(self, pid: Any, before_seq: int) -> Optional[str]:
+        """The attempt id whose worker group held `pid` and had not shut down at `before_seq`."""
+        started = [e for e in self.events if e.get("kind") == "worker_group_started"
+                   and e.get("seq", 0) < before_seq and any(w.get("pid") == pid for w in e.get("workers") or [])]
+        if not started:
+            return None
+        aid = started[-1].get("attempt_id")
+        ended = any(e.get("kind") == "worker_group_shutdown" and e.get("attempt_id") == aid
+                    and e.get("seq", 0) < before_seq for e in self.events)
+        return None if ended else aid
+
+    def ranks_on(self, node_id: Any, before_seq: int) -> List[int]:
+        """Ranks of the attempt running at `before_seq` that sat on `node_id`."""
+        started = [e for e in self.events if e.get("kind") == "worker_group_started" and e.get("seq", 0) < before_seq]
+        if not started:
+            return []
+        aid = started[-1].get("attempt_id")
+        if any(e.get("kind") == "worker_group_shutdown" and e.get("attempt_id") == aid
+               and e.get("seq", 0) < before_seq for e in self.events):
+            return []
+        return sorted(w.get("rank") for w in started[-1].get("workers") or [] if w.get("node_id") == node_id)
+
+
+def describe_failure(f: Dict[str, Any]) -> str:
+    return (f"failure seq {f.get('seq')} ({f.get('error_type')}, charged to {f.get('budget')}, "
+            f"{f.get('decision')})")
+
+
 class Fault:
-    """One fault of a scenario. Subclasses set `kind` and implement `inject`."""
+    """One fault of a scenario. Subclasses set `kind` and implement `inject`
+    and `landing`."""
 
     kind = ""
-    needs_main_thread = False
+    #: the failure it causes is only seen after Ray Train's worker health-check timeout
+    waits_for_health_check = False
+    #: seconds after its last action that a fault may still take effect
+    settle_s = 30.0
+    #: budget of the failure it causes (None: no claim)
+    budget: Optional[str] = "worker_group"
 
     def __init__(self, index: int, spec: Dict[str, Any]):
         self.index = index
@@ -55,6 +141,34 @@ class Fault:
     def heal(self, ctx: FaultContext) -> Optional[Dict[str, Any]]:
         """Undo what can be undone (a resumed process, a returned node); None if nothing to do."""
         return None
+
+    def landing(self, view: FaultView) -> Landing:
+        """Did the fault take effect? Default, for faults that must fail the job:
+        it hit a worker of a live attempt and a failure decision followed."""
+        return self.failure_landing(view, self.hit_live(view))
+
+    def hit_live(self, view: FaultView) -> Optional[str]:
+        """Why the hit target was no part of the running job, or None if it was."""
+        hit = view.hit
+        if hit.get("pid") is not None:
+            if view.live_attempt_of(hit["pid"], view.seq) is None:
+                return f"pid {hit['pid']} belonged to no running attempt when it was hit"
+            return None
+        if hit.get("node_id") is not None and not hit.get("ranks"):
+            return f"node {str(hit['node_id'])[:8]} hosted no rank of the running attempt"
+        return None
+
+    def failure_landing(self, view: FaultView, not_live: Optional[str], budget: Optional[str] = None) -> Landing:
+        what = f"{self.kind} hit {_hit_text(view.hit)} at seq {view.seq}"
+        if not_live:
+            return Landing(MISSED, f"{what}, but {not_live}")
+        after = view.failures_after(view.seq)
+        if not after:
+            return Landing(PENDING, f"{what}; no failure decision followed")
+        f = after[0]
+        budget = budget if budget is not None else self.budget
+        return Landing(LANDED, f"{what}; then {describe_failure(f)}", budget, f.get("seq"))
+
 
     @property
     def duration_s(self) -> Optional[float]:
@@ -95,3 +209,33 @@ def node_id_of(ctx: FaultContext, index: int) -> str:
     if index >= len(nodes):
         raise FaultSkipped(f"node {index} does not exist ({len(nodes)} live worker nodes)")
     return nodes[index].node_id
+
+
+def _hit_text(hit: Dict[str, Any]) -> str:
+    parts = []
+    for key in ("rank", "pid", "node_id", "checkpoint", "path", "how"):
+        if hit.get(key) is not None:
+            v = str(hit[key])
+            parts.append(f"{key} {v[:8] if key == 'node_id' else v}")
+    return ", ".join(parts) or "its target"
+
+
+def judge_landing(fault: Fault, events: List[Dict[str, Any]], final: bool = True) -> Landing:
+    """The landing of one fault over `events`. With `final` (the run is over),
+    a fault still pending did not land."""
+    try:
+        return _judge(fault, events, final)
+    except Exception as e:  # noqa: BLE001 - malformed evidence proves nothing
+        return Landing(MISSED, f"its evidence could not be read ({type(e).__name__}: {str(e)[:120]})")
+
+
+def _judge(fault: Fault, events: List[Dict[str, Any]], final: bool) -> Landing:
+    view = FaultView(fault.index, events)
+    if view.skipped is not None and view.injected is None:
+        return Landing(MISSED, f"skipped: {view.skipped.get('reason')}")
+    if view.injected is None:
+        return Landing(MISSED if final else PENDING, f"never fired (trigger {fault.spec.get('at')})")
+    landing = fault.landing(view)
+    if final and landing.status == PENDING:
+        return Landing(MISSED, landing.evidence + " before the run ended")
+    return landing

@@ -8,6 +8,12 @@ holds the writer until the damage is done).
 `how`: `bitflip` (flip one byte in the middle of the largest file), `truncate`
 (cut it to half), `delete_file`, `delete_dir`, or `snapshot` (truncate the run's
 `checkpoint_manager_snapshot.json`, which a resumed fit() reads).
+
+`latest` and `oldest` choose among the registered checkpoints that still exist
+when the fault fires (retention deletes old ones); with none left the fault is
+skipped. It lands when the damage is read: a restart restores the damaged
+checkpoint, a resumed fit() reads the damaged snapshot, or the damaged
+in-flight files are reported.
 """
 
 from __future__ import annotations
@@ -16,9 +22,8 @@ import os
 import shutil
 from typing import Any, Dict, List
 
-from faults.base import Fault, FaultContext, FaultSkipped
-from harness.history import read_events
-from harness.instrument import MARKER
+from faults.base import LANDED, PENDING, Fault, FaultContext, FaultSkipped, FaultView, Landing
+from harness.events import MARKER, read_events
 
 SNAPSHOT = "checkpoint_manager_snapshot.json"
 
@@ -41,6 +46,34 @@ def inside(path: str, root: str) -> bool:
 
 class CorruptCheckpoint(Fault):
     kind = "corrupt_checkpoint"
+    budget = None
+
+    def landing(self, view: FaultView) -> Landing:
+        hit = view.hit
+        what = f"{hit.get('how')} of {hit.get('checkpoint') or hit.get('path')} at seq {view.seq}"
+        later = [e for e in view.events if e.get("seq", 0) > view.seq]
+        if hit.get("how") == "snapshot":
+            fit = next((e for e in later if e.get("kind") == "run_start"), None)
+            if fit is None:
+                return Landing(PENDING, f"{what}; no later fit() read the snapshot")
+            end = next((e for e in later if e.get("kind") == "run_end" and e.get("seq", 0) > fit.get("seq", 0)), {})
+            return Landing(LANDED, f"{what}; fit {fit.get('fit_index')} read it and ended "
+                                   f"{end.get('outcome')} ({end.get('error_type') or 'no error'})")
+        if hit.get("in_flight"):
+            rep = next((e for e in later if e.get("kind") in ("report", "worker_error")
+                        and e.get("rank") == hit.get("rank") and e.get("attempt_id") == hit.get("attempt_id")), None)
+            if rep is None:
+                return Landing(PENDING, f"{what}; rank {hit.get('rank')} has not reported the damaged files")
+            how = (f"reported as {rep.get('checkpoint')}" if rep.get("kind") == "report"
+                   else f"failed: {rep.get('error_type')}")
+            return Landing(LANDED, f"{what}; rank {rep.get('rank')} {how} (seq {rep.get('seq')})")
+        restores = [e for e in later if e.get("kind") == "worker_start"
+                    and e.get("restored_checkpoint") == hit.get("checkpoint")]
+        if not restores:
+            return Landing(PENDING, f"{what}; no restart restored it")
+        r = restores[0]
+        intact = {True: "files intact", False: "digest mismatch", None: "digest not checked"}[r.get("restored_intact")]
+        return Landing(LANDED, f"{what}; rank {r.get('rank')} restored it at seq {r.get('seq')} ({intact})")
 
     def _target_dir(self, ctx: FaultContext) -> str:
         which = self.spec.get("which", "latest")
@@ -49,9 +82,11 @@ class CorruptCheckpoint(Fault):
             if not path or not os.path.isdir(path):
                 raise FaultSkipped("in_flight needs a checkpoint_written trigger whose files still exist")
             return path
-        paths = registered_checkpoints(ctx.history_path)
+        registered = registered_checkpoints(ctx.history_path)
+        paths = [p for p in registered if os.path.isdir(p)]  # retention deletes old ones
         if not paths:
-            raise FaultSkipped("no checkpoint registered yet")
+            raise FaultSkipped("no registered checkpoint exists yet" if not registered else
+                               f"none of the {len(registered)} registered checkpoints is still retained")
         if which == "latest":
             path = paths[-1]
         elif which == "oldest":
@@ -59,7 +94,7 @@ class CorruptCheckpoint(Fault):
         else:
             n = int(which.split()[1])
             if not -len(paths) <= n < len(paths):
-                raise FaultSkipped(f"{which}: only {len(paths)} checkpoints registered")
+                raise FaultSkipped(f"{which}: only {len(paths)} registered checkpoints are retained")
             path = paths[n]
         if not inside(path, ctx.storage_dir):
             raise FaultSkipped(f"{path} is outside the run's storage {ctx.storage_dir}")
@@ -75,12 +110,16 @@ class CorruptCheckpoint(Fault):
         directory = self._target_dir(ctx)
         if not os.path.exists(directory):
             raise FaultSkipped(f"{directory} is already gone (retention deleted it?)")
+        where = {"checkpoint": os.path.basename(directory)}
+        if self.spec.get("which") == "in_flight":
+            where.update(in_flight=True, rank=ctx.event.get("rank"), step=ctx.event.get("step"),
+                         attempt_id=ctx.event.get("attempt_id"))
         if how == "delete_dir":
             shutil.rmtree(directory)
-            return {"path": directory, "how": how, "checkpoint": os.path.basename(directory)}
+            return {"path": directory, "how": how, **where}
         path = largest_file(directory)
         detail = {"bitflip": bitflip, "truncate": truncate, "delete_file": delete_file}[how](path)
-        return {"path": path, "how": how, "checkpoint": os.path.basename(directory), **detail}
+        return {"path": path, "how": how, **where, **detail}
 
 
 def bitflip(path: str) -> Dict[str, Any]:

@@ -11,12 +11,23 @@ from __future__ import annotations
 import signal
 from typing import Any, Dict
 
-from faults.base import Fault, FaultContext, FaultSkipped
+from faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultSkipped, FaultView, Landing
 from harness import ray_private as rp
 
 
 class KillController(Fault):
     kind = "kill_controller"
+    budget = None  # no budget covers it: fit() raises ActorDiedError
+
+    def landing(self, view: FaultView) -> Landing:
+        what = f"SIGKILL of controller pid {view.hit.get('pid')} at seq {view.seq}"
+        end = view.fit_end(view.seq)
+        if end is None:
+            return Landing(PENDING, f"{what}; the fit() has not returned")
+        if end.get("outcome") == "failed" and end.get("error_type") == "ActorDiedError":
+            return Landing(LANDED, f"{what}; fit {end.get('fit_index')} raised ActorDiedError (seq {end.get('seq')})")
+        return Landing(MISSED, f"{what}, but fit {end.get('fit_index')} ended {end.get('outcome')} "
+                               f"({end.get('error_type') or 'no error'})")
 
     @property
     def wants_resume(self) -> bool:

@@ -15,6 +15,12 @@
 
 `replace: true` starts a new node `replace_after_s` after the old one died
 (capacity returns); otherwise the cluster stays smaller.
+
+Landing: the node hosted ranks of the running attempt and a failure decision
+followed. A preemption is charged to the preemption budget when the node died
+at or after its deadline (or the controller waited the deadline out), to
+`max_failures` when it died before; a preempted node that dies after the run
+ended did not land.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, Optional
 
-from faults.base import Fault, FaultContext, FaultSkipped
+from faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultSkipped, FaultView, Landing, describe_failure
 from harness import ray_private as rp
 
 
@@ -57,7 +63,17 @@ def replace_later(ctx: FaultContext, fault: Fault, delay_s: float) -> None:
                  f"replacement node for fault {fault.index}")
 
 
-class KillNode(Fault):
+class NodeFault(Fault):
+    """A fault on a whole node: it lands only if the node hosted ranks of the running attempt."""
+
+    def hit_live(self, view: FaultView) -> Optional[str]:
+        node_id = view.hit.get("node_id")
+        if not view.ranks_on(node_id, view.seq):
+            return f"node {str(node_id)[:8]} hosted no rank of the running attempt"
+        return None
+
+
+class KillNode(NodeFault):
     kind = "kill_node"
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
@@ -70,8 +86,37 @@ class KillNode(Fault):
         return {"node_id": node_id, "ranks": ranks, "how": how}
 
 
-class PreemptNode(Fault):
+class PreemptNode(NodeFault):
     kind = "preempt_node"
+
+    def landing(self, view: FaultView) -> Landing:
+        hit = view.hit
+        deadline_ms = float(hit.get("deadline_ms") or 0)
+        what = f"drain of node {str(hit.get('node_id'))[:8]} at seq {view.seq}"
+        not_live = self.hit_live(view)
+        if not_live:
+            return Landing(MISSED, f"{what}, but {not_live}")
+        kill = next((a for a in view.actions if "dies" in str(a.get("action"))), None)
+        after = view.failures_after(view.seq)
+        if after:
+            f = after[0]
+            if kill is not None and kill.get("seq", 0) < f.get("seq", 0):
+                late_ms = float((kill.get("detail") or {}).get("ms_after_deadline") or 0)
+                when = f"the node died {late_ms / 1000:+.1f} s from its deadline"
+            else:
+                late_ms = float(f.get("t") or 0) * 1000 - deadline_ms
+                when = f"the failure came {late_ms / 1000:+.1f} s from the deadline, before the node died"
+            budget = "preemption" if late_ms >= 0 else "worker_group"
+            return Landing(LANDED, f"{what}; {when}; then {describe_failure(f)}", budget, f.get("seq"))
+        end = view.fit_end(view.seq)
+        notice = next((e for e in view.events if e.get("kind") == "preemption_notice"
+                       and e.get("seq", 0) > view.seq), None)
+        if notice is not None and end is not None:
+            return Landing(LANDED, f"{what}; rank {notice.get('rank')} took the notice (seq {notice.get('seq')}) "
+                                   f"and the run ended {end.get('outcome')}", None)
+        if end is not None and (kill is None or end.get("seq", 0) < kill.get("seq", 0)):
+            return Landing(MISSED, f"{what}, but the run ended (seq {end.get('seq')}) before the node died")
+        return Landing(PENDING, f"{what}; no failure decision followed")
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         node_id = self.victim_node(ctx)
@@ -89,13 +134,32 @@ class PreemptNode(Fault):
                 replace_later(ctx, self, float(self.spec.get("replace_after_s") or 0.0))
             return {"node_id": node_id, "how": how, "ms_after_deadline": round(late_ms, 1)}
 
-        ctx.schedule(max(0.0, notice + offset), kill, f"preempted node dies (fault {self.index})")
+        def kill_once() -> Dict[str, Any]:
+            self._pending_kill = None
+            return kill()
+
+        self._pending_kill = kill
+        ctx.schedule(max(0.0, notice + offset), kill_once, f"preempted node dies (fault {self.index})")
         return {"node_id": node_id, "ranks": ranks, "how": "drain(PREEMPTION)", "deadline_ms": deadline_ms,
                 "kill_in_s": notice + offset}
 
+    _pending_kill = None
 
-class PartitionNode(Fault):
+    def heal(self, ctx: FaultContext) -> Optional[Dict[str, Any]]:
+        """A drained node can never be undrained: if the run ended before its
+        reclaim, reclaim it now, so the cluster is whole for the next run."""
+        kill, self._pending_kill = self._pending_kill, None
+        if kill is None:
+            return None
+        try:
+            return {"how": "reclaimed after the run", **kill()}
+        except Exception as e:  # noqa: BLE001 - the node may be gone already
+            return {"how": "reclaim after the run failed", "error": f"{type(e).__name__}: {e}"}
+
+
+class PartitionNode(NodeFault):
     kind = "partition_node"
+    settle_s = 60.0  # GCS must first miss the node's heartbeats
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         node_id = self.victim_node(ctx)

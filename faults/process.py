@@ -6,7 +6,12 @@ the actor instead (`ray.kill` through the GCS). `hang_worker` SIGSTOPs the
 process: it stops answering Ray Train's health-check polls, which is the path
 the controller's `RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S` exists for; heal
 sends SIGCONT. A hang inside user code would not trip that check (training runs
-in a thread; polls are answered by the actor's main thread).
+in a thread; polls are answered by the actor's main thread). `crash_worker`
+raises inside the train function: the worker does it itself (harness.instrument,
+from the plan the injector hands out), so only its landing is judged here.
+
+Each lands when it hit a worker of the running attempt and a failure decision
+followed; Ray charges all three to `max_failures`.
 """
 
 from __future__ import annotations
@@ -33,8 +38,16 @@ class KillWorker(Fault):
         return {**v, "how": how}
 
 
+class CrashWorker(Fault):
+    kind = "crash_worker"
+
+    def inject(self, ctx: FaultContext) -> Dict[str, Any]:
+        raise FaultSkipped("crash_worker is done by the worker itself (harness.instrument)")
+
+
 class HangWorker(Fault):
     kind = "hang_worker"
+    waits_for_health_check = True
 
     def __init__(self, index, spec):
         super().__init__(index, spec)

@@ -1,59 +1,73 @@
-"""`starve_resources`: take the cluster's free capacity so a worker group cannot
-be scheduled.
+"""`starve_resources`: take the cluster's capacity so a worker group cannot be
+scheduled.
 
-While active, "hog" actors (1 CPU each, pinned per node) take every CPU that
-is free, re-checked every 0.25 s, so CPUs freed by dying workers are taken too.
-The next worker group's placement group then cannot be placed, and Ray Train
-raises WorkerGroupStartupTimeoutError after RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S,
-a retryable controller error charged to `controller_failure_limit`. Heal kills
-the hogs and capacity returns.
+While active, "hog" actors (1 CPU each, pinned per node) ask for every CPU of
+every worker node, not only the free ones. Hogs for CPUs the job holds now wait
+in the raylets' queues; when a failure frees those CPUs, the raylet hands them
+to the queued hogs at once, before the next worker group's placement group can
+ask for them: the starvation wins by construction, not by polling. Nodes that
+join later get their hogs on the next check (every 0.25 s). The next worker
+group then cannot be placed, and Ray Train raises WorkerGroupStartupTimeoutError
+after RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S, a retryable controller error
+charged to `controller_failure_limit`. Heal kills the hogs.
+
+It lands when a worker-group start failed after it began.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-import ray
-
-from faults.base import Fault, FaultContext
-from harness import ray_private as rp
+from faults.base import LANDED, PENDING, Fault, FaultContext, FaultView, Landing, describe_failure
 
 PERIOD_S = 0.25
+STARTUP_ERRORS = ("WorkerGroupStartupTimeoutError", "WorkerGroupStartupFailedError")
 
 
-@ray.remote(num_cpus=1, max_restarts=0)
-class Hog:
-    def ping(self) -> bool:
-        return True
+def _hog_class():
+    import ray
+
+    @ray.remote(num_cpus=1, max_restarts=0)
+    class Hog:
+        def ping(self) -> bool:
+            return True
+
+    return Hog
 
 
 class StarveResources(Fault):
     kind = "starve_resources"
+    budget = "controller"
 
     def __init__(self, index, spec):
         super().__init__(index, spec)
-        self._hogs: List[Any] = []
+        self._hogs: Dict[str, List[Any]] = {}
         self._on = False
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         self._on = True
-        taken = self._grab(ctx)
+        queued = self._grab(ctx)
         self._keep_grabbing(ctx)
-        return {"cpus_taken": taken, "how": "hog actors on every free CPU"}
+        return {"cpus_requested": queued, "how": "a hog actor queued for every CPU of every worker node"}
 
     def _grab(self, ctx: FaultContext) -> int:
+        """Queue hogs until every worker node has one per CPU; returns how many were added."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        from harness import ray_private as rp
+
+        hog = _hog_class()
         head = ctx.cluster.head_node_id()
-        taken = 0
-        for node_id, free in rp.available_cpus_per_node().items():
+        added = 0
+        for node_id, total in rp.total_cpus_per_node().items():
             if node_id == head:
                 continue
-            for _ in range(int(free)):
-                self._hogs.append(Hog.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+            mine = self._hogs.setdefault(node_id, [])
+            while len(mine) < int(total):
+                mine.append(hog.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
                     node_id, soft=False)).remote())
-                taken += 1
-        return taken
+                added += 1
+        return added
 
     def _keep_grabbing(self, ctx: FaultContext) -> None:
         def again() -> Dict[str, Any]:
@@ -62,11 +76,23 @@ class StarveResources(Fault):
                 self._keep_grabbing(ctx)
             return {}
 
-        ctx.schedule(PERIOD_S, again, "starve: take freed CPUs", kind="none")
+        ctx.schedule(PERIOD_S, again, "starve: cover new nodes", kind="none")
 
     def heal(self, ctx: FaultContext) -> Optional[Dict[str, Any]]:
+        import ray
+
         self._on = False
-        hogs, self._hogs = self._hogs, []
+        hogs = [h for hs in self._hogs.values() for h in hs]
+        self._hogs = {}
         for h in hogs:
             ray.kill(h)
         return {"hogs_killed": len(hogs)}
+
+    def landing(self, view: FaultView) -> Landing:
+        what = f"starve_resources from seq {view.seq}"
+        starved = [f for f in view.failures_after(view.seq) if f.get("controller_failure") in STARTUP_ERRORS]
+        if not starved:
+            return Landing(PENDING, f"{what}; no worker-group start failed")
+        f = starved[0]
+        return Landing(LANDED, f"{what}; a worker group could not start: {describe_failure(f)} "
+                               f"({f.get('controller_failure')})", self.budget, f.get("seq"))

@@ -8,6 +8,11 @@ at the same moment. While the fault is active, operations of the chosen kinds
 on paths matching `path_glob` fail with an I/O error at `error_rate` and/or
 wait `latency_s` first; with `partial: true` a failing write leaves half its
 bytes behind first (a torn file). Heal removes the control file.
+
+Every error and delay it hands to Ray is appended to a hits file beside the
+control file. The fault lands when at least one error (or, for a latency-only
+fault, one delay) was actually returned to Ray; the injector records the first
+one as it happens.
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ from typing import Any, Dict, Optional
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from faults.base import Fault, FaultContext
+from faults.base import LANDED, PENDING, Fault, FaultContext, FaultView, Landing
 
 CONTROL_FILE = ".ftharness-storage-chaos.json"
+HITS_FILE = ".ftharness-storage-chaos.hits"
+POLL_S = 0.25
 
 
 class ChaosFileSystemHandler(pafs.FileSystemHandler):
@@ -60,7 +67,22 @@ class ChaosFileSystemHandler(pafs.FileSystemHandler):
             return False
         if c.get("latency_s"):
             time.sleep(float(c["latency_s"]))
-        return random.random() < float(c.get("error_rate") or 0.0)
+        fail = random.random() < float(c.get("error_rate") or 0.0)
+        if fail or c.get("latency_s"):
+            self._log_hit(op, path, fail)
+        return fail
+
+    def _log_hit(self, op: str, path: str, error: bool) -> None:
+        """One line per error or delay handed to Ray: the fault's landing evidence."""
+        line = json.dumps({"t": time.time(), "op": op, "path": path[-200:], "error": error, "pid": os.getpid()})
+        try:
+            fd = os.open(os.path.join(self.root, HITS_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, (line + "\n").encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
 
     def _chaos(self, op: str, path: str) -> None:
         if self._hit(op, path):
@@ -165,11 +187,57 @@ def chaos_filesystem(storage_root: str) -> pafs.PyFileSystem:
     return pafs.PyFileSystem(ChaosFileSystemHandler(storage_root))
 
 
+def read_hits(path: str) -> Dict[str, Any]:
+    """Errors and delays handed to Ray so far, from a hits file."""
+    hits = []
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    hits.append(json.loads(line))
+                except ValueError:
+                    continue
+    except OSError:
+        pass
+    errors = [h for h in hits if h.get("error")]
+    first = (errors or hits or [None])[0]
+    return {"errors_returned": len(errors), "delays": len(hits) - len(errors), "first": first}
+
+
 class StorageErrors(Fault):
     kind = "storage_errors"
+    budget = None  # Ray charges it by who failed: a worker's upload, or the controller's snapshot
 
     def control_path(self, ctx: FaultContext) -> str:
         return os.path.join(os.path.dirname(ctx.storage_dir), CONTROL_FILE)
+
+    _on = False
+
+    def hits_path(self, ctx: FaultContext) -> str:
+        return os.path.join(os.path.dirname(ctx.storage_dir), HITS_FILE)
+
+    def _watch(self, ctx: FaultContext) -> None:
+        """Record the first error (or delay) handed to Ray, as it happens."""
+        def poll() -> Dict[str, Any]:
+            hits = read_hits(self.hits_path(ctx))
+            if hits["errors_returned"] or (hits["delays"] and not self.spec.get("error_rate")):
+                ctx.record(f"storage fault {self.index} reached Ray", hits)
+            elif self._on:
+                ctx.schedule(POLL_S, poll, "storage: watch for hits", kind="none")
+            return {}
+
+        ctx.schedule(POLL_S, poll, "storage: watch for hits", kind="none")
+
+    def landing(self, view: FaultView) -> Landing:
+        what = f"storage_errors on {view.hit.get('ops')} from seq {view.seq}"
+        for e in view.actions + view.healed:
+            d = e.get("detail") or {}
+            if d.get("errors_returned") or (d.get("delays") and not self.spec.get("error_rate")):
+                first = d.get("first") or {}
+                return Landing(LANDED, f"{what}; {d.get('errors_returned')} error(s) and {d.get('delays')} "
+                                       f"delay(s) returned to Ray, the first on {first.get('op')} of "
+                                       f"{first.get('path')} (seq {e.get('seq')})")
+        return Landing(PENDING, f"{what}; no operation of Ray's matched, no error was returned")
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         control = {"ops": self.spec.get("ops") or ["write"], "path_glob": self.spec.get("path_glob"),
@@ -181,11 +249,14 @@ class StorageErrors(Fault):
         with open(tmp, "w") as f:
             json.dump(control, f)
         os.replace(tmp, path)
+        self._on = True
+        self._watch(ctx)
         return {"path": path, **control}
 
     def heal(self, ctx: FaultContext) -> Optional[Dict[str, Any]]:
+        self._on = False
         try:
             os.remove(self.control_path(ctx))
         except FileNotFoundError:
             pass
-        return {"how": "control file removed"}
+        return {"how": "control file removed", **read_hits(self.hits_path(ctx))}

@@ -1,7 +1,10 @@
 """`ftharness`: run chaos scenarios on Ray Train and judge them.
 
-Exit codes (design.md): 0 the outcome and every expected property match
-`expect`; 1 they do not; 2 the scenario could not run (bad input, no cluster).
+Exit codes (design.md): 0 PASS; 1 FAIL (the outcome or an expected property
+does not match `expect`); 2 the scenario could not run (bad input, no cluster,
+refused by a guard); 3 INCONCLUSIVE (a fault did not land, the history has a
+gap, an expected property judged nothing); 4 an internal error of ftharness
+(one line here, the traceback in the results folder).
 """
 
 from __future__ import annotations
@@ -10,48 +13,82 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
+import traceback
 from typing import List, Optional
 
-EXIT_OK, EXIT_MISMATCH, EXIT_CANNOT_RUN = 0, 1, 2
+from scenarios.evaluate import (EXIT_CANNOT_RUN, EXIT_INTERNAL, EXIT_PASS, exit_code, overall)
+from scenarios.schema import one_line
+
+EXIT_INTERRUPTED = 130
 
 
 def _fail(msg: str) -> int:
-    print(f"ftharness: error: {msg}", file=sys.stderr)
+    print(f"ftharness: error: {one_line(msg)}", file=sys.stderr)
     return EXIT_CANNOT_RUN
+
+
+def internal_error(exc: BaseException, folder: Optional[str] = None) -> int:
+    """One line on the terminal; the traceback in `folder`/error.txt (or a temp file)."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    try:
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+            path = os.path.join(folder, "error.txt")
+        else:
+            fd, path = tempfile.mkstemp(prefix="ftharness-error-", suffix=".txt")
+            os.close(fd)
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError:
+        path = "(could not be written)"
+    print(f"ftharness: internal error: {one_line(f'{type(exc).__name__}: {exc}', 200)}; traceback in {path}",
+          file=sys.stderr)
+    return EXIT_INTERNAL
+
+
+def print_summary(summary, out: str) -> None:
+    print(f"{summary['verdict']} {summary['scenario']}: {summary['outcome']} after {summary['attempts']} attempt(s), "
+          f"{summary['steps']} steps, {summary['wall_time_s']:.1f}s")
+    for m in summary.get("mismatches", []):
+        print(f"  - {one_line(m)}")
+    for m in summary.get("inconclusive", []):
+        print(f"  ? {one_line(m)}")
+    print(f"results: {os.path.abspath(out)}")
 
 
 def cmd_run(args) -> int:
     from harness.cluster import ClusterError
-    from harness.runner import RunOptions, exit_code, run_scenario
+    from harness.runner import RunOptions, exit_code as summary_exit, run_scenario
     from scenarios.schema import ScenarioError, default_scenario_path, load_scenario, parse_scenario
 
+    out = args.out
     try:
         scenario = load_scenario(args.scenario or default_scenario_path())
         if args.steps is not None:  # re-validated: faults may aim past the new end
             data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
             data["workload"]["steps"] = args.steps
             scenario = parse_scenario(data, source="--steps", base_dir=scenario.base_dir)
-        if args.address and scenario.faults and not args.allow_destructive:
-            return _fail("--address: faults on a cluster ftharness did not start need --allow-destructive")
-        out = args.out or os.path.join("results", f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+        address = args.address or scenario.cluster.address
+        if address and scenario.faults and not args.allow_destructive:
+            source = "--address" if args.address else "cluster.address"
+            return _fail(f"{source}: faults on a cluster ftharness did not start need --allow-destructive")
+        out = out or os.path.join("results", f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}")
         if os.path.exists(os.path.join(out, "summary.json")):
             return _fail(f"--out {out}: already holds a run; choose another folder")
-        options = RunOptions(out_dir=out, address=args.address, resume=args.resume,
+        options = RunOptions(out_dir=out, address=address, resume=args.resume,
                              progress=not args.quiet, allow_destructive=args.allow_destructive)
         summary = run_scenario(scenario, options)
     except (ScenarioError, ClusterError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
         print("ftharness: interrupted; cluster torn down", file=sys.stderr)
-        return 130
-    verdict = "PASS" if summary["matches_expectation"] else "FAIL"
-    print(f"{verdict} {summary['scenario']}: {summary['outcome']} after {summary['attempts']} attempt(s), "
-          f"{summary['steps']} steps, {summary['wall_time_s']:.1f}s")
-    for m in summary.get("mismatches", []):
-        print(f"  - {m}")
-    print(f"results: {os.path.abspath(out)}")
-    return exit_code(summary)
+        return EXIT_INTERRUPTED
+    except Exception as e:  # noqa: BLE001 - ftharness's own bug: one line, traceback kept
+        return internal_error(e, out)
+    print_summary(summary, out)
+    return summary_exit(summary)
 
 
 def cmd_suite(args) -> int:
@@ -59,68 +96,98 @@ def cmd_suite(args) -> int:
     from harness.suite import collect, run_suite
     from scenarios.schema import ScenarioError
 
+    out = args.out
     try:
         scenarios = collect(args.paths)
-        if args.address and scenarios and any(s.faults for s in scenarios) and not args.allow_destructive:
-            return _fail("--address: faults on a cluster ftharness did not start need --allow-destructive")
-        out = args.out or os.path.join("results", f"suite-{time.strftime('%Y%m%d-%H%M%S')}")
+        guarded = [s for s in scenarios if s.faults and (args.address or s.cluster.address)]
+        if guarded and not args.allow_destructive:
+            where = "--address" if args.address else f"{guarded[0].name}: cluster.address"
+            return _fail(f"{where}: faults on a cluster ftharness did not start need --allow-destructive")
+        out = out or os.path.join("results", f"suite-{time.strftime('%Y%m%d-%H%M%S')}")
         summaries = run_suite(scenarios, out, address=args.address, progress=not args.quiet)
     except (ScenarioError, ClusterError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
         print("ftharness: interrupted; cluster torn down", file=sys.stderr)
-        return 130
-    failed = [s["scenario"] for s in summaries if not s["matches_expectation"]]
-    print(f"{len(summaries) - len(failed)} passed, {len(failed)} failed")
+        return EXIT_INTERRUPTED
+    except Exception as e:  # noqa: BLE001
+        return internal_error(e, out)
+    verdicts = [s["verdict"] for s in summaries]
+    counts = {v: verdicts.count(v) for v in ("PASS", "FAIL", "INCONCLUSIVE", "ERROR")}
+    print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['INCONCLUSIVE']} inconclusive, "
+          f"{counts['ERROR']} errors")
     print(f"results: {os.path.abspath(out)}")
-    return EXIT_MISMATCH if failed else EXIT_OK
+    return exit_code(overall(verdicts))
+
+
+def _outcome_from_history(events) -> dict:
+    ends = [e for e in events if e.get("kind") == "run_end"]
+    last = ends[-1] if ends else {}
+    return {"outcome": last.get("outcome"), "error": last.get("error"), "error_type": last.get("error_type"),
+            "return_value": last.get("return_value")}
 
 
 def cmd_check(args) -> int:
     """Re-judge an existing results folder from its history (no cluster)."""
-    from harness.history import read_events
+    from harness.events import read_history
     from scenarios.evaluate import evaluate
     from scenarios.schema import ScenarioError, load_scenario
 
+    if not os.path.isdir(args.results):
+        return _fail(f"{args.results}: not a results folder (no such directory)")
     try:
         scenario = load_scenario(os.path.join(args.results, "scenario.yaml"))
+    except ScenarioError as e:
+        return _fail(f"{args.results}: not a results folder ({e})")
+    read = read_history(args.results)
+    outcome = _outcome_from_history(read.events)
+    try:
         with open(os.path.join(args.results, "summary.json")) as f:
             old = json.load(f)
-    except (ScenarioError, OSError, json.JSONDecodeError) as e:
-        return _fail(f"{args.results}: not a results folder ({e})")
-    events = read_events(args.results)
-    outcome = {k: old.get(k) for k in ("outcome", "error", "error_type")}
-    outcome["return_value"] = {"acc": (old.get("final_state") or {}).get("accumulators")}
-    summary = evaluate(scenario, events, outcome)
+        if isinstance(old, dict):
+            outcome["return_value"] = {"acc": (old.get("final_state") or {}).get("accumulators")}
+    except (OSError, ValueError):
+        pass
+    summary = evaluate(scenario, read.events, outcome, read.problems)
     for name, v in summary["properties"].items():
-        print(f"{'PASS' if v['passed'] else 'FAIL'} {name}: {v['explanation']}")
-    return EXIT_OK if summary["matches_expectation"] else EXIT_MISMATCH
+        mark = {"passed": "PASS", "failed": "FAIL", "not_judged": "----"}[v["status"]]
+        print(f"{mark} {name}: {one_line(v['explanation'])}")
+    for f in summary["faults"]:
+        print(f"{'LANDED' if f['landed'] else 'MISSED'} fault {f['index']} ({f['kind']}): {one_line(f['evidence'])}")
+    print(f"{summary['verdict']} {summary['scenario']}")
+    for m in summary["mismatches"]:
+        print(f"  - {one_line(m)}")
+    for m in summary["inconclusive"]:
+        print(f"  ? {one_line(m)}")
+    return exit_code(summary["verdict"])
 
 
 def cmd_verdict(args) -> int:
-    """Pass or fail of a Chaos Toolkit journal, plainly (chaos exits 0 either way)."""
+    """PASS, FAIL or INCONCLUSIVE of a Chaos Toolkit journal and the run behind it."""
     from harness.ctk.control import journal_verdict
 
     try:
         with open(args.journal) as f:
             journal = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        return _fail(f"{args.journal}: not a readable Chaos Toolkit journal ({e})")
+    except (OSError, ValueError) as e:
+        return _fail(f"{args.journal}: not a readable Chaos Toolkit journal ({type(e).__name__})")
+    if not isinstance(journal, dict):
+        return _fail(f"{args.journal}: not a Chaos Toolkit journal (not a JSON object)")
     verdict = journal_verdict(journal)
-    title = journal.get("experiment", {}).get("title", args.journal)
-    print(f"{'PASS' if verdict['passed'] else 'FAIL'} {title}")
+    title = (journal.get("experiment") or {}).get("title", args.journal)
+    print(f"{verdict['verdict']} {title}")
     for reason in verdict["reasons"]:
-        print(f"  - {reason}")
+        print(f"  - {one_line(reason)}")
     results = (journal.get("ftharness") or {}).get("results_dir")
     if results:
         print(f"results: {results}")
-    return EXIT_OK if verdict["passed"] else EXIT_MISMATCH
+    return exit_code(verdict["verdict"])
 
 
 def cmd_validate(args) -> int:
     from scenarios.schema import ScenarioError, load_scenario
 
-    status = EXIT_OK
+    status = EXIT_PASS
     for path in args.scenarios:
         try:
             load_scenario(path)
@@ -131,8 +198,16 @@ def cmd_validate(args) -> int:
     return status
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments: one line naming what is wrong, exit 2."""
+
+    def error(self, message):
+        print(f"{self.prog}: error: {one_line(message)}", file=sys.stderr)
+        sys.exit(EXIT_CANNOT_RUN)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ftharness", description=__doc__.splitlines()[0])
+    p = _Parser(prog="ftharness", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run one scenario (default: the built-in one) and write a results folder")
@@ -161,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("results")
     c.set_defaults(func=cmd_check)
 
-    vd = sub.add_parser("verdict", help="pass or fail of a Chaos Toolkit journal (chaos run exits 0 either way)")
+    vd = sub.add_parser("verdict", help="PASS, FAIL or INCONCLUSIVE of a Chaos Toolkit journal and the run behind it")
     vd.add_argument("journal")
     vd.set_defaults(func=cmd_verdict)
 
@@ -173,7 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except Exception as e:  # noqa: BLE001 - any command: one line, traceback kept, exit 4
+        return internal_error(e, getattr(args, "out", None) if isinstance(getattr(args, "out", None), str) else None)
 
 
 if __name__ == "__main__":

@@ -267,9 +267,12 @@ class EmbeddedCluster:
         return self.add_node()
 
     def heal(self) -> List[int]:
-        """Back to shape between scenarios: dead or paused nodes replaced, node
+        """Back to shape between scenarios: dead, paused or drained nodes replaced, node
         count restored, leftover harness actors gone. Returns the new node indices."""
-        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+        from harness import ray_private as rp
+
+        draining = set(rp.draining_nodes())  # a drained node is never schedulable again
+        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")} - draining
         for index in list(self._nodes):
             if self._nodes[index].node_id not in alive:
                 try:

@@ -5,6 +5,9 @@ injector, the harness itself) hands its events to one `HistoryActor` pinned to
 the driver's node. The actor stamps each event with a sequence number, appends
 it to `history.jsonl` and flushes before it acknowledges; emitters wait for that
 acknowledgement, so a process killed after `emit` returned loses nothing.
+Every emitter numbers its events, and closing the history appends a
+`history_end` manifest, so a lost or altered event is visible to the reader
+(harness.events.read_history).
 
 Event kinds and their fields are documented in docs/history.md; the `KINDS`
 table below is the same list in code. `load_history(path)` gives a pandas frame.
@@ -12,17 +15,20 @@ table below is the same list in code. `load_history(path)` gives a pandas frame.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import os
 import threading
 import time
+import uuid
 from typing import Any, Dict, Iterable, List, Optional
 
 import ray
 
+from harness.events import HISTORY_FILE, load_history, read_events, read_history, seal  # noqa: F401 (re-exported)
 from harness.triggers import TriggerBook
 
-HISTORY_FILE = "history.jsonl"
 NAMESPACE = "ftharness"
 
 #: event kind -> (source, what it means). Documented at length in docs/history.md.
@@ -46,10 +52,12 @@ KINDS: Dict[str, tuple] = {
     "fault_healed": ("injector", "a fault was healed"),
     "fault_skipped": ("injector", "a fault could not be done; why"),
     "fault_action": ("injector", "a follow-up of a fault: a preempted node dies, a replacement joins"),
+    "landing_hold": ("injector", "workers held at the end of training were released; what was waited for"),
+    "history_end": ("history", "the history was closed: events per emitter, digest of every line before"),
 }
 
 
-@ray.remote(num_cpus=0, max_concurrency=1, concurrency_groups={"join": 16})
+@ray.remote(num_cpus=0, max_concurrency=1, concurrency_groups={"join": 16, "hold": 256})
 class HistoryActor:
     """Appends events to a JSONL file in arrival order; answers progress queries.
 
@@ -75,12 +83,18 @@ class HistoryActor:
         self._released = threading.Condition(self._lock)
         self._members: List[Dict[str, Any]] = []
         self._claims: Dict[int, int] = {}
+        self._digest = hashlib.sha256()
+        self._emitted: Dict[str, int] = {}
+        self._hold_released = False
+        self._held: Dict[int, float] = {}   # pid -> since when its train function is held
 
     # -- writing
     def append(self, event: Dict[str, Any]) -> Dict[str, Any]:
         """Record an event; answers its seq and, if it fired a gating trigger,
         the fault index the emitter must wait on (`gate`)."""
         with self._lock:
+            if self._file.closed:
+                return {"seq": None, "gate": None}
             seq = self._append_locked(event)
             gate = self._triggers.observe(dict(event, seq=seq, fit_index=event.get("fit_index", self._fit_index)))
             return {"seq": seq, "gate": gate}
@@ -90,12 +104,17 @@ class HistoryActor:
         event = dict(event)
         event["seq"] = self._seq
         event.setdefault("t", time.time())
+        self._last_event_t = time.time()
         if event.get("kind") == "run_start":
             self._fit_index = int(event.get("fit_index") or self._fit_index + 1)
             self._attempt_ids = []
         event.setdefault("fit_index", self._fit_index)
-        self._file.write(json.dumps(event, default=str) + "\n")
+        line = json.dumps(event, default=str) + "\n"
+        self._file.write(line)
         self._file.flush()
+        self._digest.update(line.encode())
+        if event.get("emitter") is not None:
+            self._emitted[event["emitter"]] = self._emitted.get(event["emitter"], 0) + 1
         self._track(event)
         return self._seq
 
@@ -173,13 +192,42 @@ class HistoryActor:
                 self._released.wait(timeout=max(0.0, deadline - time.time()))
             return self._triggers.released.get(fault, "timeout")
 
+    # -- the landing hold: a train function that returns waits here until every fault resolved
+    @ray.method(concurrency_group="hold")  # its own threads: held workers never starve `join`/`gate`
+    def hold(self, pid: int, timeout_s: float) -> str:
+        """Block a worker whose train function returned until `release_hold`."""
+        deadline = time.time() + timeout_s
+        with self._lock:
+            self._held[pid] = time.time()
+            while not self._hold_released and time.time() < deadline:
+                self._released.wait(timeout=max(0.0, min(1.0, deadline - time.time())))
+            self._held.pop(pid, None)
+            return "released" if self._hold_released else "timeout"
+
+    def release_hold(self) -> None:
+        with self._lock:
+            self._hold_released = True
+            self._released.notify_all()
+
     # -- reading
     def progress(self) -> Dict[str, Any]:
         with self._lock:
-            return dict(self._progress, events=self._seq)
+            return dict(self._progress, events=self._seq, held=len(self._held),
+                        held_since=min(self._held.values(), default=None), last_t=self._last_t())
+
+    def _last_t(self) -> Optional[float]:
+        return getattr(self, "_last_event_t", None)
 
     def close(self) -> int:
+        """Write `history_end` (the manifest a reader checks the file against) and close."""
         with self._lock:
+            if self._file.closed:
+                return self._seq
+            end = {"kind": "history_end", "source": "history", "events": self._seq,
+                   "emitters": dict(self._emitted), "digest": self._digest.hexdigest(),
+                   "seq": self._seq + 1, "t": time.time(), "fit_index": self._fit_index}
+            end["seal"] = seal(end)
+            self._append_locked(end)
             self._file.flush()
             os.fsync(self._file.fileno())
             self._file.close()
@@ -209,7 +257,8 @@ class Emitter:
     """A handle any process of the run uses to record events durably.
 
     `emit` blocks until the history actor has flushed the event. Failures to
-    record never raise into training or into the Train controller.
+    record never raise into training or into the Train controller; every event
+    is numbered (`emitter`, `eseq`) so a lost one is a visible gap.
     """
 
     def __init__(self, run_name: str, source: str, base: Optional[Dict[str, Any]] = None):
@@ -217,6 +266,9 @@ class Emitter:
         self.source = source
         self.base = dict(base or {})
         self._handle = None
+        self.id = f"{source}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self._numbers = itertools.count(1)
+        self._order = threading.Lock()
 
     def handle(self):
         if self._handle is None:
@@ -234,11 +286,13 @@ class Emitter:
         fired a gating fault trigger, once the injector has done that fault."""
         e = self.event(kind, **fields)
         try:
-            ref = self.handle().append.remote(e)
+            with self._order:  # numbered in the order they are handed over
+                e["emitter"], e["eseq"] = self.id, next(self._numbers)
+                ref = self.handle().append.remote(e)
             if not wait:
                 return None
             ack = ray.get(ref, timeout=30)
-        except Exception:  # never break the caller; the gap is visible in the history
+        except Exception:  # never break the caller; the eseq gap shows the loss in the history
             return None
         if ack.get("gate") is not None:
             try:
@@ -246,36 +300,3 @@ class Emitter:
             except Exception:
                 ack["action"] = "timeout"
         return ack
-
-
-# ------------------------------------------------------------------------- loading
-def read_events(path: str) -> List[Dict[str, Any]]:
-    """Events of a history file in sequence order; a torn last line is skipped."""
-    if os.path.isdir(path):
-        path = os.path.join(path, HISTORY_FILE)
-    events = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                events.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    events.sort(key=lambda e: e.get("seq", 0))
-    return events
-
-
-def load_history(path: str):
-    """A results folder's (or a history file's) events as a pandas DataFrame."""
-    import pandas as pd
-
-    df = pd.DataFrame(read_events(path))
-    if not df.empty:
-        df["time"] = pd.to_datetime(df["t"], unit="s")
-    return df
-
-
-def of_kind(events: Iterable[Dict[str, Any]], *kinds: str) -> List[Dict[str, Any]]:
-    return [e for e in events if e.get("kind") in kinds]

@@ -10,6 +10,13 @@ the main thread because adding and removing embedded nodes must.
 
 `crash_worker` is the exception: it raises inside the train function, so the
 worker does it itself (harness.instrument) from the plan `crash_plans` gives.
+
+The landing hold: by default a train function that returns waits (in the
+history actor) until every fault has resolved, so a run cannot end before its
+faults took effect. `resolve_hold` releases it once each fault has landed, was
+skipped, or can no longer land: its trigger can no longer fire (nothing has
+happened for QUIET_S while the workers wait), or its follow-ups are done and
+`settle_s` passed without the evidence its module asks for.
 """
 
 from __future__ import annotations
@@ -24,9 +31,13 @@ from typing import Any, Callable, Dict, List, Optional
 import ray
 
 from faults import make_fault
-from faults.base import FaultContext, FaultSkipped
+from faults.base import PENDING, FaultContext, FaultSkipped, FaultView, judge_landing
 from harness.agents import Agents
+from harness.events import read_events
 from harness.history import Emitter
+
+QUIET_S = 2.0          # no event for this long while workers are held: triggers can no longer fire
+HOLD_CHECK_S = 0.5     # how often the hold is re-judged
 
 
 def crash_plans(scenario, seed: int = 0) -> List[Dict[str, Any]]:
@@ -44,7 +55,7 @@ def crash_plans(scenario, seed: int = 0) -> List[Dict[str, Any]]:
 
 class Injector:
     def __init__(self, scenario, cluster, history, run_name: str, storage_dir: str, history_path: str,
-                 seed: int = 0):
+                 seed: int = 0, health_check_timeout_s: float = 600.0):
         self.cluster = cluster
         self.history = history
         self.storage_dir = storage_dir
@@ -63,6 +74,9 @@ class Injector:
         self._members: List[Dict[str, Any]] = []
         self.t0: Optional[float] = None
         self.resume_requested = False
+        self.health_check_timeout_s = health_check_timeout_s
+        self.hold_released = False
+        self._hold_checked = 0.0
 
     # -------------------------------------------------------------- lifecycle
     def arm(self) -> None:
@@ -95,6 +109,44 @@ class Injector:
         while self._timeline and self._timeline[0][0] <= time.time():
             due, _, fn, label, kind, fault = heapq.heappop(self._timeline)
             self._run_action(due, fn, label, kind, fault)
+
+    def resolve_hold(self, progress: Dict[str, Any]) -> None:
+        """Release the workers held at the end of training once no fault can still land."""
+        now = time.time()
+        if self.hold_released or not progress.get("held") or now - self._hold_checked < HOLD_CHECK_S:
+            return
+        self._hold_checked = now
+        waiting = self.unresolved(read_events(self.history_path), now - (progress.get("last_t") or now))
+        if waiting:
+            return
+        self.hold_released = True
+        ray.get(self.history.release_hold.remote(), timeout=30)
+        self.emitter.emit("landing_hold", held_s=round(now - (progress.get("held_since") or now), 3))
+
+    def unresolved(self, events: List[Dict[str, Any]], quiet_s: float) -> List[str]:
+        """Faults that may still take effect, each with why; [] when the hold can go."""
+        now = time.time()
+        out = []
+        for i, spec in enumerate(self.specs):
+            fault = self.faults.get(i) or make_fault(i, spec)
+            if judge_landing(fault, events, final=False).status != PENDING:
+                continue
+            view = FaultView(i, events)
+            at = spec.get("at") or {}
+            if view.injected is None:
+                if at.get("time_s") is not None and i in self.faults and self.t0 + at["time_s"] > now:
+                    out.append(f"fault {i}: time trigger at {at['time_s']} s")
+                elif at.get("time_s") is None and quiet_s < QUIET_S:
+                    out.append(f"fault {i}: trigger {at} may still fire")
+                continue
+            if any(entry[5] == i and entry[4] != "none" for entry in self._timeline):
+                out.append(f"fault {i}: follow-up actions pending")
+                continue
+            last = max([e.get("t_done") or e.get("t") or 0 for e in [view.injected] + view.actions])
+            settle = fault.settle_s + (self.health_check_timeout_s if fault.waits_for_health_check else 0)
+            if now - last < settle:
+                out.append(f"fault {i}: no evidence yet ({now - last:.0f} of {settle:.0f} s)")
+        return out
 
     def fire_now(self, spec: Dict[str, Any], settle_s: float = 120.0) -> Dict[str, Any]:
         """Inject a fault right away (a Chaos Toolkit action) and run its
@@ -131,9 +183,13 @@ class Injector:
         def schedule(delay_s: float, fn: Callable[[], Dict[str, Any]], label: str, kind: str = "fault_action"):
             heapq.heappush(self._timeline, (time.time() + delay_s, next(self._ids), fn, label, kind, fault_index))
 
+        def record(label: str, detail: Dict[str, Any]) -> None:
+            self.emitter.emit("fault_action", fault=fault_index, fault_kind=self.faults[fault_index].kind,
+                              action=label, detail=detail, t_requested=time.time(), t_done=time.time())
+
         return FaultContext(cluster=self.cluster, agents=self.agents, members=list(self._members),
                             storage_dir=self.storage_dir, history_path=self.history_path, event=event,
-                            rng=self.rng, schedule=schedule)
+                            rng=self.rng, schedule=schedule, record=record)
 
     def _fire(self, index: int, t_requested: float, event: Dict[str, Any], gated: bool) -> Dict[str, Any]:
         fault = self.faults[index]

@@ -31,9 +31,9 @@ from typing import Any, Callable, Dict, List, Optional
 import ray
 
 from harness import ray_private as rp
+from harness.events import MARKER
 from harness.history import Emitter
 
-MARKER = ".ftharness.json"
 _current: Optional["WorkerRecorder"] = None
 
 
@@ -211,8 +211,12 @@ def _jsonable(v: Any) -> bool:
 
 
 def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
-               crash_plans: Optional[List[Dict[str, Any]]] = None) -> Callable:
-    """Wrap a train_loop_per_worker so that everything it does is recorded."""
+               crash_plans: Optional[List[Dict[str, Any]]] = None, hold_s: Optional[float] = None) -> Callable:
+    """Wrap a train_loop_per_worker so that everything it does is recorded.
+
+    With `hold_s`, a train function that returns waits (up to `hold_s`) until
+    the injector says every fault has resolved: the landing hold, so a run
+    cannot finish before its faults took effect."""
     takes_config = len(inspect.signature(train_fn).parameters) > 0
 
     @functools.wraps(train_fn)
@@ -242,7 +246,15 @@ def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
         finally:
             undo()
             _set_current(None)
-        rec.emit("worker_end", step=rec.step)
+        held = None
+        if hold_s:
+            t = time.time()
+            try:
+                how = ray.get(rec._emitter.handle().hold.remote(rec.pid, hold_s), timeout=hold_s + 30)
+            except Exception as e:  # noqa: BLE001 - the history is gone: nothing to wait for
+                how = f"error: {type(e).__name__}"
+            held = {"held_s": round(time.time() - t, 3), "hold": how}
+        rec.emit("worker_end", step=rec.step, **(held or {}))
         return out
 
     if not takes_config:

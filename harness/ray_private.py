@@ -83,6 +83,11 @@ def available_cpus_per_node() -> Dict[str, float]:
     return {nid: float(res.get("CPU", 0.0)) for nid, res in _state.available_resources_per_node().items()}
 
 
+def total_cpus_per_node() -> Dict[str, float]:
+    """{node_id_hex: CPUs} of every live node."""
+    return {n["NodeID"]: float(n.get("Resources", {}).get("CPU", 0.0)) for n in ray.nodes() if n.get("Alive")}
+
+
 def gcs_address() -> str:
     """The GCS address of the cluster this process is connected to."""
     return ray._private.worker.global_worker.gcs_client.address

@@ -2,9 +2,9 @@
 
 It runs inside the TrainController actor. A callback that raises becomes a
 ControllerError and changes the run, so every hook here swallows its own
-errors: recording must never alter what it records. Events are sent without
-waiting (the controller's event loop must not block); the history actor on the
-same node receives them in order.
+errors: recording must never alter what it records. Each event waits for the
+history actor's acknowledgement (a millisecond or two on the same node), so a
+controller killed right after a decision has already handed that decision over.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class ControllerRecorder(rp.ControllerCallback, rp.WorkerGroupCallback, rp.Repor
         if self._emitter is None:
             self._emitter = Emitter(self.run_name, "controller")
         attempt = fields.pop("attempt_id", self._attempt_id)
-        self._emitter.emit(kind, wait=False, attempt_id=attempt, **fields)
+        self._emitter.emit(kind, wait=True, attempt_id=attempt, **fields)
 
     # ---------------------------------------------------------------- controller
     @_safe

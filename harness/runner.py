@@ -29,7 +29,6 @@ from harness.injector import Injector, crash_plans
 from harness.workload import WorkloadConfig
 from scenarios.schema import Scenario, ScenarioError
 
-EXIT_OK, EXIT_MISMATCH, EXIT_CANNOT_RUN = 0, 1, 2
 TICK_S = 0.05  # how often the injector looks for fired triggers
 
 
@@ -119,7 +118,7 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
         datasets = {"train": ray.data.range(spec["rows"])}
     trainer = TorchTrainer(
         instrument(spec["train_fn"], spec["run_name"], explicit_steps=spec["explicit_steps"],
-                   crash_plans=spec["crash_plans"]),
+                   crash_plans=spec["crash_plans"], hold_s=spec["hold_s"]),
         train_loop_config=spec["train_loop_config"],
         scaling_config=ScalingConfig(
             num_workers=spec["num_workers"], use_gpu=spec["use_gpu"],
@@ -186,8 +185,10 @@ class ScenarioRunner:
         self.train_fn = resolve_train_fn(self.scenario)
         self.use_gpu = resolve_use_gpu(self.scenario)
         self.history = hist.start_history(self.history_path, self.run_name)
+        health = float(self.cluster.train_env().get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600))
         self.injector = Injector(self.scenario, self.cluster, self.history, self.run_name,
-                                 os.path.join(self.storage_path, self.run_name), self.history_path)
+                                 os.path.join(self.storage_path, self.run_name), self.history_path,
+                                 health_check_timeout_s=health)
         self.injector.arm()
         self.t0 = time.time()
 
@@ -246,6 +247,7 @@ class ScenarioRunner:
             "train_env": self.cluster.train_env(),
             "crash_plans": crash_plans(sc),
             "storage_chaos": any(f.kind == "storage_errors" for f in sc.faults),
+            "hold_s": sc.timeout_s if (sc.faults and sc.landing_hold) else None,
         }
 
     def _wait(self, ref) -> Dict[str, Any]:
@@ -263,9 +265,12 @@ class ScenarioRunner:
                 if time.time() - last_progress > 0.5:
                     last_progress = time.time()
                     try:
-                        progress.update(ray.get(self.history.progress.remote(), timeout=5))
+                        now = ray.get(self.history.progress.remote(), timeout=5)
                     except ray.exceptions.GetTimeoutError:
-                        pass
+                        now = None
+                    if now is not None:
+                        progress.update(now)
+                        self.injector.resolve_hold(now)
                 if time.time() > deadline:
                     ray.cancel(ref, force=True)
                     return {"outcome": "failed", "error_type": "ScenarioTimeout",
@@ -274,8 +279,8 @@ class ScenarioRunner:
     def summarize(self, outcome: Dict[str, Any], wall: float, use_gpu: bool) -> Dict[str, Any]:
         from scenarios.evaluate import evaluate
 
-        events = hist.read_events(self.history_path)
-        summary = evaluate(self.scenario, events, outcome)
+        read = hist.read_history(self.history_path)
+        summary = evaluate(self.scenario, read.events, outcome, read.problems, fault_specs=self.injector.specs)
         summary.update({
             "run_name": self.run_name,
             "wall_time_s": round(wall, 3),
@@ -340,5 +345,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
 
 
 def exit_code(summary: Dict[str, Any]) -> int:
-    return EXIT_OK if summary.get("matches_expectation") else EXIT_MISMATCH
+    from scenarios.evaluate import exit_code as of_verdict
+
+    return of_verdict(summary.get("verdict"))
 

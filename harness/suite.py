@@ -8,14 +8,16 @@ Returns one summary per scenario; the caller turns them into an exit code.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import sys
 import time
+import traceback
 from typing import Any, Dict, List
 
 from harness.cluster import open_cluster
 from harness.runner import RunOptions, ScenarioRunner
-from scenarios.schema import Scenario, ScenarioError, load_scenario
+from scenarios.schema import Scenario, ScenarioError, load_scenario, one_line
 
 
 def catalog_dir() -> str:
@@ -34,6 +36,27 @@ def collect(paths: List[str]) -> List[Scenario]:
     if dup:
         raise ScenarioError(f"name: {', '.join(sorted(dup))} used by more than one scenario")
     return scenarios
+
+
+def run_one(s: Scenario, cluster, options: RunOptions) -> Dict[str, Any]:
+    """One scenario of a suite; a crash of ftharness on it is reported (verdict
+    ERROR, traceback in its folder) and the suite goes on."""
+    try:
+        return ScenarioRunner(s, cluster, options).run()
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001
+        os.makedirs(options.out_dir, exist_ok=True)
+        with open(os.path.join(options.out_dir, "error.txt"), "w") as f:
+            f.write("".join(traceback.format_exception(type(e), e, e.__traceback__)))
+        summary = {"scenario": s.name, "verdict": "ERROR", "outcome": None, "error_type": type(e).__name__,
+                   "error": str(e)[:2000], "matches_expectation": False, "attempts": 0, "steps": 0,
+                   "budgets": {}, "faults": [], "properties": {}, "results_dir": os.path.abspath(options.out_dir),
+                   "mismatches": [], "inconclusive": [],
+                   "internal_error": f"{type(e).__name__}: {str(e)[:300]} (traceback in error.txt)"}
+        with open(os.path.join(options.out_dir, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=2, default=str)
+        return summary
 
 
 def shape(s: Scenario):
@@ -59,12 +82,14 @@ def run_suite(scenarios: List[Scenario], out_dir: str, address: str = None,
                 print(f"[{done + 1}/{len(scenarios)}] {s.name} ({elapsed:.0f}s elapsed{eta})",
                       file=sys.stderr, flush=True)
                 options = RunOptions(out_dir=os.path.join(out_dir, s.name), address=address, progress=progress)
-                summary = ScenarioRunner(s, cluster, options).run()
+                summary = run_one(s, cluster, options)
                 summaries.append(summary)
                 done += 1
-                verdict = "PASS" if summary["matches_expectation"] else "FAIL"
-                print(f"  {verdict} {s.name}: {summary['outcome']} ({summary.get('error_type') or 'no error'}), "
-                      f"attempts {summary['attempts']}, budgets {summary['budgets']}", flush=True)
+                print(f"  {summary['verdict']} {s.name}: {summary['outcome']} "
+                      f"({summary.get('error_type') or 'no error'}), attempts {summary['attempts']}, "
+                      f"budgets {summary['budgets']}", flush=True)
                 for m in summary.get("mismatches", []):
-                    print(f"    - {m}", flush=True)
+                    print(f"    - {one_line(m)}", flush=True)
+                for m in summary.get("inconclusive", []):
+                    print(f"    ? {one_line(m)}", flush=True)
     return summaries

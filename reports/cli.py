@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence
 
-EXIT_OK, EXIT_CANNOT_RUN = 0, 2
+from scenarios.evaluate import EXIT_CANNOT_RUN, EXIT_PASS as EXIT_OK
 
 
 def _fail(msg: str) -> int:

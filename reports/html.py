@@ -43,6 +43,8 @@ th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.pass td:first-child,tr.ok td:first-child{border-left:5px solid #2a7}
 tr.fail td:first-child,tr.failure td:first-child{border-left:5px solid #d33}
 tr.skipped td:first-child,tr.unknown td:first-child{border-left:5px solid #bbb}
+.banner{padding:.6em 1em;margin:1em 0;border-left:8px solid #bbb;background:#f6f6f6}
+.banner.pass{border-color:#2a7}.banner.fail{border-color:#d33}.banner.unknown{border-color:#e9a100}
 .timeline svg,.plot svg{max-width:100%;height:auto}
 .extrapolated{background:#fff6d6;border:1px solid #e0c060;padding:8px;font-size:13px}
 """
@@ -140,6 +142,7 @@ def summary_frame(frames: Frames) -> pd.DataFrame:
         matches = s.get("matches_expectation")
         rows.append({
             "scenario": o["label"],
+            "verdict": o["verdict"],
             "outcome": o["outcome"],
             "expected": o["expected"],
             "matches expectation": None if _missing(matches) else bool(matches),
@@ -154,13 +157,23 @@ def summary_frame(frames: Frames) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _verdict_class(matches: Any) -> str:
-    return "unknown" if _missing(matches) else "pass" if matches else "fail"
+def banner(frames: Frames) -> str:
+    """The headline: the worst verdict of the folders, with the reasons behind it."""
+    o = outcome_verdicts(frames)
+    verdicts = list(o["verdict"]) if len(o) else []
+    worst = next((v for v in ("ERROR", "FAIL", "INCONCLUSIVE") if v in verdicts), "PASS" if verdicts else "INCONCLUSIVE")
+    cls = {"PASS": "pass", "FAIL": "fail", "ERROR": "fail"}.get(worst, "unknown")
+    items = "".join(f"<li>{escape(str(r['label']))}: {escape(r['verdict'])}"
+                    f"{' — ' + escape(r['message']) if r['message'] else ''}</li>"
+                    for r in o.to_dict("records") if r["verdict"] != "PASS")
+    counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("PASS", "FAIL", "INCONCLUSIVE", "ERROR") if v in verdicts)
+    return (f'<div class="banner {cls}"><strong>{worst}</strong> ({escape(counts or "no runs")})'
+            f'{"<ul>" + items + "</ul>" if items else ""}</div>')
 
 
 def summary_section(frames: Frames) -> str:
     df = summary_frame(frames)
-    classes = [_verdict_class(m) for m in df["matches expectation"]]
+    classes = [{"PASS": "pass", "FAIL": "fail", "ERROR": "fail"}.get(v, "unknown") for v in df["verdict"]]
     note = ('<p class="note">ETTR: productive step time over wall time (Meta\'s effective training '
             "time ratio). Budgets: failures charged to each Ray Train budget / its limit.</p>")
     return section("summary", "Summary", table(df, "summary", classes) + note)
@@ -169,7 +182,7 @@ def summary_section(frames: Frames) -> str:
 def properties_section(frames: Frames) -> str:
     v = property_verdicts(frames)
     df = pd.DataFrame({"scenario": v["label"], "property": v["property"],
-                       "verdict": v["passed"].map(lambda p: "–" if p is None else "PASS" if p else "FAIL"),
+                       "verdict": v["passed"].map(lambda p: "NOT JUDGED" if p is None else "PASS" if p else "FAIL"),
                        "expected": v["expected"].fillna("(not asked)"),
                        "status": v["status"], "explanation": v["explanation"]})
     return section("properties", "Properties", table(df, "properties", list(v["status"])))
@@ -386,7 +399,7 @@ def write_report(results_paths: Iterable[PathLike], out_dir: PathLike) -> str:
     frames = Frames.load(paths)
     files = frames.to_csv(out_dir) + frames.to_parquet(out_dir)
     config = configurations(paths)
-    body = ("<h1>ftharness report</h1>" + _meta(frames) + summary_section(frames) + timelines_section(frames)
+    body = ("<h1>ftharness report</h1>" + _meta(frames) + banner(frames) + summary_section(frames) + timelines_section(frames)
             + recovery_section(frames, config) + advice_section(list(config))
             + properties_section(frames) + data_section(files, out_dir))
     path = os.path.join(out_dir, "index.html")

@@ -53,17 +53,37 @@ def outcome_verdicts(frames: Frames) -> pd.DataFrame:
         problems = [] if got == want else [f"outcome {got or 'not recorded'} (expected {want})"]
         if expect.get("error_type") and s.get("error_type") != expect["error_type"]:
             problems.append(f"error_type {s.get('error_type')} (expected {expect['error_type']})")
+        verdict = None if _missing(s.get("verdict")) else str(s["verdict"])
+        status = {"PASS": "ok", "FAIL": "failure", "INCONCLUSIVE": "skipped", "ERROR": "error"}.get(
+            verdict, "ok" if not problems else "failure")
+        reasons = [str(r) for key in ("mismatches", "inconclusive") for r in _as_list(s.get(key))]
+        if verdict == "ERROR" and not _missing(s.get("internal_error")):
+            reasons.append(str(s["internal_error"]))
         rows.append({"results": s["results"], "label": names[s["results"]], "scenario": s.get("scenario"),
-                     "outcome": got, "expected": want, "ok": not problems, "message": "; ".join(problems),
-                     "wall_time_s": s.get("wall_time_s")})
+                     "outcome": got, "expected": want, "ok": status == "ok", "verdict": verdict or
+                     ("PASS" if status == "ok" else "FAIL"), "status": status,
+                     "message": "; ".join(reasons or problems), "wall_time_s": s.get("wall_time_s")})
     return pd.DataFrame(rows)
+
+
+def _as_list(v: Any) -> list:
+    if isinstance(v, (list, tuple)):
+        return list(v)
+    if hasattr(v, "tolist"):
+        return list(v.tolist())
+    return [] if _missing(v) or v in ("", "[]") else [v]
+
+
+def pinned(expect: Dict[str, Any]) -> list:
+    """Property names pinned in expect.violations ({property, reason} or a bare name)."""
+    return [v.get("property") if isinstance(v, dict) else v for v in expect.get("violations") or []]
 
 
 def _property_status(passed: Optional[bool], expected: Optional[str], explanation: str):
     """(status, message): `failure` when the verdict is not the expected one,
     `skipped` for a failed property the scenario did not ask about."""
-    if passed is None:
-        return ("failure", f"could not be decided: {explanation}") if expected else ("skipped", "not decided")
+    if passed is None:  # not judged: unknown, never a pass nor a failure
+        return "skipped", explanation or "not judged"
     if expected == "violation":
         return ("ok", f"known violation: {explanation}") if not passed else \
             ("failure", f"held, but the scenario pins a known violation of it: {explanation}")
@@ -81,7 +101,7 @@ def property_verdicts(frames: Frames) -> pd.DataFrame:
     for s in frames.scenarios.to_dict("records"):
         expect = expectations(s["results"])
         wanted = {**{p: "pass" for p in expect.get("properties") or []},
-                  **{p: "violation" for p in expect.get("violations") or []}}
+                  **{p: "violation" for p in pinned(expect)}}
         found = {r["property"]: r for r in props[props["results"] == s["results"]].to_dict("records")}
         for name in list(found) + [p for p in wanted if p not in found]:
             r = found.get(name, {})
@@ -100,6 +120,8 @@ def _case(suite: ET.Element, classname: str, name: str, status: str, message: st
                          time=f"{0.0 if _missing(seconds) else float(seconds):.3f}")
     if status == "failure":
         ET.SubElement(case, "failure", message=message.splitlines()[0] if message else "", type="mismatch").text = message
+    elif status == "error":
+        ET.SubElement(case, "error", message=message.splitlines()[0] if message else "", type="internal").text = message
     elif status == "skipped":
         ET.SubElement(case, "skipped", message=message)
     elif message:
@@ -112,15 +134,16 @@ def junit_tree(frames: Frames) -> ET.ElementTree:
     outcomes, props = outcome_verdicts(frames), property_verdicts(frames)
     suite = ET.Element("testsuite", name="ftharness")
     for o in outcomes.to_dict("records"):
-        _case(suite, o["label"], "outcome", "ok" if o["ok"] else "failure",
-              o["message"] or f"outcome {o['outcome']}", o["wall_time_s"])
+        _case(suite, o["label"], "verdict", o["status"],
+              f"{o['verdict']}: {o['message']}" if o["message"] else f"{o['verdict']}: outcome {o['outcome']}",
+              o["wall_time_s"])
         for p in props[props["results"] == o["results"]].to_dict("records"):
             _case(suite, o["label"], p["property"], p["status"], p["message"])
-    failures = int((~outcomes["ok"].astype(bool)).sum()) + int((props["status"] == "failure").sum())
+    statuses = list(outcomes["status"]) + list(props["status"]) if len(outcomes) else []
     suite.set("tests", str(len(outcomes) + len(props)))
-    suite.set("failures", str(failures))
-    suite.set("errors", "0")
-    suite.set("skipped", str(int((props["status"] == "skipped").sum())))
+    suite.set("failures", str(statuses.count("failure")))
+    suite.set("errors", str(statuses.count("error")))
+    suite.set("skipped", str(statuses.count("skipped")))
     root = ET.Element("testsuites")
     root.append(suite)
     return ET.ElementTree(root)

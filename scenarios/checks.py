@@ -49,12 +49,27 @@ BUDGET_ALIASES = {
 PRECEDENCE = {"none": 3, "controller": 3, "preemption": 2, "worker_group": 1}
 
 
+PASSED, FAILED, NOT_JUDGED = "passed", "failed", "not_judged"
+
+
 @dataclass
 class CheckResult:
+    """A property's verdict. `passed` is None when the history held nothing the
+    property could judge (status `not_judged`): absence is not success."""
+
     name: str
-    passed: bool
+    passed: Optional[bool]
     explanation: str
     findings: List[str] = field(default_factory=list)
+    violations: List[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return NOT_JUDGED if self.passed is None else PASSED if self.passed else FAILED
+
+
+def not_judged(name: str, why: str) -> CheckResult:
+    return CheckResult(name, None, f"not judged: {why}")
 
 
 # ------------------------------------------------------------------ history model
@@ -243,7 +258,8 @@ def _result(name: str, violations: List[str], findings: List[str], summary: str)
     if not violations:
         return CheckResult(name, True, summary, findings)
     more = f" (+{len(violations) - MAX_SHOWN} more)" if len(violations) > MAX_SHOWN else ""
-    return CheckResult(name, False, "; ".join(violations[:MAX_SHOWN]) + more, violations + findings)
+    return CheckResult(name, False, "; ".join(violations[:MAX_SHOWN]) + more, violations + findings,
+                       list(violations))
 
 
 def workload_config(context: dict) -> Optional[WorkloadConfig]:
@@ -260,6 +276,8 @@ def check_exactly_once_restore(events: List[dict], context: dict) -> CheckResult
     """Each restart resumes from the latest registered checkpoint, and the kept
     lineage applies every step exactly once."""
     h = History(events)
+    if not any(a.worker_starts or a.steps for a in h.ordered()):
+        return not_judged("exactly_once_restore", "no worker started and no step was recorded")
     violations: List[str] = []
     findings: List[str] = []
     for att in h.ordered():
@@ -385,6 +403,8 @@ def check_budget_accounting(events: List[dict], context: dict) -> CheckResult:
     decided (RETRY/RAISE) as the failure config says; the run fails exactly
     when a RAISE happened."""
     h = History(events)
+    if not h.fits or all(h.outcome(f, context)[0] is None for f in h.fits.values()):
+        return not_judged("budget_accounting", "no fit() outcome was recorded")
     violations: List[str] = []
     findings: List[str] = []
     hints = _budget_hints(h, context, findings)
@@ -413,10 +433,21 @@ def _normal_budget(budget: Optional[str]) -> Optional[str]:
 def _budget_hints(h: History, context: dict, findings: List[str]) -> Dict[int, Tuple[str, str]]:
     """Failure seq -> (budget, fault kind) the injected faults say it is charged to.
 
-    A fault is matched to the first failure after its `fault_injected` event;
-    faults that share a failure give it the budget Ray checks first. Without
-    `fault_injected` events, hinted faults and failures are paired in order.
+    A real run's context has `expected_budgets`: derived from each fault's
+    landing evidence (faults/*: which fault caused which failure, when the
+    preempted node died against its deadline), independently of what Ray
+    recorded. Otherwise (synthetic histories) a fault is matched to the first
+    failure after its `fault_injected` event; faults that share a failure give
+    it the budget Ray checks first; without `fault_injected` events, hinted
+    faults and failures are paired in order.
     """
+    if context.get("expected_budgets") is not None:
+        out: Dict[int, Tuple[str, str]] = {}
+        for seq, (budget, kind) in context["expected_budgets"].items():
+            seq = int(seq)
+            if seq not in out or PRECEDENCE.get(budget, 0) > PRECEDENCE.get(out[seq][0], 0):
+                out[seq] = (budget, kind)
+        return out
     injected = [(f.get("fault", i), f) for i, f in enumerate(context.get("injected") or [])]
     hinted = [(idx, _normal_budget(f.get("budget")), f.get("kind")) for idx, f in injected
               if _normal_budget(f.get("budget"))]
@@ -448,7 +479,7 @@ def _charge_violations(h: History, fit: Fit, hints: Dict[int, Tuple[str, str]]) 
     for f in fit.failures:
         budget, hint = f.get("budget"), hints.get(f.get("seq"))
         allowed = ERROR_BUDGETS.get(f.get("error_type"), set(policy_model.LIMIT_KEYS) | {"none"})
-        if hint and budget != hint[0] and not (hint[0] == "controller" and budget == "none"):
+        if hint and budget != hint[0]:
             out.append(f"{_failure_text(h, f)} charged to {budget}; the injected {hint[1]} "
                        f"is charged to {hint[0]}")
         elif budget not in allowed:
@@ -525,7 +556,7 @@ def check_shard_reassignment(events: List[dict], context: dict) -> CheckResult:
     the kept lineage consumes every row of every epoch exactly once."""
     h = History(events)
     if not any(e.get("rows") is not None for a in h.ordered() for e in a.steps):
-        return CheckResult("shard_reassignment", True, "no step recorded its rows: nothing to check")
+        return not_judged("shard_reassignment", "no step recorded the rows it consumed")
     cfg = workload_config(context)
     mode = context.get("data") or (context.get("workload") or {}).get("data") or "resumable"
     violations = _overlap_violations(h)
@@ -671,6 +702,8 @@ def check_no_zombie_writes(events: List[dict], context: dict) -> CheckResult:
     tears them down; those late steps and reports are listed as findings.
     """
     h = History(events)
+    if not any(a.end is not None for a in h.ordered()):
+        return not_judged("no_zombie_writes", "no attempt ended: nothing could be a zombie")
     findings: List[str] = []
     late_ckpts: Dict[str, str] = {}
     for att in h.ordered():
@@ -739,10 +772,15 @@ def check_recovers(events: List[dict], context: dict) -> CheckResult:
         d, f = model.decisions[-1], known[len(model.decisions) - 1]
         why = ("is not retryable" if d.budget == "none" else
                f"exhausted the {d.budget} budget (count {d.count} > limit {d.limit})")
-        return CheckResult("recovers", True, f"{_failure_text(h, f)} {why}: no recovery owed")
+        return not_judged("recovers", f"{_failure_text(h, f)} {why}: no recovery owed")
+    retried = any(f.get("decision") == "RETRY" for fi in h.fits.values() for f in fi.failures)
+    if not retried and h.outcome(fit, context)[0] == "succeeded":
+        return not_judged("recovers", "no failure was retried: nothing to recover from")
     violations: List[str] = []
     findings: List[str] = []
     outcome, error_type = h.outcome(fit, context)
+    if outcome is None:
+        return not_judged("recovers", f"fit {fit.index} has no recorded outcome")
     if outcome != "succeeded":
         violations.append(f"fit {fit.index} ended {outcome or 'without an outcome'}"
                           f"{f' ({error_type})' if error_type else ''} although the budgets allowed a retry")
@@ -798,11 +836,12 @@ CHECKS: Dict[str, Callable[[List[dict], dict], CheckResult]] = {
 def run_checks(events: List[dict], context: Optional[dict] = None,
                names: Optional[Iterable[str]] = None) -> Dict[str, CheckResult]:
     """Run the named checks (all by default). A check that crashes on a
-    malformed history fails with the error rather than stopping the others."""
+    malformed history judged nothing: it is not judged (never passed), with
+    the error, and the others still run."""
     results = {}
     for name in names or CHECKS:
         try:
             results[name] = CHECKS[name](events, context or {})
-        except Exception as e:  # noqa: BLE001 - a history we cannot judge is a failed check
-            results[name] = CheckResult(name, False, f"check crashed: {type(e).__name__}: {e}")
+        except Exception as e:  # noqa: BLE001 - a history we cannot judge is judged by nobody
+            results[name] = not_judged(name, f"the check crashed ({type(e).__name__}: {str(e)[:200]})")
     return results

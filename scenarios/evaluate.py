@@ -1,12 +1,13 @@
 """Turns a run's history and fit() outcome into the verdict of `summary.json`.
 
 Pure: it reads events and the scenario, never Ray, so an old results folder can
-be re-judged (`ftharness check RESULTS`).
+be re-judged (`ftharness check RESULTS`). Three verdicts, as Jepsen's checkers
+give true, false and :unknown: PASS, FAIL, INCONCLUSIVE (see `evaluate`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from harness.workload import WorkloadConfig, expected_accumulators, expected_accumulators_ray_data
 from scenarios.schema import PROPERTIES, Scenario
@@ -60,8 +61,68 @@ def final_state(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[
             "exact": (final == expected) if (final is not None and expected is not None) else None}
 
 
-def check_context(scenario: Scenario, events, outcome, state) -> Dict[str, Any]:
+PASS, FAIL, INCONCLUSIVE, ERROR = "PASS", "FAIL", "INCONCLUSIVE", "ERROR"
+#: exit codes (design.md): 2 = could not run (bad input, no cluster, refused); 4 = ftharness itself broke
+EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
+EXIT_CODES = {PASS: EXIT_PASS, FAIL: EXIT_FAIL, INCONCLUSIVE: EXIT_INCONCLUSIVE, ERROR: EXIT_INTERNAL}
+
+
+def exit_code(verdict: str) -> int:
+    return EXIT_CODES.get(verdict, EXIT_INTERNAL)
+
+
+def overall(verdicts: List[str]) -> str:
+    """A suite's verdict: an internal error, else any FAIL, else any INCONCLUSIVE, else PASS."""
+    for v in (ERROR, FAIL, INCONCLUSIVE):
+        if v in verdicts:
+            return v
+    return PASS if verdicts else INCONCLUSIVE
+
+
+def applicable_properties(scenario: Scenario) -> List[str]:
+    """The properties a run of this scenario can judge: the default of `expect.properties`."""
+    from faults import REGISTRY
+
+    kinds = [f.kind for f in scenario.faults]
+    restarts = any(REGISTRY[k].budget is not None or k == "kill_controller" for k in kinds)
+    retried = any(REGISTRY[k].budget is not None for k in kinds)
+    wanted = {"exactly_once_restore", "budget_accounting"}
+    if scenario.workload.kind == "reference":
+        wanted.add("shard_reassignment")
+    if restarts:
+        wanted.add("no_zombie_writes")
+    if retried and scenario.expect.outcome == "succeeded":
+        wanted.add("recovers")
+    pinned = {p.property for p in scenario.expect.violations}
+    return [p for p in PROPERTIES if p in wanted and p not in pinned]
+
+
+def expected_properties(scenario: Scenario) -> List[str]:
+    if scenario.expect.properties is not None:
+        return list(scenario.expect.properties)
+    return applicable_properties(scenario)
+
+
+def fault_landings(scenario: Scenario, events: List[Dict[str, Any]],
+                   specs: Optional[List[Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
+    """summary.json's `faults`: for each fault (the scenario's, or `specs`: those
+    a Chaos Toolkit experiment injected too), whether it landed and why."""
+    from faults import landings
+
+    if specs is None:
+        specs = [f.model_dump(mode="json", exclude_none=True) for f in scenario.faults]
+    out = []
+    for i, (spec, landing) in enumerate(landings(specs, events)):
+        out.append({"index": i, "kind": spec["kind"], "landed": landing.status == "landed",
+                    "status": landing.status, "evidence": landing.evidence,
+                    "expected_budget": landing.budget, "failure_seq": landing.failure_seq})
+    return out
+
+
+def check_context(scenario: Scenario, events, outcome, state, faults=None) -> Dict[str, Any]:
     start = next((e for e in events if e.get("kind") == "run_start"), {})
+    expected_budgets = {f["failure_seq"]: (f["expected_budget"], f["kind"]) for f in faults or []
+                        if f["landed"] and f["expected_budget"] and f["failure_seq"] is not None}
     return {
         "failure_config": scenario.failure_config.model_dump(),
         "outcome": outcome.get("outcome"),
@@ -72,55 +133,110 @@ def check_context(scenario: Scenario, events, outcome, state) -> Dict[str, Any]:
         "final": (state or {}).get("accumulators"),
         "recovery_bound_s": scenario.expect.recovery_bound_s,
         "injected": [e for e in events if e.get("kind") == "fault_injected"],
+        "expected_budgets": expected_budgets,
     }
 
 
-def run_properties(scenario, events, outcome, state) -> Dict[str, Dict[str, Any]]:
-    try:
-        from scenarios.checks import run_checks
-    except ImportError:  # pragma: no cover - the checks module ships with the package
-        return {}
-    results = run_checks(events, check_context(scenario, events, outcome, state), list(PROPERTIES))
-    return {name: {"passed": r.passed, "explanation": r.explanation, "findings": list(r.findings)}
+def run_properties(scenario, events, outcome, state, faults=None) -> Dict[str, Dict[str, Any]]:
+    from scenarios.checks import run_checks
+
+    results = run_checks(events, check_context(scenario, events, outcome, state, faults), list(PROPERTIES))
+    return {name: {"status": r.status, "passed": r.passed, "explanation": r.explanation,
+                   "findings": list(r.findings), "violations": list(r.violations)}
             for name, r in results.items()}
 
 
-def evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str, Any]) -> Dict[str, Any]:
-    state = final_state(scenario, events, outcome)
-    props = run_properties(scenario, events, outcome, state)
-    mismatches = []
+def pin_problems(scenario: Scenario, props: Dict[str, Dict[str, Any]]) -> Tuple[List[str], List[str]]:
+    """(fail reasons, inconclusive reasons) for the pinned violations: a pin is
+    met only by a failure whose every violation carries one of its reasons."""
+    fail, unknown = [], []
+    reasons: Dict[str, List[str]] = {}
+    for pin in scenario.expect.violations:
+        reasons.setdefault(pin.property, []).append(pin.reason)
+    for name, wanted in reasons.items():
+        verdict = props.get(name) or {"status": "not_judged", "explanation": "not run"}
+        if verdict["status"] == "not_judged":
+            unknown.append(f"pinned property {name} could not be judged: {verdict['explanation']}")
+        elif verdict["status"] == "passed":
+            fail.append(f"property {name} held, but the scenario pins a known violation of it "
+                        f"({'; '.join(wanted)}): the gap may have closed")
+        else:
+            other = [v for v in verdict.get("violations") or [verdict["explanation"]]
+                     if not any(r.lower() in v.lower() for r in wanted)]
+            if other:
+                fail.append(f"property {name} failed for a reason that is not pinned: {other[0]}"
+                            + (f" (+{len(other) - 1} more)" if len(other) > 1 else ""))
+    return fail, unknown
+
+
+def evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str, Any],
+             history_problems: Optional[List[str]] = None,
+             fault_specs: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+    """The verdict of a run (design.md): PASS only on complete evidence.
+
+    - FAIL: a property expected to hold was violated, a pinned violation did not
+      occur as pinned, or (with every fault landed and a complete history) the
+      outcome differs from `expect`.
+    - INCONCLUSIVE: the history has a gap, a fault did not land, or an expected
+      property could not judge anything; each reason is named.
+    """
+    state = _safe(lambda evs: final_state(scenario, evs, outcome), events, None)
+    faults = fault_landings(scenario, events, fault_specs)
+    props = run_properties(scenario, events, outcome, state, faults)
+    expected = expected_properties(scenario)
+    violated, unknown = [], [f"history: {p}" for p in history_problems or []]
+    unknown += [f"fault {f['index']} ({f['kind']}) did not land: {f['evidence']}" for f in faults if not f["landed"]]
+    evidence_complete = not unknown
+    outcome_mismatch = []
     if outcome.get("outcome") != scenario.expect.outcome:
-        mismatches.append(f"outcome {outcome.get('outcome')} (expected {scenario.expect.outcome})")
+        outcome_mismatch.append(f"outcome {outcome.get('outcome')} (expected {scenario.expect.outcome})")
     if scenario.expect.error_type and outcome.get("error_type") != scenario.expect.error_type:
-        mismatches.append(f"error_type {outcome.get('error_type')} (expected {scenario.expect.error_type})")
-    for name in scenario.expect.properties:
-        verdict = props.get(name)
-        if verdict is None:
-            mismatches.append(f"property {name} could not be decided")
-        elif not verdict["passed"]:
-            mismatches.append(f"property {name} failed: {verdict['explanation']}")
-    for name in scenario.expect.violations:
-        verdict = props.get(name)
-        if verdict is not None and verdict["passed"]:
-            mismatches.append(f"property {name} held, but the scenario pins a known violation of it")
+        outcome_mismatch.append(f"error_type {outcome.get('error_type')} (expected {scenario.expect.error_type})")
+    for name in expected:
+        verdict = props[name]
+        if verdict["status"] == "failed":
+            violated.append(f"property {name} failed: {verdict['explanation']}")
+        elif verdict["status"] == "not_judged":
+            unknown.append(f"property {name} {verdict['explanation']}")
+    pin_fail, pin_unknown = pin_problems(scenario, props)
+    violated += pin_fail
+    unknown += pin_unknown
+    if evidence_complete:
+        violated = outcome_mismatch + violated
+    else:  # without its evidence an outcome proves nothing either way
+        unknown += [f"{m}, but the evidence is incomplete" for m in outcome_mismatch]
+    verdict = FAIL if violated else INCONCLUSIVE if unknown else PASS
     return {
         "scenario": scenario.name,
+        "verdict": verdict,
         "outcome": outcome.get("outcome"),
         "error": outcome.get("error"),
         "error_type": outcome.get("error_type"),
-        "matches_expectation": not mismatches,
-        "mismatches": mismatches,
-        "attempts": attempts(events),
-        "steps": last_step(events),
+        "matches_expectation": verdict == PASS,
+        "mismatches": violated,
+        "inconclusive": unknown,
+        "expected_properties": expected,
+        "attempts": _safe(attempts, events, 0),
+        "steps": _safe(last_step, events, 0),
         "budgets": budgets_used(events),
         "failure_config": scenario.failure_config.model_dump(),
+        "faults": faults,
         "properties": props,
-        "recovery_times_s": recovery_times(events),
+        "history": {"complete": not history_problems, "problems": list(history_problems or [])},
+        "recovery_times_s": _safe(recovery_times, events, []),
         "final_state": state,
         "metrics": outcome.get("metrics"),
         "run_metrics": _run_metrics(events),
         "events": len(events),
     }
+
+
+def _safe(fn, events, default):
+    """A figure of a malformed history is unknown; it never hides the verdict."""
+    try:
+        return fn(events)
+    except Exception:  # noqa: BLE001
+        return default
 
 
 def _run_metrics(events: List[Dict[str, Any]]) -> Dict[str, Any]:

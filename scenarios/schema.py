@@ -29,8 +29,13 @@ class ScenarioError(ValueError):
     """A scenario that cannot run; the message is one line for the user."""
 
 
+MAX_FILE_BYTES = 1 << 20    # a scenario is a page of YAML, not a data file
+MAX_DEPTH = 32              # nesting deeper than this is no scenario
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: `true` is no number and "3" no integer; NaN and infinities are no durations
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class ClusterSpec(_Strict):
@@ -59,6 +64,15 @@ class WorkloadSpec(_Strict):
     step_delay_s: float = Field(0.0, ge=0)
     jit_checkpoint: bool = False
     storage_path: Optional[str] = None
+
+    @field_validator("num_workers", mode="before")
+    @classmethod
+    def _pair(cls, v):
+        if isinstance(v, list) and len(v) == 2:  # YAML gives [min, max] as a list
+            return tuple(v)
+        if isinstance(v, list):
+            raise ValueError("must be an integer or [min, max]")
+        return v
 
     @field_validator("num_workers")
     @classmethod
@@ -201,13 +215,38 @@ _KIND_ARGS = {
 _NEEDS_TARGET = {"kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node", "partition_node"}
 
 
+class PinnedViolation(_Strict):
+    """A known gap of Ray: `property` is expected to FAIL, and only for `reason`
+    (a case-insensitive substring every violation of it must contain)."""
+
+    property: Literal[PROPERTIES]  # type: ignore[valid-type]
+    reason: str = Field(..., min_length=3, max_length=300)
+
+
 class ExpectSpec(_Strict):
     outcome: Literal["succeeded", "failed"] = "succeeded"
-    properties: List[Literal[PROPERTIES]] = Field(default_factory=list)  # type: ignore[valid-type]
-    #: properties expected to FAIL: a known gap of Ray, pinned so the suite notices when it closes
-    violations: List[Literal[PROPERTIES]] = Field(default_factory=list)  # type: ignore[valid-type]
-    error_type: Optional[str] = None
+    #: properties that must hold; None: every property that applies to the workload
+    properties: Optional[List[Literal[PROPERTIES]]] = None  # type: ignore[valid-type]
+    #: properties pinned to FAIL for a stated reason (known Ray gaps), so the suite notices when they close
+    violations: List[PinnedViolation] = Field(default_factory=list)
+    error_type: Optional[str] = Field(None, max_length=200)
     recovery_bound_s: Optional[float] = Field(None, gt=0)
+
+    @field_validator("violations", mode="before")
+    @classmethod
+    def _pins(cls, v):
+        for item in v if isinstance(v, list) else []:
+            if isinstance(item, str):
+                raise ValueError(f"violations: {item!r} needs a reason: {{property: {item}, reason: '...'}}")
+        return v
+
+    @model_validator(mode="after")
+    def _no_contradiction(self):
+        both = sorted({p.property for p in self.violations} & set(self.properties or []))
+        if both:
+            raise ValueError(f"violations: {', '.join(both)} is both expected to hold (properties) "
+                             f"and pinned to fail (violations)")
+        return self
 
 
 class Scenario(_Strict):
@@ -218,7 +257,10 @@ class Scenario(_Strict):
     failure_config: FailureConfigSpec = Field(default_factory=FailureConfigSpec)
     faults: List[FaultSpec] = Field(default_factory=list)
     expect: ExpectSpec = Field(default_factory=ExpectSpec)
-    timeout_s: float = Field(600, gt=0)
+    timeout_s: float = Field(600, gt=0, le=7 * 24 * 3600)
+    #: hold the end of training until every fault has landed or can no longer land;
+    #: false models a job that may outrun its faults (they then make the run INCONCLUSIVE)
+    landing_hold: bool = True
     #: folder of the scenario file; entrypoint modules are looked up there first
     base_dir: Optional[str] = Field(None, exclude=True)
 
@@ -282,26 +324,84 @@ def format_validation_error(e: ValidationError) -> str:
     return f"{loc}: {msg}{tail}" if loc else f"{msg}{tail}"
 
 
+MAX_MESSAGE = 300
+
+
+def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
+    """A message for the terminal: one line, at most `limit` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _depth(data: Any, limit: int) -> int:
+    """Nesting depth of plain data, giving up past `limit` (iterative: no recursion)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        if deepest > limit:
+            return deepest
+        if isinstance(node, dict):
+            stack.extend((v, d + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, d + 1) for v in node)
+    return deepest
+
+
 def parse_scenario(data: Any, source: str = "scenario", base_dir: Optional[str] = None) -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: must be a mapping with at least 'name'")
+    if _depth(data, MAX_DEPTH) > MAX_DEPTH:
+        raise ScenarioError(f"{source}: nested more than {MAX_DEPTH} levels deep")
     try:
         sc = Scenario.model_validate({**data, "base_dir": base_dir})
     except ValidationError as e:
-        raise ScenarioError(f"{source}: {format_validation_error(e)}") from None
+        raise ScenarioError(one_line(f"{source}: {format_validation_error(e)}")) from None
+    except (RecursionError, TypeError, ValueError) as e:
+        raise ScenarioError(one_line(f"{source}: cannot be read as a scenario ({type(e).__name__})")) from None
     return sc
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader without anchors and aliases: they buy a scenario nothing and let
+    a few hundred bytes expand into gigabytes (the 'billion laughs')."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.YAMLError(f"line {event.start_mark.line + 1}: aliases (*name) are not allowed in scenarios")
+        return super().compose_node(parent, index)
+
+
+def load_yaml_text(raw: bytes, source: str) -> Any:
+    """YAML bytes to data, or a one-line ScenarioError (size, encoding, syntax, depth)."""
+    if len(raw) > MAX_FILE_BYTES:
+        raise ScenarioError(f"{source}: {len(raw)} bytes, more than a scenario may hold ({MAX_FILE_BYTES})")
+    if b"\x00" in raw:
+        raise ScenarioError(f"{source}: a binary file, not YAML")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"{source}: not UTF-8 text (byte {e.start})") from None
+    try:
+        return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ScenarioError(one_line(f"{source}:{where} not valid YAML ({getattr(e, 'problem', None) or e})")) from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: nested more than {MAX_DEPTH} levels deep") from None
 
 
 def load_scenario(path: str) -> Scenario:
     if not os.path.isfile(path):
-        raise ScenarioError(f"{path}: no such scenario file")
+        raise ScenarioError(one_line(f"{path}: no such scenario file"))
     try:
-        with open(path) as f:
-            data = yaml.safe_load(f)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ScenarioError(f"{path}:{where} not valid YAML ({getattr(e, 'problem', e)})") from None
+        with open(path, "rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise ScenarioError(one_line(f"{path}: cannot be read ({e.strerror})")) from None
+    data = load_yaml_text(raw, path)
     return parse_scenario(data, source=os.path.basename(path), base_dir=os.path.dirname(os.path.abspath(path)))
 
 

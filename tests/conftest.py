@@ -5,6 +5,13 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import settings
+
+# CI is deterministic: Hypothesis draws the same examples on every run (derandomized,
+# no example database). FTHARNESS_HYPOTHESIS=explore draws new ones, for hunting bugs.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("FTHARNESS_HYPOTHESIS", "ci"))
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FTHARNESS = [sys.executable, "-m", "harness.cli"]

@@ -66,18 +66,25 @@ def test_discover_lists_actions_and_probes(tmp_path):
         assert ("probe", probe) in names
 
 
-@pytest.mark.parametrize("journal, passed", [
-    ({"status": "completed", "deviated": False, "ftharness": {"matches_expectation": True}}, True),
-    ({"status": "completed", "deviated": True, "ftharness": {"matches_expectation": True}}, False),
-    ({"status": "interrupted", "deviated": False, "ftharness": {"matches_expectation": True}}, False),
+OK_RUN = {"run_verdict": "PASS", "matches_expectation": True}
+
+
+@pytest.mark.parametrize("journal, verdict", [
+    ({"status": "completed", "deviated": False, "ftharness": OK_RUN}, "PASS"),
+    ({"status": "completed", "deviated": True, "ftharness": OK_RUN}, "FAIL"),
+    ({"status": "interrupted", "deviated": False, "ftharness": OK_RUN}, "FAIL"),
     ({"status": "completed", "deviated": False,
-      "steady_states": {"after": {"steady_state_met": False}}, "ftharness": {"matches_expectation": True}}, False),
+      "steady_states": {"after": {"steady_state_met": False}}, "ftharness": OK_RUN}, "FAIL"),
     ({"status": "completed", "deviated": False,
-      "ftharness": {"matches_expectation": False, "mismatches": ["property recovers failed"]}}, False),
-    ({"status": "completed", "deviated": False}, False),
+      "ftharness": {"run_verdict": "FAIL", "mismatches": ["property recovers failed"]}}, "FAIL"),
+    ({"status": "completed", "deviated": False,
+      "ftharness": {"run_verdict": "INCONCLUSIVE", "inconclusive": ["fault 0 did not land"]}}, "INCONCLUSIVE"),
+    ({"status": "completed", "deviated": False, "ftharness": {"matches_expectation": True}}, "INCONCLUSIVE"),
+    ({"status": "completed", "deviated": False}, "INCONCLUSIVE"),
 ])
-def test_verdict_is_not_chaos_exit_code(journal, passed):
-    assert journal_verdict(journal)["passed"] is passed
+def test_verdict_is_not_chaos_exit_code(journal, verdict):
+    assert journal_verdict(journal)["verdict"] == verdict
+    assert journal_verdict(journal)["passed"] is (verdict == "PASS")
 
 
 def chaos_run(path, cwd, journal="journal.json"):

@@ -18,6 +18,8 @@ pytestmark = pytest.mark.cluster
 
 def run(run_scenario, name):
     s = run_scenario(os.path.join(catalog_dir(), f"{name}.yaml"))
+    assert all(f["landed"] for f in s["faults"]), s["faults"]
+    assert s["history"]["complete"], s["history"]["problems"]
     return s, read_events(s["results_dir"])
 
 
@@ -163,7 +165,8 @@ def test_snapshot_write_errors_are_fatal_controller_errors(run_scenario):
 
 def test_trigger_timing_is_recorded(run_scenario):
     """Requested vs done, for a time trigger and an event trigger."""
-    s = run_scenario({"name": "timing", "workload": {"num_workers": 2, "steps": 20, "step_delay_s": 0.1},
+    s = run_scenario({"name": "timing", "landing_hold": False,  # fault 0 (error_rate 0) cannot land
+                      "workload": {"num_workers": 2, "steps": 20, "step_delay_s": 0.1},
                       "failure_config": {"max_failures": 2},
                       "faults": [{"kind": "storage_errors", "ops": ["list"], "error_rate": 0.0,
                                   "duration_s": 1, "at": {"time_s": 2}},

@@ -67,7 +67,8 @@ def suite(tmp_path_factory):
     make_results(root / "surprise", "surprise", [kill()], {"max_failures": 0}, {"outcome": "succeeded"})
     make_results(root / "slow", "slow", [kill(2.0)], None, {"properties": ["recovers"], "recovery_bound_s": 0.5})
     make_results(root / "pinned", "pinned", [kill()], None,
-                 {"properties": ["budget_accounting"], "violations": ["exactly_once_restore"]})
+                 {"properties": ["budget_accounting"],
+                  "violations": [{"property": "exactly_once_restore", "reason": "digest mismatch"}]})
     return root
 
 
@@ -82,19 +83,35 @@ def test_junit_has_a_case_per_scenario_and_property_with_failures_explained(suit
         return "failure" if case.find("failure") is not None else \
             "skipped" if case.find("skipped") is not None else "ok"
 
-    assert {n: status("kill", n) for n in ("outcome", *PROPERTIES)} == dict.fromkeys(("outcome", *PROPERTIES), "ok")
-    assert status("out-of-budget", "outcome") == "ok"
-    assert status("surprise", "outcome") == "failure"
-    assert "outcome failed (expected succeeded)" in cases[("surprise", "outcome")].find("failure").text
+    assert {n: status("kill", n) for n in ("verdict", *PROPERTIES)} == dict.fromkeys(("verdict", *PROPERTIES), "ok")
+    assert status("out-of-budget", "verdict") == "ok"
+    assert status("surprise", "verdict") == "failure"
+    assert "outcome failed (expected succeeded)" in cases[("surprise", "verdict")].find("failure").text
     # asked for nothing: a failed property is reported as skipped, not counted
     assert {status("surprise", p) for p in PROPERTIES} <= {"ok", "skipped"}
-    assert status("slow", "outcome") == "ok"
+    assert status("slow", "verdict") == "failure"
     assert "0.5" in cases[("slow", "recovers")].find("failure").text
     pinned = cases[("pinned", "exactly_once_restore")].find("failure")
     assert "pins a known violation" in pinned.text
+    assert "the gap may have closed" in cases[("pinned", "verdict")].find("failure").text
     failures = sum(status(*k) == "failure" for k in cases)
-    assert failures == int(ts.get("failures")) == 3
+    assert failures == int(ts.get("failures")) == 5
     assert int(ts.get("skipped")) == sum(status(*k) == "skipped" for k in cases)
+
+
+def test_junit_reports_inconclusive_as_skipped_not_failure(tmp_path):
+    """A fault that never landed: the verdict case is skipped, with the reason."""
+    from scenarios.synthetic import Plan, generate  # noqa: F401 (same builders as make_results)
+    folder = make_results(tmp_path / "runs" / "unlanded", "unlanded", [kill()])
+    summary = json.loads((tmp_path / "runs" / "unlanded" / "summary.json").read_text())
+    summary.update(verdict="INCONCLUSIVE", matches_expectation=False,
+                   inconclusive=["fault 0 (kill_worker) did not land: never fired"])
+    (tmp_path / "runs" / "unlanded" / "summary.json").write_text(json.dumps(summary))
+    root = ET.parse(write_junit([folder], tmp_path / "junit.xml")).getroot()
+    (ts,) = root.findall("testsuite")
+    case = next(c for c in ts.iter("testcase") if c.get("name") == "verdict")
+    assert case.find("failure") is None and "did not land" in case.find("skipped").get("message")
+    assert int(ts.get("failures")) == 0 and int(ts.get("skipped")) >= 1
 
 
 # --------------------------------------------------------------------- compare

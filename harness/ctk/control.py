@@ -76,6 +76,7 @@ def after_experiment_control(context: Dict[str, Any], state: Dict[str, Any], **k
         json.dump(summary, f, indent=2, default=str)
     state["ftharness"] = {"results_dir": summary["results_dir"], "outcome": summary["outcome"],
                           "matches_expectation": summary["matches_expectation"],
+                          "run_verdict": summary["verdict"], "inconclusive": summary["inconclusive"],
                           "mismatches": summary["mismatches"], "verdict": verdict,
                           "properties": {k: v["passed"] for k, v in summary["properties"].items()}}
 
@@ -88,7 +89,7 @@ def cleanup_control(**kwargs: Any) -> None:
 
 
 def journal_verdict(journal: Dict[str, Any]) -> Dict[str, Any]:
-    """Pass or fail, plainly: Chaos Toolkit exits 0 even when a hypothesis is not met."""
+    """PASS, FAIL or INCONCLUSIVE of an experiment and the run behind it, with reasons."""
     reasons = []
     if journal.get("status") != "completed":
         reasons.append(f"experiment status {journal.get('status')}")
@@ -98,8 +99,16 @@ def journal_verdict(journal: Dict[str, Any]) -> Dict[str, Any]:
     if after and not after.get("steady_state_met", True):
         reasons.append("the steady state was not met after the method")
     fth = journal.get("ftharness") or {}
+    unknown = []
     if not fth:
-        reasons.append("no ftharness run in this journal")
-    elif not fth.get("matches_expectation"):
-        reasons.extend(fth.get("mismatches") or ["the run missed its expectation"])
-    return {"passed": not reasons, "reasons": reasons}
+        unknown.append("no ftharness run in this journal")
+    else:
+        run_verdict = fth.get("run_verdict")
+        reasons.extend(fth.get("mismatches") or [])
+        unknown.extend(fth.get("inconclusive") or [])
+        if run_verdict not in ("PASS", "FAIL", "INCONCLUSIVE"):
+            unknown.append("the run has no verdict")
+        elif run_verdict == "FAIL" and not fth.get("mismatches"):
+            reasons.append("the run missed its expectation")
+    verdict = "FAIL" if reasons else "INCONCLUSIVE" if unknown else "PASS"
+    return {"verdict": verdict, "passed": verdict == "PASS", "reasons": reasons + unknown}

@@ -1,0 +1,144 @@
+"""Fault landing evidence (faults/*.landing), pure: for each kind, a history
+where the fault took effect lands, and one where the evidence is missing does
+not. A fault that did not land makes the run INCONCLUSIVE (tests/test_verdict.py)."""
+
+import pytest
+
+from faults import make_fault
+from faults.base import judge_landing
+
+NODE = "n" * 56
+
+
+def group(seq, aid="a1", pids=(10, 11), node=NODE):
+    return {"seq": seq, "kind": "worker_group_started", "attempt_id": aid, "t": seq,
+            "workers": [{"rank": r, "pid": p, "node_id": node} for r, p in enumerate(pids)]}
+
+
+def injected(seq, fault=0, **hit):
+    return {"seq": seq, "kind": "fault_injected", "fault": fault, "t": seq, "t_done": seq, "target_hit": hit}
+
+
+def failure(seq, budget="worker_group", **kw):
+    return {"seq": seq, "kind": "failure", "budget": budget, "decision": "RETRY", "t": seq,
+            "error_type": kw.pop("error_type", "WorkerGroupError"), **kw}
+
+
+def run_end(seq, outcome="succeeded", error_type=None):
+    return {"seq": seq, "kind": "run_end", "outcome": outcome, "error_type": error_type, "t": seq}
+
+
+def land(kind, events, **spec):
+    return judge_landing(make_fault(0, {"kind": kind, "at": {"step": 1}, **spec}), events)
+
+
+@pytest.mark.parametrize("kind", ["kill_worker", "hang_worker", "crash_worker"])
+def test_worker_fault_lands_on_a_live_attempt_followed_by_a_failure(kind):
+    events = [group(1), injected(2, pid=11, rank=1), failure(3), run_end(9)]
+    got = land(kind, events)
+    assert got.status == "landed" and got.budget == "worker_group" and got.failure_seq == 3
+    assert "failure seq 3" in got.evidence
+
+
+def test_worker_fault_without_a_failure_did_not_land():
+    got = land("kill_worker", [group(1), injected(2, pid=11, rank=1), run_end(9)])
+    assert got.status == "missed" and "no failure decision followed" in got.evidence
+
+
+def test_kill_of_a_worker_whose_attempt_had_ended_did_not_land():
+    events = [group(1), {"seq": 2, "kind": "worker_group_shutdown", "attempt_id": "a1"},
+              injected(3, pid=11, rank=1), failure(4), run_end(9)]
+    got = land("kill_worker", events)
+    assert got.status == "missed" and "no running attempt" in got.evidence
+
+
+def test_skipped_and_never_fired_faults_did_not_land():
+    skipped = [{"seq": 1, "kind": "fault_skipped", "fault": 0, "reason": "rank 3 is not in the group"}]
+    assert land("kill_worker", skipped).status == "missed"
+    assert "rank 3" in land("kill_worker", skipped).evidence
+    never = land("kill_worker", [group(1), run_end(2)])
+    assert never.status == "missed" and "never fired" in never.evidence
+    live = judge_landing(make_fault(0, {"kind": "kill_worker", "at": {"step": 1}}), [group(1)], final=False)
+    assert live.status == "pending"
+
+
+def test_node_fault_lands_only_if_the_node_hosted_ranks():
+    events = [group(1), injected(2, node_id=NODE, ranks=[0, 1]), failure(3), run_end(9)]
+    assert land("kill_node", events).status == "landed"
+    other = [group(1), injected(2, node_id="m" * 56, ranks=[]), failure(3), run_end(9)]
+    assert "hosted no rank" in land("kill_node", other).evidence
+
+
+def preemption(kill_ms_after_deadline=None, failure_at=None, end_first=False):
+    events = [group(1), injected(2, node_id=NODE, ranks=[0, 1], deadline_ms=5000)]
+    if end_first:
+        events.append(run_end(3))
+    if kill_ms_after_deadline is not None:
+        events.append({"seq": 4, "kind": "fault_action", "fault": 0, "action": "preempted node dies (fault 0)",
+                       "t": 5, "detail": {"ms_after_deadline": kill_ms_after_deadline}})
+    if failure_at is not None:
+        events.append(dict(failure(5, budget="preemption"), t=failure_at))
+    if not end_first:
+        events.append(run_end(9))
+    return events
+
+
+def test_preemption_killed_at_the_deadline_expects_the_preemption_budget():
+    got = land("preempt_node", preemption(kill_ms_after_deadline=12.0, failure_at=6.0))
+    assert got.status == "landed" and got.budget == "preemption"
+
+
+def test_preemption_killed_before_the_deadline_expects_max_failures():
+    got = land("preempt_node", preemption(kill_ms_after_deadline=-2000.0, failure_at=3.5))
+    assert got.status == "landed" and got.budget == "worker_group"
+
+
+def test_preemption_waited_out_by_the_controller_expects_the_preemption_budget():
+    got = land("preempt_node", preemption(failure_at=5.2))  # PreemptionError before the kill
+    assert got.budget == "preemption"
+
+
+def test_preempted_node_that_dies_after_the_run_ended_did_not_land():
+    got = land("preempt_node", preemption(kill_ms_after_deadline=5.0, end_first=True))
+    assert got.status == "missed" and "before the node died" in got.evidence
+
+
+def test_corrupted_checkpoint_lands_when_a_restart_restores_it():
+    hit = {"checkpoint": "checkpoint_x", "path": "/s/checkpoint_x/state.pt", "how": "bitflip"}
+    restored = {"seq": 5, "kind": "worker_start", "rank": 0, "restored_checkpoint": "checkpoint_x",
+                "restored_intact": False}
+    got = land("corrupt_checkpoint", [group(1), injected(2, **hit), failure(3), restored, run_end(9)])
+    assert got.status == "landed" and "digest mismatch" in got.evidence and got.budget is None
+    unread = land("corrupt_checkpoint", [group(1), injected(2, **hit), run_end(9)])
+    assert unread.status == "missed" and "no restart restored it" in unread.evidence
+
+
+def test_corrupted_snapshot_lands_when_a_later_fit_reads_it():
+    hit = {"path": "/s/checkpoint_manager_snapshot.json", "how": "snapshot"}
+    later = [{"seq": 4, "kind": "run_start", "fit_index": 2}, dict(run_end(5, "failed", "ControllerError"))]
+    assert land("corrupt_checkpoint", [injected(2, **hit), run_end(3, "failed")] + later).status == "landed"
+    assert land("corrupt_checkpoint", [injected(2, **hit), run_end(3)]).status == "missed"
+
+
+def test_storage_errors_land_when_an_error_reached_ray():
+    action = {"seq": 3, "kind": "fault_action", "fault": 0, "action": "storage fault 0 reached Ray",
+              "detail": {"errors_returned": 2, "delays": 0, "first": {"op": "write", "path": "/s/c/x"}}}
+    assert land("storage_errors", [injected(2, ops=["write"]), action, run_end(9)]).status == "landed"
+    healed = {"seq": 4, "kind": "fault_healed", "fault": 0, "detail": {"errors_returned": 0, "delays": 0}}
+    got = land("storage_errors", [injected(2, ops=["write"]), healed, run_end(9)])
+    assert got.status == "missed" and "no error was returned" in got.evidence
+
+
+def test_starvation_lands_on_a_failed_worker_group_start():
+    starved = failure(4, budget="controller", error_type="ControllerError",
+                      controller_failure="WorkerGroupStartupTimeoutError", decision="RAISE")
+    events = [group(1), injected(2, cpus_requested=3), failure(3), starved, run_end(9, "failed")]
+    got = land("starve_resources", events)
+    assert got.status == "landed" and got.budget == "controller" and got.failure_seq == 4
+    assert land("starve_resources", [group(1), injected(2), failure(3), run_end(9)]).status == "missed"
+
+
+def test_controller_kill_lands_when_fit_raises_actor_died():
+    events = [group(1), injected(2, pid=99), run_end(3, "failed", "ActorDiedError")]
+    assert land("kill_controller", events).status == "landed"
+    assert land("kill_controller", [group(1), injected(2, pid=99), run_end(3)]).status == "missed"

@@ -1,0 +1,248 @@
+"""The verdict rests on evidence: a recorded real history (a worker kill on the
+embedded cluster, tests/data/kill-worker) is PASS as recorded, and never PASS
+once an event is removed, duplicated, reordered, corrupted or altered; a
+consistently re-written history that charges the failure to the wrong budget
+is FAIL. Pinned violations count only with their reason; an expected property
+that judged nothing, or a fault that did not land, is INCONCLUSIVE."""
+
+import hashlib
+import json
+import os
+import shutil
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.cli import main
+from harness.events import read_history, seal
+from scenarios.evaluate import evaluate
+from scenarios.schema import parse_scenario
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+KILL = os.path.join(DATA, "kill-worker")
+
+
+def lines_of(folder):
+    with open(os.path.join(folder, "history.jsonl"), "rb") as f:
+        return f.read().split(b"\n")[:-1]
+
+
+def copy_with(tmp_path, lines, src=KILL, name="run"):
+    dst = tmp_path / name
+    shutil.copytree(src, dst)
+    (dst / "history.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
+    return str(dst)
+
+
+def reseal(events):
+    """Lines for `events` with a fresh, consistent history_end: what a harness
+    recording a different (e.g. mis-charged) run would have written."""
+    body = [dict(e) for e in events if e.get("kind") != "history_end"]
+    counts, digest, out = {}, hashlib.sha256(), []
+    for i, e in enumerate(body, 1):
+        e["seq"] = i
+        if e.get("emitter"):
+            counts[e["emitter"]] = counts.get(e["emitter"], 0) + 1
+        line = json.dumps(e).encode()
+        digest.update(line + b"\n")
+        out.append(line)
+    end = {"kind": "history_end", "source": "history", "events": len(body), "emitters": counts,
+           "digest": digest.hexdigest(), "seq": len(body) + 1, "t": body[-1]["t"], "fit_index": 1}
+    end["seal"] = seal(end)
+    return out + [json.dumps(end).encode()]
+
+
+def verdict(folder, capsys=None):
+    code = main(["check", folder])
+    out = capsys.readouterr().out if capsys else ""
+    return code, out
+
+
+def test_recorded_history_is_complete_and_passes(capsys):
+    read = read_history(KILL)
+    assert read.problems == []
+    code, out = verdict(KILL, capsys)
+    assert code == 0 and out.strip().splitlines()[-1] == "PASS kill-worker"
+    assert "LANDED fault 0 (kill_worker)" in out
+
+
+MUTATIONS = ["remove", "duplicate", "swap", "truncate", "garble", "alter"]
+
+
+@settings(max_examples=int(os.environ.get("FTHARNESS_MUTATIONS", "150")), deadline=None)
+@given(how=st.sampled_from(MUTATIONS), data=st.data())
+def test_a_damaged_history_is_never_pass(tmp_path_factory, how, data):
+    lines = lines_of(KILL)
+    i = data.draw(st.integers(0, len(lines) - 1), label="line")
+    if how == "remove":
+        lines = lines[:i] + lines[i + 1:]
+    elif how == "duplicate":
+        lines = lines[:i + 1] + [lines[i]] + lines[i + 1:]
+    elif how == "swap":
+        j = data.draw(st.integers(0, len(lines) - 1).filter(lambda j: lines[j] != lines[i]), label="other")
+        lines[i], lines[j] = lines[j], lines[i]
+    elif how == "truncate":
+        lines[i] = lines[i][: len(lines[i]) // 2]
+    elif how == "garble":
+        lines[i] = lines[i].replace(b'"', b"'", 1)
+    else:  # alter one value inside a well-formed event
+        e = json.loads(lines[i])
+        key = data.draw(st.sampled_from(sorted(k for k in e if k not in ("kind",))), label="key")
+        e[key] = "tampered" if e[key] != "tampered" else 0
+        lines[i] = json.dumps(e).encode()
+    folder = copy_with(tmp_path_factory.mktemp("h"), lines)
+    code, _ = verdict(folder)
+    assert code in (1, 3), f"{how} line {i}: exit {code}"
+
+
+@pytest.mark.parametrize("content", [None, b"", b"\x00\x01garbage\xff\n", b"not json\n{}\n", b"[1, 2]\n"])
+def test_check_on_a_missing_empty_or_garbage_history_is_inconclusive(tmp_path, content, capsys):
+    folder = tmp_path / "run"
+    shutil.copytree(KILL, folder)
+    if content is None:
+        os.remove(folder / "history.jsonl")
+    else:
+        (folder / "history.jsonl").write_bytes(content)
+    code, out = verdict(str(folder), capsys)
+    assert code == 3 and "INCONCLUSIVE" in out and "PASS kill-worker" not in out
+
+
+def test_check_on_a_folder_that_is_no_results_folder_is_bad_input(tmp_path, capsys):
+    assert main(["check", str(tmp_path / "nope")]) == 2
+    assert main(["check", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and all(len(line) <= 300 for line in err.splitlines())
+
+
+def test_worker_kill_charged_to_the_preemption_budget_fails(tmp_path, capsys):
+    """A history shaped exactly like the real one, consistent in itself (counts,
+    manifest, digest), but with Ray charging the SIGKILL to max_preemption_failures."""
+    events = read_history(KILL).events
+    for e in events:
+        if e["kind"] == "failure":
+            e.update(budget="preemption", counts={"worker_group": 0, "preemption": 1, "controller": 0})
+    folder = copy_with(tmp_path, reseal(events))
+    scenario = os.path.join(folder, "scenario.yaml")
+    text = open(scenario).read().replace("max_preemption_failures: 0", "max_preemption_failures: 1")
+    open(scenario, "w").write(text)
+    assert read_history(folder).problems == []
+    code, out = verdict(folder, capsys)
+    assert code == 1 and "FAIL budget_accounting" in out
+    assert "the injected kill_worker is charged to worker_group" in out
+
+
+def scenario(**expect):
+    return parse_scenario({"name": "k", "workload": {"num_workers": 2, "steps": 12, "checkpoint_every": 2},
+                           "failure_config": {"max_failures": 1},
+                           "faults": [{"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 5}}],
+                           "expect": {"outcome": "succeeded", **expect}})
+
+
+def judged(sc, events=None, outcome=None, problems=None):
+    read = read_history(KILL)
+    summary = json.load(open(os.path.join(KILL, "summary.json")))
+    out = outcome or {"outcome": "succeeded", "error": None, "error_type": None,
+                      "return_value": {"acc": summary["final_state"]["accumulators"]}}
+    return evaluate(sc, events if events is not None else read.events, out,
+                    read.problems if problems is None else problems)
+
+
+def test_default_expectation_is_every_applicable_property():
+    s = judged(scenario())
+    assert s["verdict"] == "PASS", s["mismatches"] + s["inconclusive"]
+    assert s["expected_properties"] == ["exactly_once_restore", "budget_accounting", "shard_reassignment",
+                                        "no_zombie_writes", "recovers"]
+
+
+def test_a_fault_that_did_not_land_is_inconclusive():
+    events = [e for e in read_history(KILL).events if e["kind"] != "fault_injected"]
+    s = judged(scenario(), events, problems=[])
+    assert s["verdict"] == "INCONCLUSIVE"
+    assert any("fault 0 (kill_worker) did not land: never fired" in r for r in s["inconclusive"])
+
+
+def test_outcome_mismatch_without_evidence_is_inconclusive_not_fail():
+    events = [e for e in read_history(KILL).events if e["kind"] != "fault_injected"]
+    s = judged(scenario(), events, {"outcome": "failed", "error_type": "X", "error": "x"}, problems=[])
+    assert s["verdict"] == "INCONCLUSIVE" and any("evidence is incomplete" in r for r in s["inconclusive"])
+
+
+def test_an_expected_property_that_judged_nothing_is_inconclusive():
+    events = [dict(e, rows=None) if e["kind"] == "step" else e for e in read_history(KILL).events]
+    s = judged(scenario(properties=["shard_reassignment"]), events, problems=[])
+    assert s["verdict"] == "INCONCLUSIVE" and "not judged" in s["inconclusive"][0]
+
+
+def test_pinned_violation_counts_only_with_its_reason():
+    events = read_history(KILL).events
+    for e in events:  # plant a digest mismatch on the restore
+        if e["kind"] == "worker_start" and e.get("restored_checkpoint"):
+            e["restored_intact"] = False
+    pin = [{"property": "exactly_once_restore", "reason": "digest mismatch"}]
+    assert judged(scenario(violations=pin, properties=["budget_accounting"]), events, problems=[])["verdict"] == "PASS"
+    other = [{"property": "exactly_once_restore", "reason": "applied twice"}]
+    s = judged(scenario(violations=other, properties=["budget_accounting"]), events, problems=[])
+    assert s["verdict"] == "FAIL" and "not pinned" in s["mismatches"][0]
+    clean = judged(scenario(violations=pin, properties=["budget_accounting"]))
+    assert clean["verdict"] == "FAIL" and "gap may have closed" in clean["mismatches"][0]
+
+
+def test_a_crashed_check_satisfies_no_pin():
+    events = read_history(KILL).events
+    for e in events:
+        if e["kind"] == "step":
+            e["step"] = "x"  # the checks cannot compare steps: they crash
+    s = judged(scenario(violations=[{"property": "exactly_once_restore", "reason": "crash"}],
+                        properties=["budget_accounting"]), events, problems=[])
+    assert s["verdict"] != "PASS"
+    assert s["properties"]["exactly_once_restore"]["status"] == "not_judged"
+
+
+def test_a_suite_goes_on_past_a_scenario_that_crashes(tmp_path, monkeypatch, capsys):
+    """ftharness itself breaking on one scenario: that one is ERROR with its
+    traceback kept, the others still run, and the suite exits 4."""
+    import contextlib
+
+    from harness import suite
+
+    class Runner:
+        def __init__(self, scenario, cluster, options):
+            self.scenario, self.options = scenario, options
+
+        def run(self):
+            if self.scenario.name == "boom":
+                raise RuntimeError("harness bug")
+            return {"scenario": self.scenario.name, "verdict": "PASS", "outcome": "succeeded", "attempts": 1,
+                    "budgets": {}, "mismatches": [], "inconclusive": []}
+
+    monkeypatch.setattr(suite, "ScenarioRunner", Runner)
+    monkeypatch.setattr(suite, "open_cluster", lambda spec, address=None: contextlib.nullcontext(object()))
+    for name in ("a-first", "boom", "c-last"):
+        (tmp_path / f"{name}.yaml").write_text(f"name: {name}\n")
+    code = main(["suite", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 4 and "2 passed, 0 failed, 0 inconclusive, 1 errors" in out
+    assert "RuntimeError: harness bug" in (tmp_path / "out" / "boom" / "error.txt").read_text()
+    assert json.load(open(tmp_path / "out" / "boom" / "summary.json"))["verdict"] == "ERROR"
+
+
+PREEMPT = os.path.join(DATA, "preempt-node")
+
+
+def test_preemption_charged_to_max_failures_fails(tmp_path, capsys):
+    """A real spot preemption (node killed at its drain deadline), re-recorded
+    consistently with Ray charging it to max_failures instead of the preemption budget."""
+    assert main(["check", PREEMPT]) == 0
+    capsys.readouterr()
+    events = read_history(PREEMPT).events
+    for e in events:
+        if e["kind"] == "failure":
+            e.update(budget="worker_group", counts={"worker_group": 1, "preemption": 0, "controller": 0})
+    folder = copy_with(tmp_path, reseal(events), src=PREEMPT)
+    scenario = os.path.join(folder, "scenario.yaml")
+    text = open(scenario).read().replace("max_failures: 0", "max_failures: 1")
+    open(scenario, "w").write(text)
+    code, out = verdict(folder, capsys)
+    assert code == 1 and "FAIL budget_accounting" in out
+    assert "the injected preempt_node is charged to preemption" in out
