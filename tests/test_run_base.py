@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import pytest
 
-from harness.history import load_history, read_events
+from harness.history import load_history, read_events, read_history
 from harness.workload import WorkloadConfig, expected_accumulators, global_batch, rank_slice
 
 pytestmark = pytest.mark.cluster
@@ -133,5 +133,6 @@ def test_history_survives_killed_emitter(ftharness_cluster, tmp_path):
         ray.get(emit_then_die.options(max_retries=0).remote())
     ray.get(handle.close.remote())
     ray.kill(handle)
-    events = read_events(str(tmp_path))
-    assert [e["step"] for e in events] == list(range(1, 51))
+    read = read_history(str(tmp_path))
+    assert [e["step"] for e in read.events if e["kind"] == "step"] == list(range(1, 51))
+    assert read.problems == ["no run_end: no fit() outcome was recorded"]  # no gap, manifest agrees

@@ -103,7 +103,8 @@ def journal_verdict(journal: Dict[str, Any]) -> Dict[str, Any]:
     if not fth:
         unknown.append("no ftharness run in this journal")
     else:
-        run_verdict = fth.get("run_verdict")
+        # a journal's ftharness section carries `run_verdict`; a summary.json, `verdict`
+        run_verdict = fth.get("run_verdict") or (fth["verdict"] if isinstance(fth.get("verdict"), str) else None)
         reasons.extend(fth.get("mismatches") or [])
         unknown.extend(fth.get("inconclusive") or [])
         if run_verdict not in ("PASS", "FAIL", "INCONCLUSIVE"):
