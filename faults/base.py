@@ -169,7 +169,6 @@ class Fault:
         budget = budget if budget is not None else self.budget
         return Landing(LANDED, f"{what}; then {describe_failure(f)}", budget, f.get("seq"))
 
-
     @property
     def duration_s(self) -> Optional[float]:
         return self.spec.get("duration_s")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from typing import Any, Dict, List
 
 from faults.base import LANDED, PENDING, Fault, FaultContext, FaultSkipped, FaultView, Landing
@@ -28,8 +29,29 @@ from harness.events import MARKER, read_events
 SNAPSHOT = "checkpoint_manager_snapshot.json"
 
 
+REGISTRATION_WAIT_S = 10.0
+
+
 def registered_checkpoints(history_path: str) -> List[str]:
     return [e["path"] for e in read_events(history_path) if e.get("kind") == "checkpoint_registered"]
+
+
+def settled_registrations(history_path: str, wait_s: float = REGISTRATION_WAIT_S) -> List[str]:
+    """Registered checkpoint paths once the last reported checkpoint is among them.
+
+    The controller registers a report only when every rank has made it, a moment
+    after the workers go on. A fault that fires in that moment and damages the
+    "latest" registered checkpoint would hit one the restart no longer restores;
+    so wait (bounded) until the last checkpoint any rank reported is registered.
+    While a trigger's gate holds a rank, no newer report can complete."""
+    deadline = time.time() + wait_s
+    while True:
+        events = read_events(history_path)
+        registered = [e for e in events if e.get("kind") == "checkpoint_registered"]
+        reported = [e.get("checkpoint") for e in events if e.get("kind") == "report" and e.get("checkpoint")]
+        if not reported or reported[-1] in {e.get("checkpoint") for e in registered} or time.time() > deadline:
+            return [e["path"] for e in registered]
+        time.sleep(0.05)
 
 
 def largest_file(directory: str) -> str:
@@ -82,7 +104,7 @@ class CorruptCheckpoint(Fault):
             if not path or not os.path.isdir(path):
                 raise FaultSkipped("in_flight needs a checkpoint_written trigger whose files still exist")
             return path
-        registered = registered_checkpoints(ctx.history_path)
+        registered = settled_registrations(ctx.history_path)
         paths = [p for p in registered if os.path.isdir(p)]  # retention deletes old ones
         if not paths:
             raise FaultSkipped("no registered checkpoint exists yet" if not registered else

@@ -77,6 +77,7 @@ class Injector:
         self.health_check_timeout_s = health_check_timeout_s
         self.hold_released = False
         self._hold_checked = 0.0
+        self._waited: List[str] = []  # faults the hold waited for ("fault 0", ...)
 
     # -------------------------------------------------------------- lifecycle
     def arm(self) -> None:
@@ -118,10 +119,12 @@ class Injector:
         self._hold_checked = now
         waiting = self.unresolved(read_events(self.history_path), now - (progress.get("last_t") or now))
         if waiting:
+            self._waited = sorted(set(self._waited) | {w.split(":")[0] for w in waiting})
             return
         self.hold_released = True
         ray.get(self.history.release_hold.remote(), timeout=30)
-        self.emitter.emit("landing_hold", held_s=round(now - (progress.get("held_since") or now), 3))
+        self.emitter.emit("landing_hold", held_s=round(now - (progress.get("held_since") or now), 3),
+                          waited_for=self._waited)
 
     def unresolved(self, events: List[Dict[str, Any]], quiet_s: float) -> List[str]:
         """Faults that may still take effect, each with why; [] when the hold can go."""

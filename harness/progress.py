@@ -39,8 +39,9 @@ class Progress:
 
     def line(self, p: Dict[str, Any]) -> str:
         step = f"{p.get('step', 0)}/{self.total}" if self.total else str(p.get("step", 0))
+        held = f"  {p['held']} held until faults land" if p.get("held") else ""
         return (f"[{self.name}] step {step}  attempt {p.get('attempt', 0)}  "
-                f"recoveries {p.get('failures', 0)}  events {p.get('events', 0)}  "
+                f"recoveries {p.get('failures', 0)}  events {p.get('events', 0)}{held}  "
                 f"{time.time() - self.t0:5.1f}s")
 
     def update(self, p: Dict[str, Any]) -> None:

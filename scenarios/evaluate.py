@@ -199,12 +199,13 @@ def evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str
         elif verdict["status"] == "not_judged":
             unknown.append(f"property {name} {verdict['explanation']}")
     pin_fail, pin_unknown = pin_problems(scenario, props)
-    violated += pin_fail
+    pin_held = [m for m in pin_fail if "the gap may have closed" in m]
+    violated += [m for m in pin_fail if m not in pin_held]
     unknown += pin_unknown
     if evidence_complete:
-        violated = outcome_mismatch + violated
-    else:  # without its evidence an outcome proves nothing either way
-        unknown += [f"{m}, but the evidence is incomplete" for m in outcome_mismatch]
+        violated = outcome_mismatch + violated + pin_held
+    else:  # without its evidence an outcome, or a violation that did not occur, proves nothing
+        unknown += [f"{m}, but the evidence is incomplete" for m in outcome_mismatch + pin_held]
     verdict = FAIL if violated else INCONCLUSIVE if unknown else PASS
     return {
         "scenario": scenario.name,

@@ -101,7 +101,6 @@ def test_junit_has_a_case_per_scenario_and_property_with_failures_explained(suit
 
 def test_junit_reports_inconclusive_as_skipped_not_failure(tmp_path):
     """A fault that never landed: the verdict case is skipped, with the reason."""
-    from scenarios.synthetic import Plan, generate  # noqa: F401 (same builders as make_results)
     folder = make_results(tmp_path / "runs" / "unlanded", "unlanded", [kill()])
     summary = json.loads((tmp_path / "runs" / "unlanded" / "summary.json").read_text())
     summary.update(verdict="INCONCLUSIVE", matches_expectation=False,

@@ -186,6 +186,10 @@ def test_pinned_violation_counts_only_with_its_reason():
     assert s["verdict"] == "FAIL" and "not pinned" in s["mismatches"][0]
     clean = judged(scenario(violations=pin, properties=["budget_accounting"]))
     assert clean["verdict"] == "FAIL" and "gap may have closed" in clean["mismatches"][0]
+    # the violation did not occur because the fault never landed: that proves nothing
+    unlanded = [e for e in read_history(KILL).events if e["kind"] != "fault_injected"]
+    s = judged(scenario(violations=pin, properties=["budget_accounting"]), unlanded, problems=[])
+    assert s["verdict"] == "INCONCLUSIVE" and any("gap may have closed" in r for r in s["inconclusive"])
 
 
 def test_a_crashed_check_satisfies_no_pin():
