@@ -403,8 +403,9 @@ def check_budget_accounting(events: List[dict], context: dict) -> CheckResult:
     decided (RETRY/RAISE) as the failure config says; the run fails exactly
     when a RAISE happened."""
     h = History(events)
-    if not h.fits or all(h.outcome(f, context)[0] is None for f in h.fits.values()):
-        return not_judged("budget_accounting", "no fit() outcome was recorded")
+    no_outcome = all(h.outcome(f, context)[0] is None for f in h.fits.values())
+    if not any(f.failures for f in h.fits.values()) and no_outcome:  # a mis-charge is judged without one
+        return not_judged("budget_accounting", "no failure and no fit() outcome was recorded")
     violations: List[str] = []
     findings: List[str] = []
     hints = _budget_hints(h, context, findings)
