@@ -9,10 +9,25 @@ the checkpoint snapshot on storage.
 from __future__ import annotations
 
 import signal
-from typing import Any, Dict
+from typing import Any, Dict, List, Optional
 
 from faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultSkipped, FaultView, Landing
 from harness import ray_private as rp
+from harness.events import read_events
+
+
+def own_controller_pid(events: List[Dict[str, Any]]) -> Optional[int]:
+    """The pid of the controller of the run's current fit, as its recorder stated it.
+
+    A shared cluster can hold other runs' controllers (a test's earlier run still
+    shutting down); only this run's own controller is a valid target.
+    """
+    for e in reversed(events):
+        if e.get("source") == "controller" and e.get("pid") is not None:
+            return e["pid"]
+        if e.get("kind") == "run_start":
+            return None  # a new fit whose controller has not spoken yet
+    return None
 
 
 class KillController(Fault):
@@ -34,10 +49,13 @@ class KillController(Fault):
         return bool(self.spec.get("resume"))
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
-        controllers = rp.list_actors(rp.TRAIN_CONTROLLER_CLASS)
-        if not controllers:
-            raise FaultSkipped("no live Train controller")
-        c = controllers[-1]
+        pid = own_controller_pid(read_events(ctx.history_path))
+        if pid is None:
+            raise FaultSkipped("this run's Train controller has recorded nothing yet")
+        live = [c for c in rp.list_actors(rp.TRAIN_CONTROLLER_CLASS) if c["pid"] == pid]
+        if not live:
+            raise FaultSkipped(f"this run's Train controller (pid {pid}) is not alive")
+        c = live[0]
         if not ctx.agents.signal(c["node_id"], c["pid"], signal.SIGKILL):
             raise FaultSkipped(f"controller pid {c['pid']} was already gone")
         return {"actor_id": c["actor_id"], "node_id": c["node_id"], "pid": c["pid"], "how": "SIGKILL"}

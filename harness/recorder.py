@@ -9,6 +9,7 @@ controller killed right after a decision has already handed that decision over.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict
 
 from harness import ray_private as rp
@@ -42,7 +43,8 @@ class ControllerRecorder(rp.ControllerCallback, rp.WorkerGroupCallback, rp.Repor
         if self._emitter is None:
             self._emitter = Emitter(self.run_name, "controller")
         attempt = fields.pop("attempt_id", self._attempt_id)
-        self._emitter.emit(kind, wait=True, attempt_id=attempt, **fields)
+        # pid: the controller this run owns, so kill_controller never hits another run's
+        self._emitter.emit(kind, wait=True, attempt_id=attempt, pid=os.getpid(), **fields)
 
     # ---------------------------------------------------------------- controller
     @_safe

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.cluster
 
 def run(run_scenario, name):
     s = run_scenario(os.path.join(catalog_dir(), f"{name}.yaml"))
-    assert all(f["landed"] for f in s["faults"]), s["faults"]
+    assert all(f["landed"] for f in s["faults"]), [(f["kind"], f["status"], f["evidence"]) for f in s["faults"]]
     assert s["history"]["complete"], s["history"]["problems"]
     return s, read_events(s["results_dir"])
 

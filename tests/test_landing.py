@@ -142,3 +142,14 @@ def test_controller_kill_lands_when_fit_raises_actor_died():
     events = [group(1), injected(2, pid=99), run_end(3, "failed", "ActorDiedError")]
     assert land("kill_controller", events).status == "landed"
     assert land("kill_controller", [group(1), injected(2, pid=99), run_end(3)]).status == "missed"
+
+
+def test_kill_controller_targets_only_its_own_runs_controller():
+    from faults.controller import own_controller_pid
+
+    ctl = lambda pid: {"kind": "controller_state", "source": "controller", "pid": pid}
+    start = {"kind": "run_start", "source": "harness"}
+    assert own_controller_pid([start, ctl(11), ctl(11)]) == 11
+    assert own_controller_pid([start, ctl(11), start, ctl(12)]) == 12   # the resumed fit's controller
+    assert own_controller_pid([start, ctl(11), start]) is None          # new fit, controller not heard yet
+    assert own_controller_pid([]) is None
