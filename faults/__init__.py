@@ -26,7 +26,7 @@ def landings(specs, events, final: bool = True):
 def discover(discover_system: bool = True):
     """Chaos Toolkit's `chaos discover ftharness` imports the first top-level
     package of the distribution, which is this one; the extension lives in
-    harness.ctk."""
-    from harness.ctk import discover as ctk_discover
+    harness.frontends.ctk."""
+    from harness.frontends.ctk import discover as ctk_discover
 
     return ctk_discover(discover_system)

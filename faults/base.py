@@ -29,7 +29,7 @@ class FaultContext:
     """What a fault may use; built by the injector for each injection."""
 
     cluster: Any                       # EmbeddedCluster or ExistingCluster
-    agents: Any                        # harness.agents.Agents
+    agents: Any                        # harness.cluster.agents.Agents
     members: List[Dict[str, Any]]      # current worker group: rank, node_id, pid, actor_id
     storage_dir: str                   # <storage_path>/<run name>: the run's own storage
     history_path: str

@@ -24,7 +24,7 @@ import time
 from typing import Any, Dict, List
 
 from faults.base import LANDED, PENDING, Fault, FaultContext, FaultSkipped, FaultView, Landing
-from harness.events import MARKER, read_events
+from harness.history.records import MARKER, read_events
 
 SNAPSHOT = "checkpoint_manager_snapshot.json"
 

@@ -12,8 +12,8 @@ import signal
 from typing import Any, Dict, List, Optional
 
 from faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultSkipped, FaultView, Landing
-from harness import ray_private as rp
-from harness.events import read_events
+from harness.cluster import ray_private as rp
+from harness.history.records import read_events
 
 
 def own_controller_pid(events: List[Dict[str, Any]]) -> Optional[int]:

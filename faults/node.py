@@ -29,7 +29,7 @@ import time
 from typing import Any, Dict, Optional
 
 from faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultSkipped, FaultView, Landing, describe_failure
-from harness import ray_private as rp
+from harness.cluster import ray_private as rp
 
 
 def _index_of(ctx: FaultContext, node_id: str) -> Optional[int]:

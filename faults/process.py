@@ -7,7 +7,7 @@ process: it stops answering Ray Train's health-check polls, which is the path
 the controller's `RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S` exists for; heal
 sends SIGCONT. A hang inside user code would not trip that check (training runs
 in a thread; polls are answered by the actor's main thread). `crash_worker`
-raises inside the train function: the worker does it itself (harness.instrument,
+raises inside the train function: the worker does it itself (harness.job.instrument,
 from the plan the injector hands out), so only its landing is judged here.
 
 Each lands when it hit a worker of the running attempt and a failure decision
@@ -20,7 +20,7 @@ import signal
 from typing import Any, Dict, Optional
 
 from faults.base import Fault, FaultContext, FaultSkipped
-from harness import ray_private as rp
+from harness.cluster import ray_private as rp
 
 
 class KillWorker(Fault):
@@ -42,7 +42,7 @@ class CrashWorker(Fault):
     kind = "crash_worker"
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
-        raise FaultSkipped("crash_worker is done by the worker itself (harness.instrument)")
+        raise FaultSkipped("crash_worker is done by the worker itself (harness.job.instrument)")
 
 
 class HangWorker(Fault):

@@ -54,7 +54,7 @@ class StarveResources(Fault):
         """Queue hogs until every worker node has one per CPU; returns how many were added."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        from harness import ray_private as rp
+        from harness.cluster import ray_private as rp
 
         hog = _hog_class()
         head = ctx.cluster.head_node_id()

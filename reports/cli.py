@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence
 
-from scenarios.evaluate import EXIT_CANNOT_RUN, EXIT_PASS as EXIT_OK
+from scenarios.verdict import EXIT_CANNOT_RUN, EXIT_PASS as EXIT_OK
 
 
 def _fail(msg: str) -> int:

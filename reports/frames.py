@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 import pandas as pd
 
-from harness.history import HISTORY_FILE, read_events
+from harness.history.records import HISTORY_FILE, read_events
 from reports import metrics
 
 Event = Dict[str, Any]

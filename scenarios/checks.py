@@ -31,7 +31,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
-from harness.workload import ACC_FIELDS, WorkloadConfig, global_batch, rank_slice
+from scenarios.reference_data import ACC_FIELDS, WorkloadConfig, global_batch, rank_slice
 from scenarios import policy_model
 
 Key = Tuple[int, int]          # (fit index, attempt ordinal)

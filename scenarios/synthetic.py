@@ -17,8 +17,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from harness.workload import (WorkloadConfig, accumulate, expected_accumulators, global_batch,
-                              rank_slice)
+from scenarios.reference_data import WorkloadConfig, accumulate, expected_accumulators, global_batch, rank_slice
 from scenarios import policy_model
 
 #: fault class -> (injected fault kind, budget it should be charged to, error type)

@@ -9,8 +9,8 @@ import sys
 import pytest
 import yaml
 
-from harness.ctk.control import journal_verdict, validate_experiment
-from harness.ctk.session import Session
+from harness.frontends.ctk.control import journal_verdict, validate_experiment
+from harness.frontends.ctk.session import Session
 from scenarios.schema import ScenarioError
 
 from conftest import REPO, ray_clusters, run_cli

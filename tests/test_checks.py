@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from harness.workload import WorkloadConfig
+from scenarios.reference_data import WorkloadConfig
 from scenarios.checks import CHECKS, CheckResult, run_checks
 from scenarios.synthetic import FAULTS, Fault, Plan, generate
 

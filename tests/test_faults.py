@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from harness.history import read_events
-from harness.suite import catalog_dir
+from harness.history.records import read_events
+from harness.run.suite import catalog_dir
 
 pytestmark = pytest.mark.cluster
 

@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from harness.workload import WorkloadConfig
+from scenarios.reference_data import WorkloadConfig
 from reports import advice
 from reports.cli import add_subcommands
 from reports.compare import bootstrap_median_diff, compare, write_compare
 from reports.junit import write_junit
-from scenarios.evaluate import evaluate
+from scenarios.verdict import evaluate
 from scenarios.schema import PROPERTIES, parse_scenario
 from scenarios.synthetic import Fault, Plan, generate
 
@@ -32,7 +32,7 @@ RECOVERY_OFFSET = 0.008
 
 def make_results(folder, name, faults=(), failure_config=None, expect=None):
     """A results folder as the runner writes it: history.jsonl, summary.json
-    (scenarios.evaluate over the synthetic history) and scenario.yaml."""
+    (scenarios.verdict over the synthetic history) and scenario.yaml."""
     fc = dict(failure_config or {"max_failures": len(faults)})
     cfg = WorkloadConfig(steps=STEPS, batch_size=4, checkpoint_every=2)
     syn = generate(Plan(cfg, num_workers=2, failure_config=fc, faults=list(faults)))

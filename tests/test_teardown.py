@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from harness.cluster import EmbeddedCluster
-from harness.reaper import descendants
+from harness.cluster.handles import EmbeddedCluster
+from harness.cluster.reaper import descendants
 
 pytestmark = [pytest.mark.exclusive_ray, pytest.mark.slow]
 
@@ -67,8 +67,8 @@ def test_raising_body_leaves_nothing(exclusive_ray):
 
 CHILD = textwrap.dedent("""
     import sys, time
-    from harness.cluster import EmbeddedCluster
-    from harness.reaper import descendants
+    from harness.cluster.handles import EmbeddedCluster
+    from harness.cluster.reaper import descendants
     c = EmbeddedCluster(nodes=2).start()
     import ray
     @ray.remote(num_cpus=1)

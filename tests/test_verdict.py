@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.cli import main
-from harness.events import read_history, seal
-from scenarios.evaluate import evaluate
+from harness.frontends.cli import main
+from harness.history.records import read_history, seal
+from scenarios.verdict import evaluate
 from scenarios.schema import parse_scenario
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
@@ -208,7 +208,7 @@ def test_a_suite_goes_on_past_a_scenario_that_crashes(tmp_path, monkeypatch, cap
     traceback kept, the others still run, and the suite exits 4."""
     import contextlib
 
-    from harness import suite
+    from harness.run import suite
 
     class Runner:
         def __init__(self, scenario, cluster, options):

@@ -13,9 +13,9 @@ from typing import Any, Dict, List, Optional
 
 import ray
 
-from harness.cluster import open_cluster
-from harness.history import read_events
-from harness.runner import RunOptions, ScenarioRunner
+from harness.cluster.handles import open_cluster
+from harness.history.records import read_events
+from harness.run.runner import RunOptions, ScenarioRunner
 from scenarios.schema import Scenario, ScenarioError, parse_scenario
 
 _session: Optional["Session"] = None
@@ -31,7 +31,7 @@ def _session_or_none() -> Optional["Session"]:
 
 def current() -> "Session":
     if _session is None:
-        raise NoSession("no ftharness run: add the control `harness.ctk.control` to the experiment")
+        raise NoSession("no ftharness run: add the control `harness.frontends.ctk.control` to the experiment")
     return _session
 
 

@@ -19,7 +19,7 @@ from typing import Dict, List
 
 import ray
 
-from harness.reaper import descendants
+from harness.cluster.reaper import descendants
 
 NAMESPACE = "ftharness"
 

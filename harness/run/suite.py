@@ -15,8 +15,8 @@ import time
 import traceback
 from typing import Any, Dict, List
 
-from harness.cluster import open_cluster
-from harness.runner import RunOptions, ScenarioRunner
+from harness.cluster.handles import open_cluster
+from harness.run.runner import RunOptions, ScenarioRunner
 from scenarios.schema import Scenario, ScenarioError, load_scenario, one_line
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from typing import Any, Dict
 
-from harness import ray_private as rp
-from harness.history import Emitter
+from harness.cluster import ray_private as rp
+from harness.history.store import Emitter
 
 
 _LIMIT_KEY = {"worker_group": "max_failures", "preemption": "max_preemption_failures",

@@ -7,7 +7,7 @@ it to `history.jsonl` and flushes before it acknowledges; emitters wait for that
 acknowledgement, so a process killed after `emit` returned loses nothing.
 Every emitter numbers its events, and closing the history appends a
 `history_end` manifest, so a lost or altered event is visible to the reader
-(harness.events.read_history).
+(harness.history.records.read_history).
 
 Event kinds and their fields are documented in docs/history.md; the `KINDS`
 table below is the same list in code. `load_history(path)` gives a pandas frame.
@@ -26,8 +26,8 @@ from typing import Any, Dict, List, Optional
 
 import ray
 
-from harness.events import HISTORY_FILE, load_history, read_events, read_history, seal  # noqa: F401 (re-exported)
-from harness.triggers import TriggerBook
+from harness.history.records import seal
+from harness.history.triggers import TriggerBook
 
 NAMESPACE = "ftharness"
 

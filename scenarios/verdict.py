@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from harness.workload import WorkloadConfig, expected_accumulators, expected_accumulators_ray_data
+from scenarios.reference_data import WorkloadConfig, expected_accumulators, expected_accumulators_ray_data
 from scenarios.schema import PROPERTIES, Scenario
 
 BUDGETS = ("worker_group", "preemption", "controller")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any, Dict
 
-from harness.ctk.session import current
+from harness.frontends.ctk.session import current
 
 __all__ = ["training_progresses", "current_step", "current_attempt", "budget_use", "property_holds"]
 
@@ -33,7 +33,7 @@ def current_attempt() -> int:
 
 def budget_use() -> Dict[str, int]:
     """Failures charged so far to each Ray Train budget."""
-    from scenarios.evaluate import budgets_used
+    from scenarios.verdict import budgets_used
 
     return budgets_used(current().events())
 

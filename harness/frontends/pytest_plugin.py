@@ -39,7 +39,7 @@ class SharedCluster:
 
     def get(self):
         if self.cluster is None:
-            from harness.cluster import EmbeddedCluster
+            from harness.cluster.handles import EmbeddedCluster
 
             self.cluster = EmbeddedCluster(**SHARED_SHAPE).start()
         return self.cluster
@@ -84,7 +84,7 @@ def exclusive_ray():
 @pytest.fixture
 def run_scenario(ftharness_cluster, tmp_path):
     """Run a scenario on the shared cluster; returns its summary dict."""
-    from harness.runner import RunOptions, ScenarioRunner
+    from harness.run.runner import RunOptions, ScenarioRunner
     from scenarios.schema import Scenario, load_scenario, parse_scenario
 
     counter = {"n": 0}

@@ -18,7 +18,7 @@ import time
 import traceback
 from typing import List, Optional
 
-from scenarios.evaluate import (EXIT_CANNOT_RUN, EXIT_INTERNAL, EXIT_PASS, exit_code, overall)
+from scenarios.verdict import (EXIT_CANNOT_RUN, EXIT_INTERNAL, EXIT_PASS, exit_code, overall)
 from scenarios.schema import one_line
 
 EXIT_INTERRUPTED = 130
@@ -59,8 +59,8 @@ def print_summary(summary, out: str) -> None:
 
 
 def cmd_run(args) -> int:
-    from harness.cluster import ClusterError
-    from harness.runner import RunOptions, exit_code as summary_exit, run_scenario
+    from harness.cluster.handles import ClusterError
+    from harness.run.runner import RunOptions, exit_code as summary_exit, run_scenario
     from scenarios.schema import ScenarioError, default_scenario_path, load_scenario, parse_scenario
 
     out = args.out
@@ -92,8 +92,8 @@ def cmd_run(args) -> int:
 
 
 def cmd_suite(args) -> int:
-    from harness.cluster import ClusterError
-    from harness.suite import collect, run_suite
+    from harness.cluster.handles import ClusterError
+    from harness.run.suite import collect, run_suite
     from scenarios.schema import ScenarioError
 
     out = args.out
@@ -129,8 +129,8 @@ def _outcome_from_history(events) -> dict:
 
 def cmd_check(args) -> int:
     """Re-judge an existing results folder from its history (no cluster)."""
-    from harness.events import read_history
-    from scenarios.evaluate import evaluate
+    from harness.history.records import read_history
+    from scenarios.verdict import evaluate
     from scenarios.schema import ScenarioError, load_scenario
 
     if not os.path.isdir(args.results):
@@ -164,7 +164,7 @@ def cmd_check(args) -> int:
 
 def cmd_verdict(args) -> int:
     """PASS, FAIL or INCONCLUSIVE of a Chaos Toolkit journal and the run behind it."""
-    from harness.ctk.control import journal_verdict
+    from harness.frontends.ctk.control import journal_verdict
 
     try:
         with open(args.journal) as f:

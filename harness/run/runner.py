@@ -23,10 +23,10 @@ from typing import Any, Callable, Dict, Optional
 import ray
 import yaml
 
-from harness import history as hist
-from harness.cluster import ClusterError, open_cluster
-from harness.injector import Injector, crash_plans
-from harness.workload import WorkloadConfig
+from harness.history import records, store
+from harness.cluster.handles import open_cluster
+from harness.run.injector import Injector, crash_plans
+from scenarios.reference_data import WorkloadConfig
 from scenarios.schema import Scenario, ScenarioError
 
 TICK_S = 0.05  # how often the injector looks for fired triggers
@@ -51,7 +51,7 @@ def resolve_train_fn(scenario: Scenario) -> Callable:
     """The workload's train_loop_per_worker; user modules are shipped by value."""
     w = scenario.workload
     if w.kind == "reference":
-        from harness.workload import train_loop
+        from harness.job.workload import train_loop
 
         return train_loop
     module_name, _, fn_name = w.entrypoint.partition(":")
@@ -104,8 +104,8 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
-    from harness.instrument import instrument
-    from harness.recorder import ControllerRecorder
+    from harness.job.instrument import instrument
+    from harness.job.recorder import ControllerRecorder
 
     fc = spec["failure_config"]
     storage_filesystem = None
@@ -161,10 +161,10 @@ class ScenarioRunner:
             self.resume_of["storage_path"] if self.resume_of
             else os.path.abspath(scenario.workload.storage_path or os.path.join(self.out_dir, "storage"))
         )
-        self.history_path = os.path.join(self.out_dir, hist.HISTORY_FILE)
+        self.history_path = os.path.join(self.out_dir, records.HISTORY_FILE)
         self.history = None
         self.injector = None
-        self.emitter = hist.Emitter(self.run_name, "harness")
+        self.emitter = store.Emitter(self.run_name, "harness")
         self.fit_index = 0
         self.t0 = time.time()
 
@@ -184,7 +184,7 @@ class ScenarioRunner:
         _write_scenario(self.scenario, os.path.join(self.out_dir, "scenario.yaml"))
         self.train_fn = resolve_train_fn(self.scenario)
         self.use_gpu = resolve_use_gpu(self.scenario)
-        self.history = hist.start_history(self.history_path, self.run_name)
+        self.history = store.start_history(self.history_path, self.run_name)
         health = float(self.cluster.train_env().get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600))
         self.injector = Injector(self.scenario, self.cluster, self.history, self.run_name,
                                  os.path.join(self.storage_path, self.run_name), self.history_path,
@@ -251,7 +251,7 @@ class ScenarioRunner:
         }
 
     def _wait(self, ref) -> Dict[str, Any]:
-        from harness.progress import Progress
+        from harness.run.progress import Progress
 
         deadline = time.time() + self.scenario.timeout_s
         self.injector.start()
@@ -277,9 +277,9 @@ class ScenarioRunner:
                             "error": f"fit() did not return within timeout_s={self.scenario.timeout_s}"}
 
     def summarize(self, outcome: Dict[str, Any], wall: float, use_gpu: bool) -> Dict[str, Any]:
-        from scenarios.evaluate import evaluate
+        from scenarios.verdict import evaluate
 
-        read = hist.read_history(self.history_path)
+        read = records.read_history(self.history_path)
         summary = evaluate(self.scenario, read.events, outcome, read.problems, fault_specs=self.injector.specs)
         summary.update({
             "run_name": self.run_name,
@@ -345,7 +345,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
 
 
 def exit_code(summary: Dict[str, Any]) -> int:
-    from scenarios.evaluate import exit_code as of_verdict
+    from scenarios.verdict import exit_code as of_verdict
 
     return of_verdict(summary.get("verdict"))
 

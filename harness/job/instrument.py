@@ -30,9 +30,9 @@ from typing import Any, Callable, Dict, List, Optional
 
 import ray
 
-from harness import ray_private as rp
-from harness.events import MARKER
-from harness.history import Emitter
+from harness.cluster import ray_private as rp
+from harness.history.records import MARKER
+from harness.history.store import Emitter
 
 _current: Optional["WorkerRecorder"] = None
 

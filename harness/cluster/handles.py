@@ -5,7 +5,7 @@ worker nodes, each a real raylet, on this host with `ray.cluster_utils.Cluster`.
 It can add, remove (graceful or not) and replace nodes, and lists nodes with
 their raylet pid and the train worker pids on them. Teardown is guaranteed:
 on `close()` / context exit, on Ctrl-C and SIGTERM (turned into an exception),
-and on a hard crash of this process, where the `harness.reaper` child, which
+and on a hard crash of this process, where the `harness.cluster.reaper` child, which
 holds a pipe to us, kills every process the cluster started.
 
 `ExistingCluster` connects to a running cluster by address and never stops
@@ -28,8 +28,8 @@ from typing import Any, Dict, List, Optional
 
 import ray
 
-from harness import ray_private as rp
-from harness.reaper import alive, descendants, identify, kill_all
+from harness.cluster import ray_private as rp
+from harness.cluster.reaper import alive, descendants, identify, kill_all
 
 #: Ray Core settings per detection profile. "fast" makes GCS declare a dead or
 #: stopped node within ~2-5 s and gives death causes (e.g. `preempted`) time to
@@ -76,7 +76,7 @@ class _Reaper:
 
     def __init__(self):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.reaper", str(os.getpid())],
+            [sys.executable, "-m", "harness.cluster.reaper", str(os.getpid())],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, text=True,
         )
@@ -269,7 +269,7 @@ class EmbeddedCluster:
     def heal(self) -> List[int]:
         """Back to shape between scenarios: dead, paused or drained nodes replaced, node
         count restored, leftover harness actors gone. Returns the new node indices."""
-        from harness import ray_private as rp
+        from harness.cluster import ray_private as rp
 
         draining = set(rp.draining_nodes())  # a drained node is never schedulable again
         alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")} - draining

@@ -1,0 +1,1 @@
+"""The ways in: the `ftharness` CLI, the pytest plugin, the Chaos Toolkit extension."""
