@@ -18,10 +18,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
-
-
-class FaultSkipped(Exception):
-    """The fault could not be done (its target is gone); recorded, not raised."""
+from harness.errors import FaultSkipped
 
 
 @dataclass
@@ -37,6 +34,8 @@ class FaultContext:
     rng: random.Random = field(default_factory=random.Random)
     schedule: Any = None               # callable(delay_s, fn, label): run fn later on the main thread
     record: Any = None                 # callable(label, detail): record a fault_action now
+    ops: Any = None                    # Ray operations (harness.cluster.ray_private), handed in so
+                                       # that faults never import the cluster layer
 
     def member(self, rank: int) -> Dict[str, Any]:
         for m in self.members:

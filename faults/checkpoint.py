@@ -23,7 +23,8 @@ import shutil
 import time
 from typing import Any, Dict, List
 
-from faults.base import LANDED, PENDING, Fault, FaultContext, FaultSkipped, FaultView, Landing
+from faults.base import LANDED, PENDING, Fault, FaultContext, FaultView, Landing
+from harness.errors import FaultSkipped
 from harness.history.records import MARKER, read_events
 
 SNAPSHOT = "checkpoint_manager_snapshot.json"

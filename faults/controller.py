@@ -11,8 +11,8 @@ from __future__ import annotations
 import signal
 from typing import Any, Dict, List, Optional
 
-from faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultSkipped, FaultView, Landing
-from harness.cluster import ray_private as rp
+from faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing
+from harness.errors import FaultSkipped
 from harness.history.records import read_events
 
 
@@ -52,7 +52,7 @@ class KillController(Fault):
         pid = own_controller_pid(read_events(ctx.history_path))
         if pid is None:
             raise FaultSkipped("this run's Train controller has recorded nothing yet")
-        live = [c for c in rp.list_actors(rp.TRAIN_CONTROLLER_CLASS) if c["pid"] == pid]
+        live = [c for c in ctx.ops.list_actors(ctx.ops.TRAIN_CONTROLLER_CLASS) if c["pid"] == pid]
         if not live:
             raise FaultSkipped(f"this run's Train controller (pid {pid}) is not alive")
         c = live[0]

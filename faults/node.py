@@ -28,8 +28,8 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, Optional
 
-from faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultSkipped, FaultView, Landing, describe_failure
-from harness.cluster import ray_private as rp
+from faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, describe_failure
+from harness.errors import FaultSkipped
 
 
 def _index_of(ctx: FaultContext, node_id: str) -> Optional[int]:
@@ -124,7 +124,7 @@ class PreemptNode(NodeFault):
         notice = float(self.spec.get("notice_s") or 3.0)
         offset = float(self.spec.get("kill_offset_s") or 0.0)
         deadline_ms = int((time.time() + notice) * 1000)
-        rp.drain_node_for_preemption(rp.gcs_address(), node_id, deadline_ms, "ftharness: spot preemption")
+        ctx.ops.drain_node_for_preemption(ctx.ops.gcs_address(), node_id, deadline_ms, "ftharness: spot preemption")
         ranks = sorted(m["rank"] for m in ctx.members if m["node_id"] == node_id)
 
         def kill() -> Dict[str, Any]:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import signal
 from typing import Any, Dict, Optional
 
-from faults.base import Fault, FaultContext, FaultSkipped
-from harness.cluster import ray_private as rp
+from faults.base import Fault, FaultContext
+from harness.errors import FaultSkipped
 
 
 class KillWorker(Fault):
@@ -29,7 +29,7 @@ class KillWorker(Fault):
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         v = self.victim(ctx)
         if self.spec.get("graceful"):
-            rp.kill_actor_by_id(v["actor_id"], no_restart=True)
+            ctx.ops.kill_actor_by_id(v["actor_id"], no_restart=True)
             how = "ray.kill"
         else:
             if not ctx.agents.signal(v["node_id"], v["pid"], signal.SIGKILL):

@@ -54,12 +54,10 @@ class StarveResources(Fault):
         """Queue hogs until every worker node has one per CPU; returns how many were added."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        from harness.cluster import ray_private as rp
-
         hog = _hog_class()
         head = ctx.cluster.head_node_id()
         added = 0
-        for node_id, total in rp.total_cpus_per_node().items():
+        for node_id, total in ctx.ops.total_cpus_per_node().items():
             if node_id == head:
                 continue
             mine = self._hogs.setdefault(node_id, [])

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Literal, Optional, Tuple, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from harness.errors import ScenarioError
 
 FAULT_KINDS = (
     "kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node",
@@ -23,10 +24,6 @@ PROPERTIES = ("exactly_once_restore", "budget_accounting", "shard_reassignment",
               "no_zombie_writes", "recovers")
 TRIGGER_EVENTS = ("checkpoint_written", "checkpoint_reported", "checkpoint_registered",
                   "attempt_started", "restored")
-
-
-class ScenarioError(ValueError):
-    """A scenario that cannot run; the message is one line for the user."""
 
 
 MAX_FILE_BYTES = 1 << 20    # a scenario is a page of YAML, not a data file

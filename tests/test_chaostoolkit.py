@@ -11,7 +11,7 @@ import yaml
 
 from harness.frontends.ctk.control import journal_verdict, validate_experiment
 from harness.frontends.ctk.session import Session
-from scenarios.schema import ScenarioError
+from harness.errors import ScenarioError
 
 from conftest import REPO, ray_clusters, run_cli
 

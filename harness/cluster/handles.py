@@ -30,6 +30,7 @@ import ray
 
 from harness.cluster import ray_private as rp
 from harness.cluster.reaper import alive, descendants, identify, kill_all
+from harness.errors import ClusterError
 
 #: Ray Core settings per detection profile. "fast" makes GCS declare a dead or
 #: stopped node within ~2-5 s and gives death causes (e.g. `preempted`) time to
@@ -65,10 +66,6 @@ class NodeInfo:
     raylet_pid: Optional[int]
     resources: Dict[str, float] = field(default_factory=dict)
     train_worker_pids: List[int] = field(default_factory=list)
-
-
-class ClusterError(RuntimeError):
-    """The cluster could not be started or reached; one line for the user."""
 
 
 class _Reaper:

@@ -19,6 +19,7 @@ import traceback
 from typing import List, Optional
 
 from scenarios.verdict import (EXIT_CANNOT_RUN, EXIT_INTERNAL, EXIT_PASS, exit_code, overall)
+from harness.errors import ClusterError, ScenarioError
 from scenarios.schema import one_line
 
 EXIT_INTERRUPTED = 130
@@ -59,9 +60,8 @@ def print_summary(summary, out: str) -> None:
 
 
 def cmd_run(args) -> int:
-    from harness.cluster.handles import ClusterError
     from harness.run.runner import RunOptions, exit_code as summary_exit, run_scenario
-    from scenarios.schema import ScenarioError, default_scenario_path, load_scenario, parse_scenario
+    from scenarios.schema import default_scenario_path, load_scenario, parse_scenario
 
     out = args.out
     try:
@@ -92,9 +92,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_suite(args) -> int:
-    from harness.cluster.handles import ClusterError
     from harness.run.suite import collect, run_suite
-    from scenarios.schema import ScenarioError
 
     out = args.out
     try:
@@ -131,7 +129,7 @@ def cmd_check(args) -> int:
     """Re-judge an existing results folder from its history (no cluster)."""
     from harness.history.records import read_history
     from scenarios.verdict import evaluate
-    from scenarios.schema import ScenarioError, load_scenario
+    from scenarios.schema import load_scenario
 
     if not os.path.isdir(args.results):
         return _fail(f"{args.results}: not a results folder (no such directory)")
@@ -185,7 +183,7 @@ def cmd_verdict(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from scenarios.schema import ScenarioError, load_scenario
+    from scenarios.schema import load_scenario
 
     status = EXIT_PASS
     for path in args.scenarios:

@@ -33,6 +33,7 @@ import ray
 from harness.cluster import ray_private as rp
 from harness.history.records import MARKER
 from harness.history.store import Emitter
+from harness.errors import ChaosCrash
 
 _current: Optional["WorkerRecorder"] = None
 
@@ -65,10 +66,6 @@ def checkpoint_written(step: int, local_path: str) -> None:
     if _current is not None:
         _current.emit("checkpoint_written", step=step, local_path=local_path)
         _current.crash_point("after_checkpoint_write", step)
-
-
-class ChaosCrash(RuntimeError):
-    """Raised inside the train function by a crash_worker fault (the user-bug class)."""
 
 
 def read_marker(checkpoint) -> Optional[Dict[str, Any]]:

@@ -31,7 +31,9 @@ from typing import Any, Callable, Dict, List, Optional
 import ray
 
 from faults import make_fault
-from faults.base import PENDING, FaultContext, FaultSkipped, FaultView, judge_landing
+from faults.base import PENDING, FaultContext, FaultView, judge_landing
+from harness.errors import FaultSkipped
+from harness.cluster import ray_private as rp
 from harness.cluster.agents import Agents
 from harness.history.records import read_events
 from harness.history.store import Emitter
@@ -192,7 +194,7 @@ class Injector:
 
         return FaultContext(cluster=self.cluster, agents=self.agents, members=list(self._members),
                             storage_dir=self.storage_dir, history_path=self.history_path, event=event,
-                            rng=self.rng, schedule=schedule, record=record)
+                            rng=self.rng, schedule=schedule, record=record, ops=rp)
 
     def _fire(self, index: int, t_requested: float, event: Dict[str, Any], gated: bool) -> Dict[str, Any]:
         fault = self.faults[index]

@@ -27,7 +27,8 @@ from harness.history import records, store
 from harness.cluster.handles import open_cluster
 from harness.run.injector import Injector, crash_plans
 from scenarios.reference_data import WorkloadConfig
-from scenarios.schema import Scenario, ScenarioError
+from scenarios.schema import Scenario
+from harness.errors import ScenarioError
 
 TICK_S = 0.05  # how often the injector looks for fired triggers
 

@@ -17,7 +17,8 @@ from typing import Any, Dict, List
 
 from harness.cluster.handles import open_cluster
 from harness.run.runner import RunOptions, ScenarioRunner
-from scenarios.schema import Scenario, ScenarioError, load_scenario, one_line
+from scenarios.schema import Scenario, load_scenario, one_line
+from harness.errors import ScenarioError
 
 
 def catalog_dir() -> str:

@@ -24,7 +24,7 @@ from chaoslib.exceptions import InterruptExecution
 from harness.frontends.ctk import actions
 from harness.frontends.ctk.session import Session, _session_or_none, validate_fault
 from harness.history.store import Emitter
-from scenarios.schema import ScenarioError
+from harness.errors import ScenarioError
 
 __all__ = ["before_experiment_control", "after_experiment_control", "cleanup_control",
            "validate_experiment"]

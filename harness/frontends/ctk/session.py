@@ -16,13 +16,11 @@ import ray
 from harness.cluster.handles import open_cluster
 from harness.history.records import read_events
 from harness.run.runner import RunOptions, ScenarioRunner
-from scenarios.schema import Scenario, ScenarioError, parse_scenario
+from scenarios.schema import Scenario, parse_scenario
+from harness.errors import ScenarioError
+from harness.errors import NoSession
 
 _session: Optional["Session"] = None
-
-
-class NoSession(RuntimeError):
-    pass
 
 
 def _session_or_none() -> Optional["Session"]:
