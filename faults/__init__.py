@@ -1,4 +1,15 @@
-"""Fault kinds, one small module per family; `make_fault` builds one from its spec."""
+"""Fault kinds, one small module per family, and their one registry.
+
+Each kind is a `Fault` subclass whose `Spec` is its pydantic spec model
+(faults/base.py). `KINDS` below is the registry: the scenario language takes
+`FaultSpec`, the union of every kind's spec model, from it, and `make_fault`
+builds a fault from its spec. Adding a kind: its module (or a class in an
+existing one), and one line here.
+"""
+
+from typing import Annotated, Union
+
+from pydantic import Field
 
 from faults.checkpoint import CorruptCheckpoint
 from faults.controller import KillController
@@ -7,12 +18,29 @@ from faults.process import CrashWorker, HangWorker, KillWorker
 from faults.resources import StarveResources
 from faults.storage import StorageErrors
 
-REGISTRY = {cls.kind: cls for cls in (KillWorker, CrashWorker, HangWorker, KillNode, PreemptNode, PartitionNode,
-                                      CorruptCheckpoint, StorageErrors, StarveResources, KillController)}
+#: the registry: every fault kind, in the order the documentation lists them
+KINDS = (
+    KillWorker,
+    CrashWorker,
+    HangWorker,
+    KillNode,
+    PreemptNode,
+    PartitionNode,
+    CorruptCheckpoint,
+    StorageErrors,
+    StarveResources,
+    KillController,
+)
+
+REGISTRY = {cls.kind: cls for cls in KINDS}
+FAULT_KINDS = tuple(REGISTRY)
+
+#: one fault of a scenario: the spec model its `kind` names
+FaultSpec = Annotated[Union[tuple(cls.Spec for cls in KINDS)], Field(discriminator="kind")]
 
 
 def make_fault(index, spec):
-    """The Fault object for spec (crash_worker is injected by the worker itself)."""
+    """The Fault object for spec, a spec model's dump (crash_worker is injected by the worker itself)."""
     return REGISTRY[spec["kind"]](index, spec)
 
 

@@ -11,14 +11,107 @@ finished, a checkpoint damaged that nobody reads again test nothing. Each kind
 says in `landing(view)`, a pure function over the history, what evidence shows
 that it took effect; `judge_landing` applies it. A fault without that evidence
 makes the run INCONCLUSIVE (design.md), never PASS.
+
+Each kind also owns its spec: a pydantic model (`Spec`) with `kind:
+Literal[...]`, the trigger `at`, a `target` where the kind needs one, and its
+own arguments with their defaults. The scenario language (scenarios.schema)
+takes the union of those models from the registry in faults/__init__.py.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Literal, Optional, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 from harness.errors import FaultSkipped
+from harness.history.triggers import EVENT_TRIGGERS
+
+#: the events a trigger `at: {event: ...}` may name (those the history's trigger book fires on)
+TRIGGER_EVENTS = tuple(EVENT_TRIGGERS)
+
+
+class Strict(BaseModel):
+    """A part of a scenario: unknown keys are refused, and `true` is no number,
+    "3" no integer, NaN and infinities no durations."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class At(Strict):
+    """When a fault fires: exactly one of `step`, `time_s` (seconds after training
+    started) or `event` (its `nth` occurrence); `rank` narrows a step to one rank."""
+
+    step: Optional[int] = Field(None, ge=1)
+    rank: Optional[int] = Field(None, ge=0)
+    time_s: Optional[float] = Field(None, ge=0)
+    event: Optional[Literal[TRIGGER_EVENTS]] = None  # type: ignore[valid-type]
+    nth: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _one(self):
+        given = [k for k in ("step", "time_s", "event") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("needs exactly one of step, time_s, event")
+        if self.rank is not None and self.step is None:
+            raise ValueError("rank only goes with step")
+        return self
+
+
+class Target(Strict):
+    """What a fault hits, resolved when it fires: a worker `rank`, a worker `node`
+    (0-based, head excluded), or `random: true` (a random rank)."""
+
+    rank: Optional[int] = Field(None, ge=0)
+    node: Optional[int] = Field(None, ge=0)
+    random: Optional[bool] = None
+
+    @model_validator(mode="after")
+    def _one(self):
+        given = [k for k in ("rank", "node") if getattr(self, k) is not None] + (["random"] if self.random else [])
+        if len(given) != 1:
+            raise ValueError("needs exactly one of rank, node, random")
+        return self
+
+
+class FaultSpecBase(Strict):
+    """The spec of one fault kind. A subclass narrows `kind` to its Literal and
+    adds its own arguments (None: the fault's own default applies)."""
+
+    kind: str
+    at: At
+
+    @classmethod
+    def kind_name(cls) -> str:
+        """The kind this model is the spec of (its `kind` literal)."""
+        return (get_args(cls.model_fields["kind"].annotation) or ("",))[0]
+
+    @classmethod
+    def arguments(cls) -> List[str]:
+        """The kind's own arguments (besides kind, at and target)."""
+        return [n for n in cls.model_fields if n not in ("kind", "at", "target")]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _own_keys(cls, data: Any) -> Any:
+        """Name a key that is not the kind's, and a missing target, in the kind's own words."""
+        if isinstance(data, dict):
+            for name in data:
+                if name not in cls.model_fields:
+                    raise ValueError(f"{name}: not an argument of {cls.kind_name()} "
+                                     f"(allowed: {', '.join(cls.arguments()) or 'none'})")
+            target = cls.model_fields.get("target")
+            if target is not None and target.is_required() and "target" not in data:
+                raise ValueError(f"target: {cls.kind_name()} needs a target (rank, node or random)")
+        return data
+
+
+class TargetedSpec(FaultSpecBase):
+    """A fault kind that hits a worker or a node: `target` is required."""
+
+    target: Target
 
 
 @dataclass
@@ -117,10 +210,13 @@ def describe_failure(f: Dict[str, Any]) -> str:
 
 
 class Fault:
-    """One fault of a scenario. Subclasses set `kind` and implement `inject`
-    and `landing`."""
+    """One fault of a scenario. Subclasses set `kind` and `Spec` (the spec
+    model, whose `kind` literal is the same) and implement `inject` and
+    `landing`. They receive their spec as a plain dict: the model's dump
+    without absent (None) arguments."""
 
     kind = ""
+    Spec: type = FaultSpecBase
     #: the failure it causes is only seen after Ray Train's worker health-check timeout
     waits_for_health_check = False
     #: seconds after its last action that a fault may still take effect

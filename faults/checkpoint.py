@@ -21,9 +21,11 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Literal
 
-from faults.base import LANDED, PENDING, Fault, FaultContext, FaultView, Landing
+from pydantic import field_validator
+
+from faults.base import LANDED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
 from harness.errors import FaultSkipped
 from harness.history.records import MARKER, read_events
 
@@ -67,8 +69,28 @@ def inside(path: str, root: str) -> bool:
     return os.path.commonpath([path, root]) == root
 
 
+class CorruptCheckpointSpec(FaultSpecBase):
+    """Damage a checkpoint in the run's own storage: `which` one, and `how`."""
+
+    kind: Literal["corrupt_checkpoint"]
+    which: str = "latest"
+    how: Literal["bitflip", "truncate", "delete_file", "delete_dir", "snapshot"] = "bitflip"
+
+    @field_validator("which")
+    @classmethod
+    def _which(cls, v: str) -> str:
+        if v in ("latest", "oldest", "in_flight"):
+            return v
+        if v.startswith("index ") and v[6:].strip().lstrip("-").isdigit():
+            return v
+        raise ValueError(f"must be latest, oldest, in_flight or 'index N' (got {v!r})")
+
+
 class CorruptCheckpoint(Fault):
+    """Corrupts a retained checkpoint on storage (bit flip, truncation, deleted file or folder)."""
+
     kind = "corrupt_checkpoint"
+    Spec = CorruptCheckpointSpec
     budget = None
 
     def landing(self, view: FaultView) -> Landing:

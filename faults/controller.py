@@ -9,9 +9,9 @@ the checkpoint snapshot on storage.
 from __future__ import annotations
 
 import signal
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Literal, Optional
 
-from faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing
+from faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
 from harness.errors import FaultSkipped
 from harness.history.records import read_events
 
@@ -30,8 +30,19 @@ def own_controller_pid(events: List[Dict[str, Any]]) -> Optional[int]:
     return None
 
 
+class KillControllerSpec(FaultSpecBase):
+    """The Train controller actor dies; `resume: true` calls fit() again with the same run name
+    and storage, as an operator would."""
+
+    kind: Literal["kill_controller"]
+    resume: Optional[bool] = None
+
+
 class KillController(Fault):
+    """SIGKILLs this run's Train controller; with resume, fit() is called again."""
+
     kind = "kill_controller"
+    Spec = KillControllerSpec
     budget = None  # no budget covers it: fit() raises ActorDiedError
 
     def landing(self, view: FaultView) -> Landing:

@@ -26,10 +26,42 @@ ended did not land.
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Literal, Optional
 
-from faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, describe_failure
+from pydantic import Field
+
+from faults.base import (LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
+                         describe_failure)
 from harness.errors import FaultSkipped
+
+
+class KillNodeSpec(TargetedSpec):
+    """The target node dies without notice (`graceful`: SIGTERM first); `replace: true` starts
+    a new node `replace_after_s` later."""
+
+    kind: Literal["kill_node"]
+    replace: Optional[bool] = None
+    replace_after_s: Optional[float] = Field(None, ge=0)
+    graceful: Optional[bool] = None
+
+
+class PreemptNodeSpec(TargetedSpec):
+    """Spot preemption: the target node is drained with a deadline `notice_s` ahead and dies at
+    the deadline plus `kill_offset_s`; `replace: true` starts a new node `replace_after_s` later."""
+
+    kind: Literal["preempt_node"]
+    replace: Optional[bool] = None
+    replace_after_s: Optional[float] = Field(None, ge=0)
+    notice_s: float = Field(3.0, gt=0)
+    kill_offset_s: Optional[float] = None
+
+
+class PartitionNodeSpec(TargetedSpec):
+    """The target node's raylet and all its processes are stopped for `duration_s` (default 10)."""
+
+    kind: Literal["partition_node"]
+    duration_s: Optional[float] = Field(None, gt=0)
+    mode: Optional[Literal["pause"]] = None  # "network" (netns per node) is not built yet
 
 
 def _index_of(ctx: FaultContext, node_id: str) -> Optional[int]:
@@ -74,7 +106,10 @@ class NodeFault(Fault):
 
 
 class KillNode(NodeFault):
+    """Kills a worker node without notice (SIGKILL its raylet and processes)."""
+
     kind = "kill_node"
+    Spec = KillNodeSpec
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         node_id = self.victim_node(ctx)
@@ -87,7 +122,10 @@ class KillNode(NodeFault):
 
 
 class PreemptNode(NodeFault):
+    """Drains a node for preemption with notice, then kills it at the deadline."""
+
     kind = "preempt_node"
+    Spec = PreemptNodeSpec
 
     def landing(self, view: FaultView) -> Landing:
         hit = view.hit
@@ -158,7 +196,10 @@ class PreemptNode(NodeFault):
 
 
 class PartitionNode(NodeFault):
+    """Freezes a node's processes (SIGSTOP) for a while: a pause partition."""
+
     kind = "partition_node"
+    Spec = PartitionNodeSpec
     settle_s = 60.0  # GCS must first miss the node's heartbeats
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:

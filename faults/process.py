@@ -17,14 +17,50 @@ followed; Ray charges all three to `max_failures`.
 from __future__ import annotations
 
 import signal
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Literal, Optional
 
-from faults.base import Fault, FaultContext
+from pydantic import Field, model_validator
+
+from faults.base import Fault, FaultContext, TargetedSpec
 from harness.errors import FaultSkipped
+
+CRASH_POINTS = ("before_step", "after_step", "after_checkpoint_write", "before_report", "on_restore")
+
+
+class KillWorkerSpec(TargetedSpec):
+    """SIGKILL the target worker's process; `graceful: true` asks Ray to kill the actor instead."""
+
+    kind: Literal["kill_worker"]
+    graceful: Optional[bool] = None
+
+
+class CrashWorkerSpec(TargetedSpec):
+    """The train function of the target rank raises `ChaosCrash` at `where`."""
+
+    kind: Literal["crash_worker"]
+    where: Literal[CRASH_POINTS] = "before_step"  # type: ignore[valid-type]
+
+    @model_validator(mode="after")
+    def _inside_the_worker(self):
+        if self.target.node is not None:
+            raise ValueError("target: crash_worker takes rank or random (it runs inside the worker)")
+        if self.where != "on_restore" and self.at.step is None:
+            raise ValueError(f"at: crash_worker {self.where} needs {{step: N}}")
+        return self
+
+
+class HangWorkerSpec(TargetedSpec):
+    """SIGSTOP the target worker's process; SIGCONT after `duration_s` (default: when the run ends)."""
+
+    kind: Literal["hang_worker"]
+    duration_s: Optional[float] = Field(None, gt=0)
 
 
 class KillWorker(Fault):
+    """Kills one training worker process (SIGKILL, or SIGTERM when graceful)."""
+
     kind = "kill_worker"
+    Spec = KillWorkerSpec
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         v = self.victim(ctx)
@@ -39,14 +75,20 @@ class KillWorker(Fault):
 
 
 class CrashWorker(Fault):
+    """Raises inside the train function at a chosen point (the user-bug class)."""
+
     kind = "crash_worker"
+    Spec = CrashWorkerSpec
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         raise FaultSkipped("crash_worker is done by the worker itself (harness.job.instrument)")
 
 
 class HangWorker(Fault):
+    """Stops one worker process (SIGSTOP) so the health check must notice."""
+
     kind = "hang_worker"
+    Spec = HangWorkerSpec
     waits_for_health_check = True
 
     def __init__(self, index, spec):

@@ -16,9 +16,11 @@ It lands when a worker-group start failed after it began.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Literal, Optional
 
-from faults.base import LANDED, PENDING, Fault, FaultContext, FaultView, Landing, describe_failure
+from pydantic import Field
+
+from faults.base import LANDED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing, describe_failure
 
 PERIOD_S = 0.25
 STARTUP_ERRORS = ("WorkerGroupStartupTimeoutError", "WorkerGroupStartupFailedError")
@@ -35,8 +37,18 @@ def _hog_class():
     return Hog
 
 
+class StarveResourcesSpec(FaultSpecBase):
+    """Every CPU of every worker node is taken, for `duration_s` (default: until the run ends)."""
+
+    kind: Literal["starve_resources"]
+    duration_s: Optional[float] = Field(None, gt=0)
+
+
 class StarveResources(Fault):
+    """Takes every CPU of the worker nodes with hog actors, so restarts cannot schedule."""
+
     kind = "starve_resources"
+    Spec = StarveResourcesSpec
     budget = "controller"
 
     def __init__(self, index, spec):

@@ -22,12 +22,13 @@ import json
 import os
 import random
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Literal, Optional
 
 import pyarrow as pa
 import pyarrow.fs as pafs
+from pydantic import Field
 
-from faults.base import LANDED, PENDING, Fault, FaultContext, FaultView, Landing
+from faults.base import LANDED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
 
 CONTROL_FILE = ".ftharness-storage-chaos.json"
 HITS_FILE = ".ftharness-storage-chaos.hits"
@@ -204,8 +205,25 @@ def read_hits(path: str) -> Dict[str, Any]:
     return {"errors_returned": len(errors), "delays": len(hits) - len(errors), "first": first}
 
 
+class StorageErrorsSpec(FaultSpecBase):
+    """Operations `ops` (default: write) on paths matching `path_glob` fail at `error_rate`
+    (default 1.0) and/or wait `latency_s` first, for `duration_s` (default: until the run ends);
+    `partial: true` leaves a torn file behind a failing write."""
+
+    kind: Literal["storage_errors"]
+    duration_s: Optional[float] = Field(None, gt=0)
+    ops: Optional[List[Literal["write", "read", "delete", "list", "mkdir", "move"]]] = None
+    path_glob: Optional[str] = None
+    error_rate: Optional[float] = Field(None, ge=0, le=1)
+    latency_s: Optional[float] = Field(None, ge=0)
+    partial: Optional[bool] = None
+
+
 class StorageErrors(Fault):
+    """Makes checkpoint storage operations fail or stall (error rate, latency, partial writes)."""
+
     kind = "storage_errors"
+    Spec = StorageErrorsSpec
     budget = None  # Ray charges it by who failed: a worker's upload, or the controller's snapshot
 
     def control_path(self, ctx: FaultContext) -> str:

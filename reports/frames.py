@@ -252,7 +252,8 @@ def folder_frames(path: str) -> Dict[str, pd.DataFrame]:
 
 
 # ------------------------------------------------------------------- writing
-def _missing(v: Any) -> bool:
+def missing(v: Any) -> bool:
+    """None or NaN: a cell with no value."""
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
@@ -261,9 +262,9 @@ def _storable(df: pd.DataFrame) -> pd.DataFrame:
     hold dicts become JSON text."""
     df = df.copy()
     for col in df.columns[df.dtypes == object]:
-        types = {type(v) for v in df[col] if not _missing(v)}
+        types = {type(v) for v in df[col] if not missing(v)}
         if len(types) > 1 or dict in types:
-            df[col] = df[col].map(lambda v: None if _missing(v) else json.dumps(v, default=str))
+            df[col] = df[col].map(lambda v: None if missing(v) else json.dumps(v, default=str))
     return df
 
 

@@ -28,10 +28,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.transforms import blended_transform_factory
 
+from harness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, PARTS
 from reports import advice
-from reports.frames import Frames, PathLike, _missing, results_folders
+from reports.frames import Frames, PathLike, missing, results_folders
 from reports.junit import labels, outcome_verdicts, property_verdicts
-from reports.metrics import LIMITS, PARTS
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#111;max-width:1500px}
@@ -55,7 +55,7 @@ ATTEMPT_COLORS = ["#4c78a8", "#72b7b2", "#54a24b", "#b279a2", "#9d755d", "#bab0a
 
 # ------------------------------------------------------------------ formatting
 def _text(v: Any, digits: int = 2) -> str:
-    if _missing(v):
+    if missing(v):
         return "–"
     if isinstance(v, (bool, np.bool_)):
         return "yes" if v else "no"
@@ -106,19 +106,20 @@ def _recorded(scenario: Dict[str, Any], key: str, count) -> int:
     """A count from summary.json, else `count()` over the history's frames
     (a run killed before its summary, or a summary without its history)."""
     value = scenario.get(key)
-    return int(count()) if _missing(value) else int(value)
+    return int(count()) if missing(value) else int(value)
 
 
 def _budgets(scenario: Dict[str, Any], decisions: pd.DataFrame) -> str:
     """'worker_group 1/2 · preemption 0/0 ...': failures charged / limit
     (∞ unlimited, ? unknown); the non-retryable class only when charged."""
     parts = []
-    for budget, key in LIMITS.items():
+    for budget in (*BUDGETS, NOT_RETRYABLE):
+        key = LIMIT_FIELD.get(budget)
         used = _recorded(scenario, f"budgets.{budget}", lambda: (decisions["budget"] == budget).sum())
         limit = scenario.get(f"failure_config.{key}") if key else None
         if key is None and not used:
             continue
-        shown = "" if key is None else "/" + ("?" if _missing(limit) else "∞" if limit < 0 else str(int(limit)))
+        shown = "" if key is None else "/" + ("?" if missing(limit) else "∞" if limit < 0 else str(int(limit)))
         parts.append(f"{budget} {used}{shown}")
     return " · ".join(parts)
 
@@ -145,7 +146,7 @@ def summary_frame(frames: Frames) -> pd.DataFrame:
             "verdict": o["verdict"],
             "outcome": o["outcome"],
             "expected": o["expected"],
-            "matches expectation": None if _missing(matches) else bool(matches),
+            "matches expectation": None if missing(matches) else bool(matches),
             "properties": _property_counts(props[props["results"] == r]),
             "attempts": _recorded(s, "attempts", lambda: (frames.attempts["results"] == r).sum()),
             "budgets used/limit": _budgets(s, frames.decisions[frames.decisions["results"] == r]),
@@ -195,20 +196,20 @@ def _rows(df: pd.DataFrame, results: str) -> pd.DataFrame:
 
 def _extent(*times: Iterable[float]):
     """(first, last) time any of the frames recorded: the timeline's range."""
-    found = [float(t) for ts in times for t in ts if not _missing(t)]
+    found = [float(t) for ts in times for t in ts if not missing(t)]
     return min(found, default=0.0), max(found, default=1.0)
 
 
 def _attempt_span(a: Dict[str, Any]):
     begin = next((a[k] for k in ("t_start", "t_group_started", "t_worker_start", "t_first_step")
-                  if not _missing(a.get(k))), a["t_end"])
+                  if not missing(a.get(k))), a["t_end"])
     return begin, a["t_end"]
 
 
 def _attempt_ranks(a: Dict[str, Any], steps: pd.DataFrame) -> List[int]:
     mine = steps[(steps["fit_index"] == a["fit_index"]) & (steps["attempt"] == a["attempt"])]
     ranks = sorted({int(r) for r in mine["rank"].dropna()})
-    return ranks or list(range(int(a["world_size"]) if not _missing(a.get("world_size")) else 1))
+    return ranks or list(range(int(a["world_size"]) if not missing(a.get("world_size")) else 1))
 
 
 def _sublane(i: int) -> float:
@@ -256,7 +257,7 @@ def _draw_recoveries(ax, recovery: pd.DataFrame, t0: float) -> None:
 def _draw_faults(ax, faults: pd.DataFrame, t0: float, gap: float) -> None:
     styles = {"injected": ("#d62728", "-"), "healed": ("#2ca02c", "--"), "skipped": ("#888", ":")}
     top = blended_transform_factory(ax.transData, ax.transAxes)
-    marks = sorted((((f["t_done"] if not _missing(f.get("t_done")) else f["t"]) - t0, f)
+    marks = sorted((((f["t_done"] if not missing(f.get("t_done")) else f["t"]) - t0, f)
                     for f in faults.to_dict("records")), key=lambda m: m[0])
     for (x, f), row in zip(marks, _spaced([x for x, _ in marks], gap)):
         color, ls = styles.get(f["event"], ("#888", ":"))

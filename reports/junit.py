@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, Optional
 import pandas as pd
 import yaml
 
-from reports.frames import Frames, PathLike, _missing
+from reports.frames import Frames, PathLike, missing
 
 SCENARIO_FILE = "scenario.yaml"
 VERDICT_COLUMNS = ["results", "label", "scenario", "property", "passed", "expected", "status",
@@ -53,11 +53,11 @@ def outcome_verdicts(frames: Frames) -> pd.DataFrame:
         problems = [] if got == want else [f"outcome {got or 'not recorded'} (expected {want})"]
         if expect.get("error_type") and s.get("error_type") != expect["error_type"]:
             problems.append(f"error_type {s.get('error_type')} (expected {expect['error_type']})")
-        verdict = None if _missing(s.get("verdict")) else str(s["verdict"])
+        verdict = None if missing(s.get("verdict")) else str(s["verdict"])
         status = {"PASS": "ok", "FAIL": "failure", "INCONCLUSIVE": "skipped", "ERROR": "error"}.get(
             verdict, "ok" if not problems else "failure")
         reasons = [str(r) for key in ("mismatches", "inconclusive") for r in _as_list(s.get(key))]
-        if verdict == "ERROR" and not _missing(s.get("internal_error")):
+        if verdict == "ERROR" and not missing(s.get("internal_error")):
             reasons.append(str(s["internal_error"]))
         rows.append({"results": s["results"], "label": names[s["results"]], "scenario": s.get("scenario"),
                      "outcome": got, "expected": want, "ok": status == "ok", "verdict": verdict or
@@ -71,7 +71,7 @@ def _as_list(v: Any) -> list:
         return list(v)
     if hasattr(v, "tolist"):
         return list(v.tolist())
-    return [] if _missing(v) or v in ("", "[]") else [v]
+    return [] if missing(v) or v in ("", "[]") else [v]
 
 
 def pinned(expect: Dict[str, Any]) -> list:
@@ -105,8 +105,8 @@ def property_verdicts(frames: Frames) -> pd.DataFrame:
         found = {r["property"]: r for r in props[props["results"] == s["results"]].to_dict("records")}
         for name in list(found) + [p for p in wanted if p not in found]:
             r = found.get(name, {})
-            passed = None if _missing(r.get("passed")) else bool(r["passed"])
-            explanation = "" if _missing(r.get("explanation")) else str(r["explanation"])
+            passed = None if missing(r.get("passed")) else bool(r["passed"])
+            explanation = "" if missing(r.get("explanation")) else str(r["explanation"])
             status, message = _property_status(passed, wanted.get(name), explanation)
             rows.append({"results": s["results"], "label": names[s["results"]], "scenario": s.get("scenario"),
                          "property": name, "passed": passed, "expected": wanted.get(name),
@@ -117,7 +117,7 @@ def property_verdicts(frames: Frames) -> pd.DataFrame:
 def _case(suite: ET.Element, classname: str, name: str, status: str, message: str,
           seconds: Any = None) -> None:
     case = ET.SubElement(suite, "testcase", classname=classname, name=name,
-                         time=f"{0.0 if _missing(seconds) else float(seconds):.3f}")
+                         time=f"{0.0 if missing(seconds) else float(seconds):.3f}")
     if status == "failure":
         ET.SubElement(case, "failure", message=message.splitlines()[0] if message else "", type="mismatch").text = message
     elif status == "error":

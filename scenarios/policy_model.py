@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional
 
-BUDGETS = ("worker_group", "preemption", "controller")
+from harness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE
 
 #: failure class -> (budget, error type fit() raises when it is the last failure)
 CLASSES: Dict[str, tuple] = {
@@ -39,14 +39,7 @@ CLASSES: Dict[str, tuple] = {
     "preemption": ("preemption", "PreemptionError"),
     "preemption_death": ("preemption", "WorkerGroupError"),
     "controller": ("controller", "ControllerError"),
-    "controller_fatal": ("none", "ControllerError"),
-}
-
-#: budget -> FailureConfig field that limits it
-LIMIT_KEYS = {
-    "worker_group": "max_failures",
-    "preemption": "max_preemption_failures",
-    "controller": "controller_failure_limit",
+    "controller_fatal": (NOT_RETRYABLE, "ControllerError"),
 }
 
 #: FailureConfig defaults in Ray Train 2.60
@@ -80,7 +73,7 @@ def limits(failure_config: Optional[Mapping]) -> Dict[str, int]:
     """Budget -> limit, with Ray's defaults for missing or None fields."""
     fc = dict(failure_config or {})
     out = {}
-    for budget, key in LIMIT_KEYS.items():
+    for budget, key in LIMIT_FIELD.items():
         value = fc.get(key)
         out[budget] = DEFAULTS[key] if value is None else int(value)
     return out
@@ -101,7 +94,7 @@ def expected_outcome(failure_config: Optional[Mapping], failures: Iterable[str])
         if cls not in CLASSES:
             raise ValueError(f"unknown failure class {cls!r}; expected one of {sorted(CLASSES)}")
         budget, error_type = CLASSES[cls]
-        if budget == "none":
+        if budget == NOT_RETRYABLE:
             decisions.append(Decision(cls, budget, "RAISE", 0, 0, dict(counts)))
         else:
             counts[budget] += 1
@@ -114,7 +107,7 @@ def expected_outcome(failure_config: Optional[Mapping], failures: Iterable[str])
 
 def failure_class(budget: Optional[str], error_type: Optional[str]) -> Optional[str]:
     """The class of a recorded `failure` event (its budget and error type)."""
-    if budget == "none":
+    if budget == NOT_RETRYABLE:
         return "controller_fatal"
     if budget == "preemption":
         return "preemption" if error_type == "PreemptionError" else "preemption_death"

@@ -12,27 +12,18 @@ import re
 from typing import Any, Dict, List, Literal, Optional, Tuple, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from harness.errors import ScenarioError
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
-FAULT_KINDS = (
-    "kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node",
-    "partition_node", "corrupt_checkpoint", "storage_errors", "starve_resources",
-    "kill_controller",
-)
-PROPERTIES = ("exactly_once_restore", "budget_accounting", "shard_reassignment",
-              "no_zombie_writes", "recovers")
-TRIGGER_EVENTS = ("checkpoint_written", "checkpoint_reported", "checkpoint_registered",
-                  "attempt_started", "restored")
+from faults import FAULT_KINDS, FaultSpec
+from faults.base import Strict as _Strict
+from harness.errors import ScenarioError
+from scenarios.properties import PROPERTIES
+
 
 
 MAX_FILE_BYTES = 1 << 20    # a scenario is a page of YAML, not a data file
 MAX_DEPTH = 32              # nesting deeper than this is no scenario
-
-
-class _Strict(BaseModel):
-    # strict: `true` is no number and "3" no integer; NaN and infinities are no durations
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class ClusterSpec(_Strict):
@@ -104,114 +95,6 @@ class FailureConfigSpec(_Strict):
     relax_collectives_on_preemption: bool = False
 
 
-class Trigger(_Strict):
-    step: Optional[int] = Field(None, ge=1)
-    rank: Optional[int] = Field(None, ge=0)
-    time_s: Optional[float] = Field(None, ge=0)
-    event: Optional[Literal[TRIGGER_EVENTS]] = None  # type: ignore[valid-type]
-    nth: int = Field(1, ge=1)
-
-    @model_validator(mode="after")
-    def _one(self):
-        given = [k for k in ("step", "time_s", "event") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ValueError("needs exactly one of step, time_s, event")
-        if self.rank is not None and self.step is None:
-            raise ValueError("rank only goes with step")
-        return self
-
-
-class Target(_Strict):
-    rank: Optional[int] = Field(None, ge=0)
-    node: Optional[int] = Field(None, ge=0)
-    random: Optional[bool] = None
-
-    @model_validator(mode="after")
-    def _one(self):
-        given = [k for k in ("rank", "node") if getattr(self, k) is not None] + (["random"] if self.random else [])
-        if len(given) != 1:
-            raise ValueError("needs exactly one of rank, node, random")
-        return self
-
-
-class FaultSpec(_Strict):
-    kind: str
-    at: Trigger
-    target: Optional[Target] = None
-    # per-kind arguments (validated against the kind below)
-    where: Optional[Literal["before_step", "after_step", "after_checkpoint_write",
-                            "before_report", "on_restore"]] = None
-    duration_s: Optional[float] = Field(None, gt=0)
-    replace: Optional[bool] = None
-    replace_after_s: Optional[float] = Field(None, ge=0)
-    notice_s: Optional[float] = Field(None, gt=0)
-    kill_offset_s: Optional[float] = None
-    mode: Optional[Literal["pause"]] = None  # "network" (netns per node) is not built yet
-    which: Optional[str] = None
-    how: Optional[Literal["bitflip", "truncate", "delete_file", "delete_dir", "snapshot"]] = None
-    ops: Optional[List[Literal["write", "read", "delete", "list", "mkdir", "move"]]] = None
-    path_glob: Optional[str] = None
-    error_rate: Optional[float] = Field(None, ge=0, le=1)
-    latency_s: Optional[float] = Field(None, ge=0)
-    partial: Optional[bool] = None
-    resume: Optional[bool] = None
-    graceful: Optional[bool] = None
-
-    @field_validator("kind")
-    @classmethod
-    def _kind(cls, v):
-        if v not in FAULT_KINDS:
-            raise ValueError(f"unknown fault kind {v!r}; allowed: {', '.join(FAULT_KINDS)}")
-        return v
-
-    @field_validator("which")
-    @classmethod
-    def _which(cls, v):
-        if v is None or v in ("latest", "oldest", "in_flight"):
-            return v
-        if v.startswith("index ") and v[6:].strip().lstrip("-").isdigit():
-            return v
-        raise ValueError("allowed: latest, oldest, in_flight, 'index N'")
-
-    @model_validator(mode="after")
-    def _per_kind(self):
-        allowed = _KIND_ARGS[self.kind]
-        for name in _ALL_ARGS:
-            if getattr(self, name) is not None and name not in allowed:
-                raise ValueError(f"{name}: not an argument of {self.kind} (allowed: {', '.join(sorted(allowed)) or 'none'})")
-        if self.kind in _NEEDS_TARGET and self.target is None:
-            raise ValueError(f"target: {self.kind} needs a target (rank, node or random)")
-        if self.kind == "crash_worker":
-            self.where = self.where or "before_step"
-            if self.target.node is not None:
-                raise ValueError("target: crash_worker takes rank or random (it runs inside the worker)")
-            if self.where != "on_restore" and self.at.step is None:
-                raise ValueError(f"at: crash_worker {self.where} needs {{step: N}}")
-        if self.kind == "preempt_node" and self.notice_s is None:
-            self.notice_s = 3.0
-        if self.kind == "corrupt_checkpoint":
-            self.which = self.which or "latest"
-            self.how = self.how or "bitflip"
-        return self
-
-
-_ALL_ARGS = ("where", "duration_s", "replace", "replace_after_s", "notice_s", "kill_offset_s",
-             "mode", "which", "how", "ops", "path_glob", "error_rate", "latency_s", "partial", "resume", "graceful")
-_KIND_ARGS = {
-    "kill_worker": {"graceful"},
-    "crash_worker": {"where"},
-    "hang_worker": {"duration_s"},
-    "kill_node": {"replace", "replace_after_s", "graceful"},
-    "preempt_node": {"notice_s", "kill_offset_s", "replace", "replace_after_s"},
-    "partition_node": {"duration_s", "mode"},
-    "corrupt_checkpoint": {"which", "how"},
-    "storage_errors": {"ops", "path_glob", "error_rate", "latency_s", "partial", "duration_s"},
-    "starve_resources": {"duration_s"},
-    "kill_controller": {"resume"},
-}
-_NEEDS_TARGET = {"kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node", "partition_node"}
-
-
 class PinnedViolation(_Strict):
     """A known gap of Ray: `property` is expected to FAIL, and only for `reason`
     (a case-insensitive substring every violation of it must contain)."""
@@ -247,11 +130,15 @@ class ExpectSpec(_Strict):
 
 
 class Scenario(_Strict):
+    """An ftharness scenario: the cluster, the training workload, Ray Train's failure
+    budgets, the faults to inject and what the run must show (`expect`)."""
+
     name: str = Field(..., min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     cluster: ClusterSpec = Field(default_factory=ClusterSpec)
     workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
     failure_config: FailureConfigSpec = Field(default_factory=FailureConfigSpec)
+    #: each fault's spec model is chosen by its `kind` (faults/__init__.py: KINDS)
     faults: List[FaultSpec] = Field(default_factory=list)
     expect: ExpectSpec = Field(default_factory=ExpectSpec)
     timeout_s: float = Field(600, gt=0, le=7 * 24 * 3600)
@@ -259,7 +146,7 @@ class Scenario(_Strict):
     #: false models a job that may outrun its faults (they then make the run INCONCLUSIVE)
     landing_hold: bool = True
     #: folder of the scenario file; entrypoint modules are looked up there first
-    base_dir: Optional[str] = Field(None, exclude=True)
+    base_dir: SkipJsonSchema[Optional[str]] = Field(None, exclude=True)
 
     @model_validator(mode="after")
     def _fits(self):
@@ -275,7 +162,7 @@ class Scenario(_Strict):
                 raise ValueError("workload.use_gpu: true needs cluster.gpus_per_node >= 1")
         max_workers = w.num_workers[1] if isinstance(w.num_workers, tuple) else w.num_workers
         for i, f in enumerate(self.faults):
-            t, at = f.target, f.at
+            t, at = getattr(f, "target", None), f.at
             if t is not None and t.rank is not None and t.rank >= max_workers:
                 raise ValueError(f"faults[{i}].target.rank: {t.rank} does not exist "
                                  f"(ranks 0..{max_workers - 1})")
@@ -291,28 +178,42 @@ class Scenario(_Strict):
         return self
 
 
-def _loc(err: Dict[str, Any]) -> str:
+#: labels pydantic puts in a location for the member of a plain union (num_workers, use_gpu)
+_UNION_LABEL = re.compile(r"(int|bool|float|str|tuple\[.*\]|literal\[.*\]|function-.*)")
+
+
+def _loc(loc: Tuple[Any, ...]) -> str:
+    """`faults[0].target.rank` from pydantic's ('faults', 0, 'kill_worker', 'target', 'rank')."""
+    loc = list(loc)
+    if loc[:1] == ["faults"] and len(loc) > 2:
+        del loc[2]  # the discriminated union's tag: the fault kind
     parts = []
-    for p in err.get("loc", ()):
+    for p in loc:
         if isinstance(p, int):
             parts.append(f"[{p}]")
-        elif p in ("function-after", "tagged-union") or str(p).startswith(("function-", "tuple[", "int", "bool", "literal")):
-            continue
-        else:
+        elif not _UNION_LABEL.fullmatch(str(p)):
             parts.append(("." if parts else "") + str(p))
     return "".join(parts)
 
 
 def format_validation_error(e: ValidationError) -> str:
+    """The first error, as `field.path: what is wrong (got value)`."""
     err = e.errors()[0]
-    loc = _loc(err)
+    loc, kind = _loc(err.get("loc", ())), err.get("type")
+    if kind in ("union_tag_invalid", "union_tag_not_found"):  # the fault kind picks the spec model
+        got = repr(err["input"].get("kind")) if isinstance(err.get("input"), dict) else ""
+        got = got if len(got) <= 40 else got[:37] + "..."
+        what = f"unknown fault kind {got}" if kind == "union_tag_invalid" else "a fault needs a kind"
+        return f"{loc}.kind: {what}; allowed: {', '.join(FAULT_KINDS)}"
     msg = err.get("msg", "invalid").replace("Value error, ", "")
-    if err.get("type") == "extra_forbidden":
+    if kind == "extra_forbidden":
         msg = "unknown key"
-    elif err.get("type") == "literal_error":
+    elif kind == "literal_error":
         msg = msg.replace("Input should be", "must be one of")
+    elif kind in ("model_type", "model_attributes_type", "dict_type"):
+        msg = "must be a mapping"
     got = err.get("input")
-    tail = f" (got {got!r})" if err.get("type") not in ("extra_forbidden", "missing", "value_error") and not isinstance(got, dict) else ""
+    tail = f" (got {got!r})" if kind not in ("extra_forbidden", "missing", "value_error") and not isinstance(got, dict) else ""
     head, sep, rest = msg.partition(": ")
     if sep and re.fullmatch(r"[A-Za-z_][\w.\[\]]*", head):  # a validator named the field itself
         if loc.split(".")[-1] == head:
@@ -328,6 +229,11 @@ def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
     """A message for the terminal: one line, at most `limit` characters."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def scenario_json_schema() -> Dict[str, Any]:
+    """The JSON Schema of a scenario file (`ftharness schema`; scenarios/scenario.schema.json)."""
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **Scenario.model_json_schema()}
 
 
 def _depth(data: Any, limit: int) -> int:

@@ -19,7 +19,7 @@ import yaml
 from hypothesis import strategies as st
 
 from scenarios.policy_model import expected_outcome
-from scenarios.schema import PROPERTIES
+from scenarios.properties import PROPERTIES
 
 #: fault kinds quick enough for generated runs, and the failure class each causes
 KIND_CLASS = {

@@ -54,7 +54,7 @@ class Plan:
 class Synthetic:
     events: List[dict]
     context: dict
-    recoveries: List[float]           # seconds from each retried failure to the next first step
+    recoveries: List[float]           # seconds from each fault retried to the next first step (model recoveries)
 
 
 def generate(plan: Plan) -> Synthetic:
@@ -71,7 +71,7 @@ class _Run:
         self.faults = list(plan.faults)
         self.injected: List[dict] = []
         self.latest: Optional[Tuple[str, int, np.ndarray]] = None  # name, step, accumulators
-        self.pending: List[dict] = []      # retried failures awaiting a first step
+        self.pending: List[dict] = []      # faults whose failure was retried, awaiting a first step
         self.recoveries: List[float] = []
         self.fit = 0
         self.pids = 1000
@@ -131,17 +131,18 @@ class _Run:
             return outcome, error
 
     # --------------------------------------------------------------- failures
-    def inject(self) -> Fault:
+    def inject(self) -> Tuple[Fault, dict]:
+        """The next fault, and its fault_injected event."""
         fault = self.faults.pop(0)
         kind, budget, _ = FAULTS[fault.cls]
         index = len(self.injected)
         self.injected.append({"kind": kind, "budget": budget, "fault": index})
-        self.emit("fault_injected", "injector", fault=index, fault_kind=kind, target_asked={},
-                  target_hit={}, t_requested=self.t, t_done=self.t, detail="")
-        return fault
+        event = self.emit("fault_injected", "injector", fault=index, fault_kind=kind, target_asked={},
+                          target_hit={}, t_requested=self.t, t_done=self.t, detail="")
+        return fault, event
 
-    def fail(self, aid: str, fault: Fault, state: str) -> Tuple[str, str]:
-        """The controller meets the failure: (decision, error type)."""
+    def fail(self, aid: str, fault: Fault, state: str, injected: dict) -> Tuple[str, str]:
+        """The controller meets the failure `injected` caused: (decision, error type)."""
         error = FAULTS[fault.cls][2]
         self.classes.append(fault.cls)
         d = policy_model.expected_outcome(self.plan.failure_config, self.classes).decisions[-1]
@@ -149,11 +150,11 @@ class _Run:
         self.emit("controller_state", "controller", attempt_id=aid, prev=state,
                   cur=retry_state if d.decision == "RETRY" else "SHUTTING_DOWN",
                   error_type=error, error="synthetic", worker_failures={})
-        failure = self.emit("failure", "controller", attempt_id=aid, budget=d.budget,
-                            decision=d.decision, error_type=error, count=d.count, counts=d.counts,
-                            drain_timed_out=True if fault.cls == "preemption" else None)
+        self.emit("failure", "controller", attempt_id=aid, budget=d.budget,
+                  decision=d.decision, error_type=error, count=d.count, counts=d.counts,
+                  drain_timed_out=True if fault.cls == "preemption" else None)
         if d.decision == "RETRY":
-            self.pending.append(failure)
+            self.pending.append(injected)
         self.t += fault.recovery_s
         return d.decision, error
 
@@ -163,7 +164,8 @@ class _Run:
             self.emit("attempt_start", "controller", attempt_id=aid, num_workers=ws)
             if not self.faults or self.faults[0].cls not in STARTUP:
                 return None
-            decision, error = self.fail(aid, self.inject(), "SCHEDULING")
+            fault, injected = self.inject()
+            decision, error = self.fail(aid, fault, "SCHEDULING", injected)
             if decision == "RAISE":
                 return error
 
@@ -205,10 +207,10 @@ class _Run:
         return "succeeded", None, None
 
     def crash(self, aid: str, workers: List[dict]):
-        fault = self.inject()
+        fault, injected = self.inject()
         if fault.cls == "controller_kill":
             return "killed", "ActorDiedError", None
-        decision, error = self.fail(aid, fault, "RUNNING")
+        decision, error = self.fail(aid, fault, "RUNNING", injected)
         self.emit("worker_group_shutdown", "controller", attempt_id=aid,
                   errors={str(workers[-1]["rank"]): "ActorDiedError"})
         if decision == "RAISE":
@@ -259,8 +261,10 @@ class _Run:
         return self.emit(kind, "worker", **base, **fields)
 
     def _recovered(self, step_event: dict) -> None:
-        for failure in self.pending:
-            self.recoveries.append(step_event["t"] - failure["t"])
+        """A recovery as harness.history.model measures it: from the fault being
+        done to the first step after it."""
+        for injected in self.pending:
+            self.recoveries.append(step_event["t"] - injected["t_done"])
         self.pending = []
 
     def _pid(self) -> int:

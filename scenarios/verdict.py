@@ -7,40 +7,34 @@ give true, false and :unknown: PASS, FAIL, INCONCLUSIVE (see `evaluate`).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
+from harness.history.model import History, as_history, charged
+from scenarios.properties import PROPERTIES, Facts, applicable, run_checks
 from scenarios.reference_data import WorkloadConfig, expected_accumulators, expected_accumulators_ray_data
-from scenarios.schema import PROPERTIES, Scenario
+from scenarios.schema import Scenario
 
-BUDGETS = ("worker_group", "preemption", "controller")
-
-
-def budgets_used(events: List[Dict[str, Any]]) -> Dict[str, int]:
-    used = {b: 0 for b in BUDGETS}
-    for e in events:
-        if e.get("kind") == "failure" and e.get("budget") in used:
-            used[e["budget"]] += 1
-    return used
+Events = Union[History, Iterable[Dict[str, Any]]]
 
 
-def attempts(events: List[Dict[str, Any]]) -> int:
-    ids = {(e.get("attempt_id")) for e in events if e.get("kind") == "attempt_start"}
-    return len(ids)
+def budgets_used(events: Iterable[Dict[str, Any]]) -> Dict[str, int]:
+    """Failures charged to each budget; never raises, whatever the events."""
+    return charged(events)
 
 
-def last_step(events: List[Dict[str, Any]]) -> int:
-    steps = [int(e.get("step") or 0) for e in events if e.get("kind") == "step"]
-    return max(steps, default=0)
+def attempts(events: Events) -> int:
+    """The attempts the controller started (harness.history.model)."""
+    return len(as_history(events).started())
 
 
-def recovery_times(events: List[Dict[str, Any]]) -> List[float]:
-    """Seconds from each fault (or failure) to the first step of the next attempt."""
-    from reports.metrics import recovery_table
+def last_step(events: Events) -> int:
+    return as_history(events).last_step()
 
-    table = recovery_table(events)
-    if table.empty:
-        return []
-    return [round(float(v), 3) for v in table["recovery_s"].dropna()]
+
+def recovery_times(events: Events) -> List[float]:
+    """Seconds from each fault (or failure) to the first step of the next
+    attempt: the recoveries of harness.history.model, to the millisecond."""
+    return [round(r.recovery_s, 3) for r in as_history(events).recoveries() if r.recovery_s is not None]
 
 
 def final_state(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -79,22 +73,21 @@ def overall(verdicts: List[str]) -> str:
     return PASS if verdicts else INCONCLUSIVE
 
 
-def applicable_properties(scenario: Scenario) -> List[str]:
-    """The properties a run of this scenario can judge: the default of `expect.properties`."""
+def facts(scenario: Scenario) -> Facts:
+    """What the scenario says before it runs, for the properties it expects by default."""
     from faults import REGISTRY
 
     kinds = [f.kind for f in scenario.faults]
-    restarts = any(REGISTRY[k].budget is not None or k == "kill_controller" for k in kinds)
-    retried = any(REGISTRY[k].budget is not None for k in kinds)
-    wanted = {"exactly_once_restore", "budget_accounting"}
-    if scenario.workload.kind == "reference":
-        wanted.add("shard_reassignment")
-    if restarts:
-        wanted.add("no_zombie_writes")
-    if retried and scenario.expect.outcome == "succeeded":
-        wanted.add("recovers")
+    return Facts(reference_workload=scenario.workload.kind == "reference",
+                 restarts=any(REGISTRY[k].budget is not None or k == "kill_controller" for k in kinds),
+                 retried=any(REGISTRY[k].budget is not None for k in kinds),
+                 expect_outcome=scenario.expect.outcome)
+
+
+def applicable_properties(scenario: Scenario) -> List[str]:
+    """The properties a run of this scenario can judge: the default of `expect.properties`."""
     pinned = {p.property for p in scenario.expect.violations}
-    return [p for p in PROPERTIES if p in wanted and p not in pinned]
+    return [p for p in applicable(facts(scenario)) if p not in pinned]
 
 
 def expected_properties(scenario: Scenario) -> List[str]:
@@ -138,8 +131,6 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None) -> Di
 
 
 def run_properties(scenario, events, outcome, state, faults=None) -> Dict[str, Dict[str, Any]]:
-    from scenarios.checks import run_checks
-
     results = run_checks(events, check_context(scenario, events, outcome, state, faults), list(PROPERTIES))
     return {name: {"status": r.status, "passed": r.passed, "explanation": r.explanation,
                    "findings": list(r.findings), "violations": list(r.violations)}
@@ -183,6 +174,7 @@ def evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str
     state = _safe(lambda evs: final_state(scenario, evs, outcome), events, None)
     faults = fault_landings(scenario, events, fault_specs)
     props = run_properties(scenario, events, outcome, state, faults)
+    model = _safe(History, events, events)  # one model for the figures; on a malformed history each fails alone
     expected = expected_properties(scenario)
     violated, unknown = [], [f"history: {p}" for p in history_problems or []]
     unknown += [f"fault {f['index']} ({f['kind']}) did not land: {f['evidence']}" for f in faults if not f["landed"]]
@@ -217,17 +209,17 @@ def evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str
         "mismatches": violated,
         "inconclusive": unknown,
         "expected_properties": expected,
-        "attempts": _safe(attempts, events, 0),
-        "steps": _safe(last_step, events, 0),
+        "attempts": _safe(attempts, model, 0),
+        "steps": _safe(last_step, model, 0),
         "budgets": budgets_used(events),
         "failure_config": scenario.failure_config.model_dump(),
         "faults": faults,
         "properties": props,
         "history": {"complete": not history_problems, "problems": list(history_problems or [])},
-        "recovery_times_s": _safe(recovery_times, events, []),
+        "recovery_times_s": _safe(recovery_times, model, []),
         "final_state": state,
         "metrics": outcome.get("metrics"),
-        "run_metrics": _run_metrics(events),
+        "run_metrics": _run_metrics(model),
         "events": len(events),
     }
 
@@ -240,10 +232,9 @@ def _safe(fn, events, default):
         return default
 
 
-def _run_metrics(events: List[Dict[str, Any]]) -> Dict[str, Any]:
-    from reports.metrics import run_metrics
-
+def _run_metrics(events: Events) -> Dict[str, Any]:
+    """summary.json's `run_metrics` (harness.history.model.History.run_metrics)."""
     try:
-        return run_metrics(events)
+        return as_history(events).run_metrics()
     except Exception as e:  # metrics must never hide the verdict
         return {"error": f"{type(e).__name__}: {e}"}

@@ -114,6 +114,8 @@ BAD = {
                                  b"[{property: recovers, reason: slow}]}\n", "both expected"),
     "pin-without-reason": (b"name: n\nexpect: {violations: [recovers]}\n", "needs a reason"),
     "unknown-kind": (b"name: n\nfaults: [{kind: explode, at: {step: 1}}]\n", "unknown fault kind"),
+    "argument-of-another-kind": (b"name: n\nfaults: [{kind: kill_worker, target: {rank: 0}, at: {step: 1}, "
+                                 b"notice_s: 3}]\n", "faults[0].notice_s: not an argument of kill_worker"),
     "rank-beyond": (b"name: n\nfaults: [{kind: kill_worker, target: {rank: 7}, at: {step: 1}}]\n", "rank: 7"),
     "huge": (b"name: n\n# " + b"x" * (2 << 20) + b"\n", "more than a scenario may hold"),
 }

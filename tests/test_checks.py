@@ -2,6 +2,7 @@
 violations are caught (scenarios/synthetic.py builds the histories)."""
 
 import copy
+import os
 import subprocess
 import sys
 
@@ -10,7 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from scenarios.reference_data import WorkloadConfig
-from scenarios.checks import CHECKS, CheckResult, run_checks
+from scenarios.properties import CHECKS, CheckResult, run_checks
 from scenarios.synthetic import FAULTS, Fault, Plan, generate
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -392,8 +393,22 @@ def test_run_checks_selects_and_survives_malformed_histories():
     assert "crashed" in results["shard_reassignment"].explanation
 
 
+def test_every_property_module_is_registered_in_order():
+    """A property is one module of scenarios/properties and one line of its registry."""
+    import scenarios.properties as props
+
+    folder = os.path.dirname(props.__file__)
+    modules = {f[:-3] for f in os.listdir(folder) if f.endswith(".py") and f not in ("__init__.py", "base.py")}
+    assert set(props.REGISTRY) == modules
+    assert props.PROPERTIES == tuple(CHECKS) == ("exactly_once_restore", "budget_accounting", "shard_reassignment",
+                                                 "no_zombie_writes", "recovers")
+    for name, module in props.REGISTRY.items():
+        assert module.__name__ == f"scenarios.properties.{name}" and CHECKS[name] is module.check
+        assert callable(module.applies)
+
+
 def test_checks_never_import_ray():
-    code = "import sys, scenarios.checks, scenarios.synthetic; assert 'ray' not in sys.modules"
+    code = "import sys, scenarios.properties, scenarios.synthetic, harness.history.model; assert 'ray' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

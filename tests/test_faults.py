@@ -6,7 +6,6 @@ catalog is exercised as the CI chaos suite too.
 """
 
 import os
-import time
 
 import pytest
 

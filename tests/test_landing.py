@@ -3,8 +3,9 @@ where the fault took effect lands, and one where the evidence is missing does
 not. A fault that did not land makes the run INCONCLUSIVE (tests/test_verdict.py)."""
 
 import pytest
+from pydantic import TypeAdapter
 
-from faults import make_fault
+from faults import REGISTRY, FaultSpec, make_fault
 from faults.base import judge_landing
 
 NODE = "n" * 56
@@ -28,8 +29,16 @@ def run_end(seq, outcome="succeeded", error_type=None):
     return {"seq": seq, "kind": "run_end", "outcome": outcome, "error_type": error_type, "t": seq}
 
 
+def spec_of(kind, **args):
+    """The dict a fault gets at run time: its validated spec model's dump (a target where it needs one)."""
+    if "target" in REGISTRY[kind].Spec.model_fields:
+        args.setdefault("target", {"rank": 1})
+    spec = TypeAdapter(FaultSpec).validate_python({"kind": kind, "at": {"step": 1}, **args})
+    return spec.model_dump(mode="json", exclude_none=True)
+
+
 def land(kind, events, **spec):
-    return judge_landing(make_fault(0, {"kind": kind, "at": {"step": 1}, **spec}), events)
+    return judge_landing(make_fault(0, spec_of(kind, **spec)), events)
 
 
 @pytest.mark.parametrize("kind", ["kill_worker", "hang_worker", "crash_worker"])
@@ -58,7 +67,7 @@ def test_skipped_and_never_fired_faults_did_not_land():
     assert "rank 3" in land("kill_worker", skipped).evidence
     never = land("kill_worker", [group(1), run_end(2)])
     assert never.status == "missed" and "never fired" in never.evidence
-    live = judge_landing(make_fault(0, {"kind": "kill_worker", "at": {"step": 1}}), [group(1)], final=False)
+    live = judge_landing(make_fault(0, spec_of("kill_worker")), [group(1)], final=False)
     assert live.status == "pending"
 
 

@@ -141,6 +141,19 @@ def test_worker_kill_recovery_parts():
     assert sum(row[p] for p in metrics.PARTS) == approx(row["recovery_s"])
 
 
+def test_recovers_property_reports_the_tables_recovery_time():
+    """The property judges the recovery the table shows (3.4 s from the kill),
+    not its own (2.59 s from the failure decision, as it once did)."""
+    from scenarios.properties import CHECKS
+
+    context = {"outcome": "succeeded", "failure_config": SUMMARY["failure_config"], "recovery_bound_s": 3.0}
+    result = CHECKS["recovers"](kill_history(), context)
+    assert not result.passed
+    assert result.violations == ["recovery from fault 0 (kill_worker), failure seq 30 (attempt 1, WorkerGroupError) "
+                                 "took 3.40 s (first step: attempt 2 seq 38), over the 3 s bound"]
+    assert CHECKS["recovers"](kill_history(), dict(context, recovery_bound_s=3.5)).passed
+
+
 def test_failure_without_fault_starts_at_the_worker_error():
     table = metrics.recovery_table(kill_history(fault=False, worker_error=True))
     row = row_of(table, source="failure")

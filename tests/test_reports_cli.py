@@ -20,7 +20,8 @@ from reports.cli import add_subcommands
 from reports.compare import bootstrap_median_diff, compare, write_compare
 from reports.junit import write_junit
 from scenarios.verdict import evaluate
-from scenarios.schema import PROPERTIES, parse_scenario
+from scenarios.properties import PROPERTIES
+from scenarios.schema import parse_scenario
 from scenarios.synthetic import Fault, Plan, generate
 
 approx = pytest.approx

@@ -12,7 +12,7 @@ from PIL import Image
 
 from reports.frames import Frames
 from reports.html import write_report
-from scenarios.schema import PROPERTIES
+from scenarios.properties import PROPERTIES
 from test_reports_cli import kill, make_results
 
 CHROMIUM = "/usr/bin/chromium"

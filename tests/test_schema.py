@@ -47,6 +47,11 @@ def test_default_scenario_is_valid():
      "faults[0].target", "rank or random"),
     ({"name": "x", "faults": [{"kind": "partition_node", "target": {"rank": 0}, "at": {"step": 2}, "mode": "network"}]},
      "faults[0].mode", "pause"),
+    ({"name": "x", "faults": [{"kind": "corrupt_checkpoint", "at": {"step": 2}, "which": "newest"}]},
+     "faults[0].which", "latest, oldest, in_flight or 'index N'"),
+    ({"name": "x", "faults": [{"kind": "kill_controller", "target": {"rank": 0}, "at": {"step": 2}}]},
+     "faults[0].target", "not an argument of kill_controller (allowed: resume)"),
+    ({"name": "x", "faults": [{"at": {"step": 2}}]}, "faults[0].kind", "allowed: kill_worker"),
 ])
 def test_bad_input_names_field(data, field, allowed):
     msg = error_of(data)

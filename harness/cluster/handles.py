@@ -106,8 +106,6 @@ class _Reaper:
 class EmbeddedCluster:
     """A head plus `nodes` worker raylets on this host."""
 
-    owns_cluster = True
-
     def __init__(self, nodes: int = 3, cpus_per_node: int = 1, gpus_per_node: int = 0,
                  profile: str = "fast"):
         if profile not in PROFILES:
@@ -259,15 +257,9 @@ class EmbeddedCluster:
         node = self._nodes.pop(index)
         self._cluster.remove_node(node, allow_graceful=graceful)
 
-    def replace_node(self, index: int, graceful: bool = False) -> int:
-        self.remove_node(index, graceful=graceful)
-        return self.add_node()
-
     def heal(self) -> List[int]:
         """Back to shape between scenarios: dead, paused or drained nodes replaced, node
         count restored, leftover harness actors gone. Returns the new node indices."""
-        from harness.cluster import ray_private as rp
-
         draining = set(rp.draining_nodes())  # a drained node is never schedulable again
         alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")} - draining
         for index in list(self._nodes):
@@ -355,8 +347,6 @@ def _remove_dir(path: str) -> None:
 
 class ExistingCluster:
     """A cluster somebody else runs, reached by address; never torn down by us."""
-
-    owns_cluster = False
 
     def __init__(self, address: str, profile: str = "fast"):
         self.address = address

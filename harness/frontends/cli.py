@@ -196,6 +196,86 @@ def cmd_validate(args) -> int:
     return status
 
 
+def scenario_schema_text() -> str:
+    """The JSON Schema of a scenario file, as `ftharness schema` prints it."""
+    from scenarios.schema import scenario_json_schema
+
+    return json.dumps(scenario_json_schema(), indent=2) + "\n"
+
+
+def cmd_schema(args) -> int:
+    """Print the JSON Schema of scenario files (for editors), or write it to --out."""
+    text = scenario_schema_text()
+    if not args.schema_out:
+        sys.stdout.write(text)
+        return EXIT_PASS
+    try:
+        with open(args.schema_out, "w") as f:
+            f.write(text)
+    except OSError as e:
+        return _fail(f"--out {args.schema_out}: cannot be written ({e.strerror})")
+    print(f"schema: {os.path.abspath(args.schema_out)}")
+    return EXIT_PASS
+
+
+def cmd_list(args) -> int:
+    """Fault kinds, properties and the built-in catalog, one line each."""
+    from faults import REGISTRY
+    from harness.run.suite import catalog_dir
+    from scenarios.properties import REGISTRY as PROPERTY_REGISTRY
+    from scenarios.schema import load_scenario
+
+    what = args.what
+    if what in ("all", "faults"):
+        print("fault kinds:")
+        for kind, cls in REGISTRY.items():
+            print(f"  {kind:<20} {_first_line(cls.__doc__)}")
+    if what in ("all", "properties"):
+        print("properties:")
+        for name, module in PROPERTY_REGISTRY.items():
+            print(f"  {name:<20} {_first_line(module.__doc__, drop=name + ':')}")
+    if what in ("all", "catalog"):
+        print(f"catalog ({catalog_dir()}):")
+        for f in sorted(os.listdir(catalog_dir())):
+            if f.endswith(".yaml"):
+                sc = load_scenario(os.path.join(catalog_dir(), f))
+                print(f"  {sc.name:<20} {one_line(sc.description or '', 100)}")
+    return EXIT_PASS
+
+
+def _first_line(doc: Optional[str], drop: str = "") -> str:
+    """The first sentence of a docstring, on one line."""
+    text = " ".join((doc or "").strip().split("\n\n")[0].split())
+    text = text[len(drop):].strip() if drop and text.startswith(drop) else text
+    return one_line(text.split(". ")[0].rstrip("."), 110)
+
+
+def cmd_trace(args) -> int:
+    """Write the history of a results folder as a Chrome trace (Perfetto, chrome://tracing)."""
+    from reports.trace import write_trace
+
+    if not os.path.isfile(os.path.join(args.results, "history.jsonl")):
+        return _fail(f"{args.results}: not a results folder (no history.jsonl)")
+    try:
+        path = write_trace(args.results, args.trace_out)
+    except OSError as e:
+        return _fail(f"--out {args.trace_out}: cannot be written ({e.strerror})")
+    print(f"trace: {os.path.abspath(path)} (open it in https://ui.perfetto.dev or chrome://tracing)")
+    return EXIT_PASS
+
+
+def version_text() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    def v(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return f"ftharness {v('ftharness')} (ray {v('ray')}, torch {v('torch')}, python {sys.version.split()[0]})"
+
+
 class _Parser(argparse.ArgumentParser):
     """Bad arguments: one line naming what is wrong, exit 2."""
 
@@ -206,6 +286,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ftharness", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=version_text())
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run one scenario (default: the built-in one) and write a results folder")
@@ -241,6 +322,19 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="validate scenario files without running them")
     v.add_argument("scenarios", nargs="+")
     v.set_defaults(func=cmd_validate)
+
+    sc = sub.add_parser("schema", help="print the JSON Schema of scenario files (published as scenarios/scenario.schema.json)")
+    sc.add_argument("--out", dest="schema_out", metavar="FILE", help="write it to FILE instead (a file, not a results folder)")
+    sc.set_defaults(func=cmd_schema)
+
+    ls = sub.add_parser("list", help="list fault kinds, properties and the built-in catalog")
+    ls.add_argument("what", nargs="?", choices=("all", "faults", "properties", "catalog"), default="all")
+    ls.set_defaults(func=cmd_list)
+
+    tr = sub.add_parser("trace", help="write a results folder's history as a Chrome trace (Perfetto)")
+    tr.add_argument("results")
+    tr.add_argument("--out", dest="trace_out", metavar="FILE", help="default: RESULTS/trace.json")
+    tr.set_defaults(func=cmd_trace)
     return p
 
 

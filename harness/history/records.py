@@ -151,7 +151,9 @@ def _emitter_gaps(events: Iterable[Dict[str, Any]]) -> List[str]:
 
 def _manifest_problems(events: List[Dict[str, Any]], end: Dict[str, Any]) -> List[str]:
     out = []
-    if end.get("seal") != seal(end):
+    if not end.get("seal"):
+        out.append("history_end has no seal (written by an older ftharness, or edited)")
+    elif end["seal"] != seal(end):
         out.append("history_end was changed after it was written (seal mismatch)")
     before = [e for e in events if _int(e.get("seq")) < _int(end.get("seq"))]
     counts: Dict[str, int] = {}

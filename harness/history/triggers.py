@@ -30,7 +30,9 @@ EVENT_TRIGGERS = {
 
 
 @dataclass
-class Trigger:
+class ArmedTrigger:
+    """One fault's event trigger as the history actor watches it."""
+
     fault: int
     step: Optional[int] = None
     rank: Optional[int] = None
@@ -40,7 +42,7 @@ class Trigger:
     fired: bool = False
 
     @classmethod
-    def from_spec(cls, fault: int, at: Dict[str, Any]) -> Optional["Trigger"]:
+    def from_spec(cls, fault: int, at: Dict[str, Any]) -> Optional["ArmedTrigger"]:
         if at.get("time_s") is not None:
             return None
         return cls(fault, at.get("step"), at.get("rank"), at.get("event"), int(at.get("nth") or 1))
@@ -65,13 +67,13 @@ class TriggerBook:
     """Armed triggers, fired ones waiting for the injector, and open gates."""
 
     def __init__(self):
-        self.triggers: List[Trigger] = []
+        self.triggers: List[ArmedTrigger] = []
         self.pending: List[Dict[str, Any]] = []
         self.released: Dict[int, str] = {}
 
     def arm(self, faults: List[Dict[str, Any]]) -> None:
         for i, f in enumerate(faults):
-            t = Trigger.from_spec(i, f.get("at") or {})
+            t = ArmedTrigger.from_spec(i, f.get("at") or {})
             if t is not None:
                 self.triggers.append(t)
 

@@ -13,11 +13,8 @@ import os
 from typing import Any, Dict
 
 from harness.cluster import ray_private as rp
+from harness.history.model import LIMIT_FIELD as _LIMIT_KEY
 from harness.history.store import Emitter
-
-
-_LIMIT_KEY = {"worker_group": "max_failures", "preemption": "max_preemption_failures",
-              "controller": "controller_failure_limit"}
 
 
 def _safe(fn):

@@ -15,6 +15,7 @@ import time
 import traceback
 from typing import Any, Dict, List
 
+import scenarios
 from harness.cluster.handles import open_cluster
 from harness.run.runner import RunOptions, ScenarioRunner
 from scenarios.schema import Scenario, load_scenario, one_line
@@ -22,7 +23,7 @@ from harness.errors import ScenarioError
 
 
 def catalog_dir() -> str:
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scenarios", "catalog")
+    return os.path.join(os.path.dirname(os.path.abspath(scenarios.__file__)), "catalog")
 
 
 def collect(paths: List[str]) -> List[Scenario]:

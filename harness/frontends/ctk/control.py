@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional
 from chaoslib.exceptions import InterruptExecution
 
 from harness.frontends.ctk import actions
-from harness.frontends.ctk.session import Session, _session_or_none, validate_fault
+from harness.frontends.ctk.session import Session, session_or_none, validate_fault
 from harness.history.store import Emitter
 from harness.errors import ScenarioError
 
@@ -63,7 +63,7 @@ def before_experiment_control(context: Dict[str, Any], scenario: Any = None, out
 
 
 def after_experiment_control(context: Dict[str, Any], state: Dict[str, Any], **kwargs: Any) -> None:
-    session = _session_or_none()
+    session = session_or_none()
     if session is None:
         return
     Emitter(session.runner.run_name, "harness").emit(
@@ -83,7 +83,7 @@ def after_experiment_control(context: Dict[str, Any], state: Dict[str, Any], **k
 
 def cleanup_control(**kwargs: Any) -> None:
     """An interrupted experiment still leaves nothing running."""
-    session = _session_or_none()
+    session = session_or_none()
     if session is not None:
         session.abort()
 

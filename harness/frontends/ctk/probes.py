@@ -42,7 +42,7 @@ def property_holds(name: str) -> bool:
     """No violation of one ftharness property (exactly_once_restore, budget_accounting, ...)
     in the history so far. A property that has nothing to judge yet (no outcome before
     the run ends) holds here; the run's verdict at the end judges it on its evidence."""
-    from scenarios.checks import run_checks
+    from scenarios.properties import run_checks
 
     session = current()
     events = session.events()

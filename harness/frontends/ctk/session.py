@@ -23,7 +23,7 @@ from harness.errors import NoSession
 _session: Optional["Session"] = None
 
 
-def _session_or_none() -> Optional["Session"]:
+def session_or_none() -> Optional["Session"]:
     return _session
 
 

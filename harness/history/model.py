@@ -1,0 +1,605 @@
+"""One model of a history: events -> fits -> attempts -> failures -> recoveries.
+
+Pure (no Ray, no pandas), over the event dicts of `harness.history.records`
+(docs/history.md), so an old results folder and a synthetic history are
+understood alike. This is the one place that decides what an attempt, an
+outage and a recovery are: the properties, the verdict and the reports all
+read `History`, so a recovery time is the same number wherever it is shown.
+
+Attempts. An attempt is identified by (fit index, attempt ordinal): the
+ordinal of its `attempt_id` among the fit's `attempt_start` events
+(RESCHEDULING reuses an id, so it stays one attempt). An event carrying a
+known id, a zombie's too, belongs to that id's attempt and fit; a worker event
+with an unknown id falls back on its own `attempt`. Only run_start and run_end
+name their fit; every other event without a known id belongs to the fit it
+arrived in.
+
+Outages. One opens at the first disrupting controller state change (a failure
+state, or any state carrying an error) and lasts until the fit's next
+attempt_start, so RUNNING->PREEMPTING->RESTARTING is one outage and the
+failure decisions taken during it belong to it.
+
+Recoveries. One per injected fault, plus one per outage with a failure
+decision that no fault claims. A fault claims the first outage of its fit that
+opened at or after it was asked for (`t_requested`), and its recovery starts
+when it was done (`t_done`); an outage on its own starts at the failed
+attempt's first `worker_error`, else at the controller's state change. It ends
+at the first step of an attempt (re)started after the outage opened, and its
+parts telescope: detection (to the outage) + teardown (to the recovering
+attempt's attempt_start) + scheduling (to worker_group_started) + restore (to
+its first worker_start) + first step = recovery.
+
+Times are differences of the emitters' `t` (wall clocks). Order among the
+events of one source follows `seq`; across sources only `t` is meaningful.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+
+Event = Dict[str, Any]
+Key = Tuple[int, int]          # (fit index, attempt ordinal)
+
+# ---------------------------------------------------------------------- budgets
+#: Ray Train's failure budgets, in the order its FailureConfig lists them
+BUDGETS = ("worker_group", "preemption", "controller")
+#: the budget class of a failure that is not retryable (charged to no budget)
+NOT_RETRYABLE = "none"
+#: budget -> the FailureConfig field that limits it
+LIMIT_FIELD: Dict[str, str] = {
+    "worker_group": "max_failures",
+    "preemption": "max_preemption_failures",
+    "controller": "controller_failure_limit",
+}
+
+#: controller states that take a run off its healthy path
+DISRUPTED = frozenset({"PREEMPTING", "RESTARTING", "RESCHEDULING", "ERRORED"})
+#: the parts of a recovery, in order; they sum to `recovery_s`
+PARTS = ("detection_s", "teardown_s", "scheduling_s", "restore_s", "first_step_s")
+
+
+def charged(events: Iterable[Event]) -> Dict[str, int]:
+    """Failure events charged to each budget (never raises on a malformed event)."""
+    used = {b: 0 for b in BUDGETS}
+    for e in events:
+        if e.get("kind") == "failure" and e.get("budget") in used:
+            used[e["budget"]] += 1
+    return used
+
+
+# ------------------------------------------------------------------------ times
+def span(a: Optional[float], b: Optional[float]) -> Optional[float]:
+    """b - a in seconds, to the microsecond of the clocks; None if either is."""
+    return None if a is None or b is None else round(b - a, 6)
+
+
+def first_time(e: Event, *keys: str) -> float:
+    """The first of `keys` the event has a value for, else its own `t`."""
+    return next((e[k] for k in keys if e.get(k) is not None), e["t"])
+
+
+def disrupts(e: Event) -> bool:
+    """A state change off the healthy path: a failure state, or any state
+    carrying an error (SHUTTING_DOWN toward ERRORED). Leaving RUNNING for
+    FINISHED or RESIZING is not one."""
+    return e.get("cur") in DISRUPTED or bool(e.get("error_type"))
+
+
+def wall_time(events: Iterable[Event]) -> Optional[float]:
+    """From the first run_start to the last run_end (any events if those are
+    missing): the time the job held the cluster, gaps between fits included."""
+    ev = list(events)
+    starts = [e["t"] for e in ev if e.get("kind") == "run_start"] or [e["t"] for e in ev]
+    ends = [e["t"] for e in ev if e.get("kind") == "run_end"] or [e["t"] for e in ev]
+    return span(min(starts), max(ends)) if starts else None
+
+
+def _by_t(events: Iterable[Event]) -> List[Event]:
+    return sorted(events, key=lambda e: e["t"])
+
+
+def _last_within(events: List[Event], since: float, until: float) -> Optional[Event]:
+    hits = [e for e in events if since < e["t"] <= until]
+    return hits[-1] if hits else None
+
+
+def _first_from(events: List[Event], t: Optional[float]) -> Optional[Event]:
+    return next((e for e in events if t is not None and e["t"] >= t), None)
+
+
+def _t(e: Optional[Event]) -> Optional[float]:
+    return None if e is None else e["t"]
+
+
+# ----------------------------------------------------------------------- pieces
+@dataclass
+class Attempt:
+    """The events of one worker-group attempt."""
+
+    key: Key
+    attempt_id: Optional[str] = None
+    start: Optional[dict] = None        # its first attempt_start
+    end: Optional[dict] = None          # its worker_group_shutdown, or the next attempt_start
+    starts: List[dict] = field(default_factory=list)         # every attempt_start (RESCHEDULING repeats it)
+    groups: List[dict] = field(default_factory=list)         # worker_group_started
+    worker_starts: List[dict] = field(default_factory=list)
+    steps: List[dict] = field(default_factory=list)
+    reports: List[dict] = field(default_factory=list)
+    written: List[dict] = field(default_factory=list)
+    errors: List[dict] = field(default_factory=list)         # worker_error
+    events: List[dict] = field(default_factory=list)         # all of the above and the rest, in seq order
+    first_seq: Optional[int] = None
+
+    @property
+    def start_seq(self) -> int:
+        return self.start["seq"] if self.start else self.first_seq
+
+    def restored_step(self) -> Optional[int]:
+        """The lineage step the lowest started rank restored (0 for a fresh start)."""
+        if not self.worker_starts:
+            return None
+        first = min(self.worker_starts, key=lambda e: (e.get("rank") or 0))
+        return first.get("restored_step") or 0
+
+
+@dataclass
+class Fit:
+    index: int
+    start: Optional[dict] = None
+    end: Optional[dict] = None
+    failures: List[dict] = field(default_factory=list)   # copies carrying `_key`, their attempt
+
+
+@dataclass
+class Outage:
+    """The controller off its healthy path, from a disrupting state change to
+    the fit's next attempt_start."""
+
+    fit_index: int
+    attempt: Optional[int]       # the attempt that failed
+    t: float
+    seq: Optional[int]
+    state: Optional[str]
+    failures: List[Event] = field(default_factory=list)   # decisions taken during it, with `_key`
+
+    @property
+    def retried(self) -> bool:
+        return any(f.get("decision") == "RETRY" for f in self.failures)
+
+
+@dataclass
+class Recovery:
+    """The path from a fault (or a failure nobody injected) back to training."""
+
+    source: str                          # "fault" | "failure"
+    fit_index: int
+    t0: float                            # when it started
+    outage: Optional[Outage] = None      # the outage it caused (None: it stopped nothing in its fit)
+    injected: Optional[Event] = None     # the fault_injected event, for source "fault"
+    t_detect: Optional[float] = None
+    detection_s: Optional[float] = None
+    first_step: Optional[Event] = None   # the step that ended it (None: not recovered)
+    recovered: Optional[Key] = None      # the attempt that made that step
+    restored_step: Optional[int] = None
+    teardown_s: Optional[float] = None
+    scheduling_s: Optional[float] = None
+    restore_s: Optional[float] = None
+    first_step_s: Optional[float] = None
+    recovery_s: Optional[float] = None
+
+    @property
+    def fault(self) -> Optional[int]:
+        return None if self.injected is None else self.injected.get("fault")
+
+    @property
+    def fault_kind(self) -> Optional[str]:
+        return None if self.injected is None else self.injected.get("fault_kind")
+
+    @property
+    def t_first_step(self) -> Optional[float]:
+        return _t(self.first_step)
+
+    @property
+    def decision_event(self) -> Optional[Event]:
+        """The outage's first failure decision."""
+        return self.outage.failures[0] if self.outage and self.outage.failures else None
+
+    @property
+    def retried(self) -> bool:
+        return self.outage is not None and self.outage.retried
+
+    def parts(self) -> Dict[str, Optional[float]]:
+        return {p: getattr(self, p) for p in PARTS}
+
+    def row(self) -> Event:
+        """The recovery as one flat row (reports.metrics.RECOVERY_COLUMNS); what
+        was not recorded is left out."""
+        row: Event = {"source": self.source, "fit_index": self.fit_index, "t0": self.t0}
+        if self.injected is not None:
+            row.update(fault=self.fault, fault_kind=self.fault_kind,
+                       t_requested=self.injected.get("t_requested"))
+        if self.outage is not None:
+            first = self.decision_event or {}
+            row.update(attempt=self.outage.attempt, state=self.outage.state, budget=first.get("budget"),
+                       decision=first.get("decision"), error_type=first.get("error_type"))
+        row.update(t_detect=self.t_detect, detection_s=self.detection_s)
+        if self.first_step is not None:
+            row.update(recovered_fit=self.recovered[0], recovered_attempt=self.recovered[1],
+                       restored_step=self.restored_step, t_first_step=self.t_first_step,
+                       **self.parts(), recovery_s=self.recovery_s)
+        return row
+
+
+@dataclass
+class StepSpan:
+    """One step as the worker group did it: it ends when its last rank recorded
+    it and begins when the attempt's previous step ended (None for an
+    attempt's first step: start-up is not step time). `lost`: a later attempt
+    computed the same step again (work thrown away by a rollback)."""
+
+    fit_index: int
+    attempt: int
+    step: int
+    t_begin: Optional[float]
+    t_end: float
+    seconds: Optional[float]
+    lost: bool
+
+
+# ---------------------------------------------------------------------- history
+class History:
+    """Events grouped by fit() and attempt, in `seq` order, with the outages,
+    recoveries, steps and budgets they show."""
+
+    def __init__(self, events: Iterable[dict]):
+        self.events = sorted(events, key=lambda e: e.get("seq", 0))
+        self.fits: Dict[int, Fit] = {}
+        self.attempts: Dict[Key, Attempt] = {}
+        self.registered: List[dict] = []
+        self.key_of_id: Dict[str, Key] = {}
+        #: per event of `events`: (its fit, its attempt key or None)
+        self.placed: List[Tuple[int, Optional[Key]]] = []
+        self._fit: Optional[int] = None
+        self._recoveries: Optional[List[Recovery]] = None
+        self._failure_copy: Dict[int, dict] = {}   # id of a failure event -> its copy with `_key`
+        for e in self.events:
+            self.placed.append(self._add(e))
+
+    # -- building
+    def _add(self, e: dict) -> Tuple[int, Optional[Key]]:
+        kind = e.get("kind")
+        if kind == "run_start":
+            self._fit = e.get("fit_index") or (self._fit or 0) + 1
+            self._fit_of(self._fit).start = e
+            return self._fit, None
+        if kind == "run_end":
+            index = e.get("fit_index") or self.fit_index
+            self._fit_of(index).end = e
+            return index, None
+        if kind == "checkpoint_registered":
+            self.registered.append(e)
+        if kind == "attempt_start":
+            self._close_open_attempts(e)
+        att = self._attempt_of(e)
+        key = att.key if att is not None else None
+        index = key[0] if key is not None else self.fit_index
+        if kind == "failure":
+            raw, e = e, dict(e, _key=key)
+            self._failure_copy[id(raw)] = e
+            self._fit_of(index).failures.append(e)
+        if att is not None:
+            self._file(att, e)
+        return index, key
+
+    @property
+    def fit_index(self) -> int:
+        return self._fit or 1
+
+    def _fit_of(self, index: int) -> Fit:
+        return self.fits.setdefault(index, Fit(index))
+
+    def _close_open_attempts(self, start: dict) -> None:
+        for att in self.attempts.values():
+            if att.end is None and att.attempt_id != start.get("attempt_id"):
+                att.end = start
+
+    def _attempt_of(self, e: dict) -> Optional[Attempt]:
+        source, aid = e.get("source"), e.get("attempt_id")
+        if source not in ("worker", "controller"):
+            return None
+        key = self.key_of_id.get(aid) if aid is not None else None
+        if key is None:
+            if source == "worker":
+                key = (self.fit_index, e.get("attempt") or 0)
+            elif e.get("kind") == "attempt_start":
+                key = (self.fit_index, self._next_ordinal())
+            else:
+                return None
+            if aid is not None:
+                self.key_of_id[aid] = key
+        self._fit_of(key[0])
+        att = self.attempts.setdefault(key, Attempt(key, aid))
+        if att.first_seq is None:
+            att.first_seq = e.get("seq", 0)
+        return att
+
+    def _next_ordinal(self) -> int:
+        return 1 + max((k[1] for k in self.attempts if k[0] == self.fit_index), default=0)
+
+    @staticmethod
+    def _file(att: Attempt, e: dict) -> None:
+        att.events.append(e)
+        kind = e.get("kind")
+        if kind == "attempt_start":
+            att.starts.append(e)
+            if att.start is None:
+                att.start = e
+        elif kind == "worker_group_shutdown" and att.end is None:
+            att.end = e
+        elif kind == "worker_group_started":
+            att.groups.append(e)
+        elif kind == "worker_start":
+            att.worker_starts.append(e)
+        elif kind == "step":
+            att.steps.append(e)
+        elif kind == "report":
+            att.reports.append(e)
+        elif kind == "checkpoint_written":
+            att.written.append(e)
+        elif kind == "worker_error":
+            att.errors.append(e)
+
+    # -- attempts and fits
+    def ordered(self) -> List[Attempt]:
+        return [self.attempts[k] for k in sorted(self.attempts)]
+
+    def started(self) -> List[Attempt]:
+        """The attempts the controller started (an attempt_start), in order."""
+        return [a for a in self.ordered() if a.start is not None]
+
+    def label(self, key: Optional[Key]) -> str:
+        if key is None:
+            return "no attempt"
+        if len(self.fits) > 1:
+            return f"fit {key[0]} attempt {key[1]}"
+        return f"attempt {key[1]}"
+
+    def latest_registered(self, before_seq: int) -> Optional[dict]:
+        earlier = [e for e in self.registered if e.get("seq", 0) < before_seq]
+        return earlier[-1] if earlier else None
+
+    def last_fit(self) -> Fit:
+        return self.fits[max(self.fits)] if self.fits else Fit(1)
+
+    def outcome(self, fit: Fit, context: dict) -> Tuple[Optional[str], Optional[str]]:
+        """(outcome, error type) of a fit: its run_end, else the context for the last fit."""
+        if fit.end is not None:
+            return fit.end.get("outcome"), fit.end.get("error_type")
+        if fit.index == self.last_fit().index:
+            return context.get("outcome"), context.get("error_type")
+        return None, None
+
+    def failures(self) -> List[dict]:
+        """Every failure decision, in seq order, each with `_key` (its attempt)."""
+        return sorted((f for fit in self.fits.values() for f in fit.failures), key=lambda f: f.get("seq", 0))
+
+    def last_step(self) -> int:
+        """The highest step any worker recorded (0 for none)."""
+        return max((int(e.get("step") or 0) for e in self.events if e.get("kind") == "step"), default=0)
+
+    def failure_config(self) -> Dict[str, Any]:
+        """The failure_config the first fit() ran with ({} when none was recorded)."""
+        return next((e.get("failure_config") or {} for e in self.events if e.get("kind") == "run_start"), {})
+
+    def annotated(self) -> List[Event]:
+        """Copies of the events in `seq` order, each with its `fit_index` and
+        `attempt` (None when it belongs to no attempt)."""
+        return [dict(e, fit_index=fit, attempt=key[1] if key is not None else e.get("attempt"))
+                for e, (fit, key) in zip(self.events, self.placed)]
+
+    def _of(self, kind: str) -> List[Tuple[Event, int, Optional[Key]]]:
+        return [(e, fit, key) for e, (fit, key) in zip(self.events, self.placed) if e.get("kind") == kind]
+
+    # -- outages and recoveries
+    def outages(self) -> List[Outage]:
+        """Outages as the controller recorded them, in order (see the module doc)."""
+        out: List[Outage] = []
+        cur: Optional[Outage] = None
+        for e, (fit, key) in zip(self.events, self.placed):
+            kind = e.get("kind")
+            if kind in ("attempt_start", "run_start"):
+                cur = None
+            elif kind == "controller_state" and cur is None and disrupts(e):
+                cur = Outage(fit, key[1] if key is not None else e.get("attempt"), e["t"], e.get("seq"),
+                             e.get("cur"))
+                out.append(cur)
+            elif kind == "failure" and cur is not None:
+                cur.failures.append(self._failure_copy[id(e)])
+        return out
+
+    def recoveries(self) -> List[Recovery]:
+        """One per injected fault, plus one per outage with a failure decision
+        that no fault claims; in order of their start."""
+        if self._recoveries is None:
+            self._recoveries = self._measure()
+        return list(self._recoveries)
+
+    def retried_recoveries(self) -> Tuple[List[Recovery], List[dict]]:
+        """The recoveries a run owes: one per outage in which a failure was
+        retried, from its nearest start (when two faults claim one outage, the
+        later one caused it); and the retried failures that no outage holds
+        (their controller state change is missing), whose recovery is unknown."""
+        nearest: Dict[int, Recovery] = {}
+        for r in self.recoveries():
+            if r.retried and (id(r.outage) not in nearest or r.t0 >= nearest[id(r.outage)].t0):
+                nearest[id(r.outage)] = r
+        held = {id(f) for o in self.outages() for f in o.failures}
+        loose = [f for f in self.failures() if f.get("decision") == "RETRY" and id(f) not in held]
+        return sorted(nearest.values(), key=lambda r: r.t0), loose
+
+    def _measure(self) -> List[Recovery]:
+        found = self.outages()
+        steps = sorted(((key, e) for e, _, key in self._of("step") if key is not None), key=lambda ke: ke[1]["t"])
+        out: List[Recovery] = []
+        claimed = set()
+        for e, fit, _ in self._of("fault_injected"):
+            asked = first_time(e, "t_requested", "t_done")
+            outage = next((o for o in found if o.fit_index == fit and o.t >= asked), None)
+            if outage is not None:
+                claimed.add(id(outage))
+            out.append(self._recover(Recovery("fault", fit, first_time(e, "t_done"), outage, e), steps))
+        for o in found:
+            if o.failures and id(o) not in claimed:
+                out.append(self._recover(Recovery("failure", o.fit_index, self._origin(o), o), steps))
+        return sorted(out, key=lambda r: r.t0)
+
+    def _origin(self, outage: Outage) -> float:
+        """When an outage with no injected fault began: the first worker_error of
+        the failed attempt, else the controller's own state change (detection 0)."""
+        att = self.attempts.get((outage.fit_index, outage.attempt))
+        errors = att.errors if att is not None else []
+        return min([e["t"] for e in errors if e["t"] <= outage.t] + [outage.t])
+
+    def _recover(self, r: Recovery, steps: List[Tuple[Key, Event]]) -> Recovery:
+        """Measure `r` on the attempt that made the first step after its outage
+        (with a cascade of failed restarts that attempt is the last of them, and
+        teardown covers the failed ones). Without an outage in its fit the fault
+        did not stop training there unless the fit itself ended (a lost
+        controller): then only a later fit recovers."""
+        r.t_detect = None if r.outage is None else r.outage.t
+        r.detection_s = span(r.t0, r.t_detect)
+        since = r.t0 if r.t_detect is None else r.t_detect
+
+        def restarted(key: Key) -> bool:
+            later = r.outage is not None or key[0] > r.fit_index
+            return later and any(s["t"] > since for s in self.attempts[key].starts)
+
+        key, step = next(((k, e) for k, e in steps if e["t"] > since and restarted(k)), (None, None))
+        if step is None:
+            return r
+        att = self.attempts[key]
+        start = _last_within(_by_t(att.starts), since, step["t"])
+        group = _last_within(_by_t(att.groups), since, step["t"])
+        ready = _t(start) if group is None else _t(group)
+        wstart = _first_from(_by_t(att.worker_starts), ready)
+        r.first_step, r.recovered = step, key
+        r.restored_step = (wstart or {}).get("restored_step")
+        r.teardown_s = span(since, _t(start))
+        r.scheduling_s = span(_t(start), _t(group))
+        r.restore_s = span(_t(group), _t(wstart))
+        r.first_step_s = span(_t(wstart), step["t"])
+        r.recovery_s = span(r.t0, step["t"])
+        return r
+
+    # -- steps, lost work, budgets
+    def step_spans(self) -> List[StepSpan]:
+        """Steps as the worker groups did them, by (fit, attempt, step)."""
+        ends: Dict[Tuple[int, int, int], float] = {}
+        for e, _, key in self._of("step"):
+            if key is not None and e.get("step") is not None:
+                k = (int(key[0]), int(key[1]), int(e["step"]))
+                ends[k] = max(ends[k], e["t"]) if k in ends else e["t"]
+        order = {k: i for i, k in enumerate(sorted({k[:2] for k in ends}))}
+        last_rank: Dict[int, int] = {}
+        for k in ends:
+            last_rank[k[2]] = max(last_rank.get(k[2], -1), order[k[:2]])
+        out: List[StepSpan] = []
+        prev: Optional[Tuple[Tuple[int, int], float]] = None
+        for k in sorted(ends):
+            begin = prev[1] if prev is not None and prev[0] == k[:2] else None
+            out.append(StepSpan(k[0], k[1], k[2], begin, ends[k], None if begin is None else ends[k] - begin,
+                                order[k[:2]] < last_rank[k[2]]))
+            prev = (k[:2], ends[k])
+        return out
+
+    def lost_work(self) -> Dict[str, Any]:
+        """Steps computed and thrown away (computed again by a later attempt), and
+        their seconds. Work of a step cut off by the failure is not a step and is
+        not counted; it is part of the recovery time instead."""
+        lost = [s for s in self.step_spans() if s.lost]
+        return {"lost_steps": len(lost),
+                "lost_step_s": round(float(sum(s.seconds for s in lost if s.seconds is not None)), 6)}
+
+    def ettr(self) -> Dict[str, Any]:
+        """Effective training time ratio: productive step time over wall time.
+
+        Meta's ETTR (Kokolis et al., "Revisiting Reliability in Large-Scale Machine
+        Learning Research Clusters", HPCA 2025, arXiv:2410.21680) is productive
+        runtime over the wall-clock time available to the job, where productive
+        runtime leaves out retraining from the last checkpoint and initialization
+        after restarts. Google's ML Productivity Goodput (Google Cloud blog,
+        "Introducing ML Productivity Goodput", April 2024; the ml-goodput-measurement
+        library) is the product of scheduling, runtime and program goodput; its
+        runtime goodput is the same ratio, time making preserved forward progress
+        over time allocated, with start-up and disruption recovery as badput.
+
+        Here productive time is the `seconds` of the steps not lost (step_spans),
+        and wall time is `wall_time`.
+        """
+        productive = round(float(sum(s.seconds for s in self.step_spans()
+                                     if not s.lost and s.seconds is not None)), 6)
+        wall = wall_time(self.events)
+        return {"productive_s": productive, "wall_time_s": wall,
+                "ettr": round(productive / wall, 6) if wall else None}
+
+    def budget_use(self, failure_config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+        """Failures charged per budget class against the configured limit.
+
+        Ray counts failures per controller, i.e. per fit(): `left` is the limit
+        less the retries of the fit that used the most (None when unlimited, -1,
+        or not configured); `exhausted` when a failure of the class was raised.
+        """
+        config = failure_config or {}
+        failures = [(e, fit) for e, fit, _ in self._of("failure")]
+        out = {}
+        for cls in (*BUDGETS, NOT_RETRYABLE):
+            limit_key = LIMIT_FIELD.get(cls)
+            mine = [(e, fit) for e, fit in failures if e.get("budget") == cls]
+            retries = Counter(fit for e, fit in mine if e.get("decision") == "RETRY")
+            limit = config.get(limit_key) if limit_key else None
+            out[cls] = {
+                "limit": limit,
+                "charged": len(mine),
+                "retries": sum(retries.values()),
+                "left": limit - max(retries.values(), default=0) if limit is not None and limit >= 0 else None,
+                "exhausted": any(e.get("decision") == "RAISE" for e, _ in mine),
+            }
+        return out
+
+    def run_metrics(self, failure_config: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        """The metrics of one run, as one JSON-able dict (summary.json's
+        `run_metrics`). `failure_config` supplies the limits; the first
+        run_start's does when it is None. Lists hold one value per recovery
+        that has it; the means ignore recoveries without a value."""
+        if not failure_config:
+            failure_config = self.failure_config()
+        recoveries = self.recoveries()
+        values = {c: [float(v) for r in recoveries if (v := getattr(r, c)) is not None]
+                  for c in (*PARTS, "recovery_s")}
+        return {
+            "fits": len({fit for _, fit, _ in self._of("run_start")}),
+            "attempts": len({key for _, _, key in self._of("attempt_start")}),
+            "failures": len(self._of("failure")),
+            "faults_injected": len(self._of("fault_injected")),
+            "last_step": max((int(e["step"]) for e, _, _ in self._of("step") if e.get("step") is not None),
+                             default=0),
+            "detection_s": values["detection_s"],
+            "recovery_s": values["recovery_s"],
+            "mean_recovery_s": _mean(values["recovery_s"]),
+            "max_recovery_s": max(values["recovery_s"], default=None),
+            "recovery_parts_mean_s": {p: _mean(values[p]) for p in PARTS},
+            **self.lost_work(),
+            **self.ettr(),
+            "budgets": self.budget_use(failure_config),
+        }
+
+
+def _mean(values: List[float]) -> Optional[float]:
+    return round(sum(values) / len(values), 6) if values else None
+
+
+def as_history(events: Union[History, Iterable[dict]]) -> History:
+    """`events` as a History (built once, shared by whoever reads it)."""
+    return events if isinstance(events, History) else History(events)

@@ -1,0 +1,139 @@
+"""What every property shares: its result, and the helpers over the history model.
+
+A property is a module of this package with a pure function
+`check(events, context) -> CheckResult` over the list `harness.history.read_events`
+returns (or a `harness.history.model.History` built from it), so a history can
+be re-judged offline, long after the cluster is gone; nothing here imports ray.
+It may also have `applies(facts) -> bool`: whether a scenario expects it when
+`expect.properties` is not given (without one, every scenario does).
+
+`context` holds what the runner knows besides the history; every key is
+optional and a check skips what it cannot judge without it:
+
+| key | used by |
+| --- | --- |
+| `failure_config` {max_failures, max_preemption_failures, controller_failure_limit} | budget_accounting, recovers |
+| `outcome`, `error_type` (of the last fit() when it has no `run_end`) | exactly_once_restore, budget_accounting, recovers |
+| `workload` (WorkloadConfig fields; None for a user job) | exactly_once_restore, shard_reassignment |
+| `data` (`resumable` / `ray_data`) | shard_reassignment |
+| `expected_final`, `final` (accumulators) | exactly_once_restore |
+| `recovery_bound_s` | recovers |
+| `injected` [{kind, budget, fault?}] (the scenario's faults, in order) | budget_accounting |
+| `expected_budgets` {failure seq: (budget, fault kind)} (from the fault landings) | budget_accounting |
+
+Attempts, fits, failures and recoveries are those of `harness.history.model`.
+The "lineage" is the sequence of steps whose effect survives: when an attempt
+restores step r, steps above r done before are thrown away and the restored
+attempt's steps replace them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
+
+from harness.history.model import History, Key
+from scenarios.reference_data import WorkloadConfig
+
+MAX_SHOWN = 3                  # violations spelled out in an explanation
+PASSED, FAILED, NOT_JUDGED = "passed", "failed", "not_judged"
+
+Events = Union[History, Iterable[dict]]
+
+
+@dataclass
+class CheckResult:
+    """A property's verdict. `passed` is None when the history held nothing the
+    property could judge (status `not_judged`): absence is not success."""
+
+    name: str
+    passed: Optional[bool]
+    explanation: str
+    findings: List[str] = field(default_factory=list)
+    violations: List[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return NOT_JUDGED if self.passed is None else PASSED if self.passed else FAILED
+
+
+Check = Callable[[Events, dict], CheckResult]
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a scenario says before it runs, for the properties it expects by default."""
+
+    reference_workload: bool   # the reference workload (its rows are known)
+    restarts: bool             # a fault restarts the job: a worker group, or fit() itself
+    retried: bool              # a fault is charged to a budget, so Ray may retry it
+    expect_outcome: str        # `expect.outcome`
+
+
+def always(facts: Facts) -> bool:
+    """Every scenario expects the property by default."""
+    return True
+
+
+def not_judged(name: str, why: str) -> CheckResult:
+    return CheckResult(name, None, f"not judged: {why}")
+
+
+def result(name: str, violations: List[str], findings: List[str], summary: str) -> CheckResult:
+    """Passed with `summary`, or failed with the first violations spelled out."""
+    if not violations:
+        return CheckResult(name, True, summary, findings)
+    more = f" (+{len(violations) - MAX_SHOWN} more)" if len(violations) > MAX_SHOWN else ""
+    return CheckResult(name, False, "; ".join(violations[:MAX_SHOWN]) + more, violations + findings,
+                       list(violations))
+
+
+def lineage(h: History) -> Tuple[Dict[int, Optional[Key]], List[str]]:
+    """Kept lineage step -> the attempt whose copy of it survives (None: before
+    this history, for a run resumed from elsewhere), and restores of steps the
+    lineage never reached."""
+    kept: Dict[int, Optional[Key]] = {}
+    problems: List[str] = []
+    started = False
+    for att in h.ordered():
+        r = att.restored_step()
+        if r is None:
+            continue
+        top = max(kept, default=0)
+        if r > top and started:
+            problems.append(f"{h.label(att.key)} restored step {r} but the lineage only reached "
+                            f"step {top}: steps {top + 1}-{r} were never run")
+        for s in range(top + 1, r + 1):
+            kept[s] = None
+        for s in [s for s in kept if s > r]:
+            del kept[s]
+        for s in sorted({e.get("step") for e in att.steps if (e.get("step") or 0) > r}):
+            kept[s] = att.key
+        started = True
+    return kept, problems
+
+
+def segments(h: History, kept: Dict[int, Optional[Key]]) -> str:
+    """'attempt 1: 1-4, attempt 2: 5-12' for a lineage."""
+    parts: List[List] = []
+    for s in sorted(kept):
+        if parts and parts[-1][0] == kept[s] and parts[-1][2] == s - 1:
+            parts[-1][2] = s
+        else:
+            parts.append([kept[s], s, s])
+    return ", ".join(f"{h.label(k) if k else 'earlier run'}: {a}-{b}" for k, a, b in parts)
+
+
+def failure_text(h: History, f: dict) -> str:
+    """'failure seq 57 (attempt 1, WorkerGroupError)' for a failure of `h.failures()`."""
+    return f"failure seq {f.get('seq')} ({h.label(f.get('_key'))}, {f.get('error_type')})"
+
+
+def workload_config(context: dict) -> Optional[WorkloadConfig]:
+    """The reference workload's config from `context["workload"]`, or None."""
+    wl = context.get("workload")
+    if not wl:
+        return None
+    names = {f.name for f in dataclasses.fields(WorkloadConfig)}
+    return WorkloadConfig(**{k: v for k, v in wl.items() if k in names})

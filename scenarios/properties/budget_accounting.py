@@ -1,0 +1,175 @@
+"""budget_accounting: each failure is charged where Ray's policy charges it,
+counted, and decided (RETRY/RAISE) as the failure config says; the run fails
+exactly when a RAISE happened."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Dict, List, Optional, Tuple
+
+from harness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, Fit, History, as_history
+from scenarios import policy_model
+from scenarios.properties.base import CheckResult, Events, always, failure_text, not_judged, result
+
+ERROR_BUDGETS = {              # budgets Ray may charge each raised error type to
+    "ControllerError": {"controller", NOT_RETRYABLE},
+    "PreemptionError": {"preemption"},
+    "WorkerGroupError": {"worker_group", "preemption"},
+}
+#: other names a fault's `budget` hint may use: the FailureConfig fields, and a spelling with a space
+BUDGET_ALIASES = {**{name: budget for budget, name in LIMIT_FIELD.items()}, "worker group": "worker_group"}
+#: when faults share a failure, the budget Ray checks first wins
+PRECEDENCE = {NOT_RETRYABLE: 3, "controller": 3, "preemption": 2, "worker_group": 1}
+
+
+applies = always   # every scenario can judge it
+
+
+def check(events: Events, context: dict) -> CheckResult:
+    """Each failure is charged where Ray's policy charges it, counted, and
+    decided (RETRY/RAISE) as the failure config says; the run fails exactly
+    when a RAISE happened."""
+    h = as_history(events)
+    no_outcome = all(h.outcome(f, context)[0] is None for f in h.fits.values())
+    if not any(f.failures for f in h.fits.values()) and no_outcome:  # a mis-charge is judged without one
+        return not_judged("budget_accounting", "no failure and no fit() outcome was recorded")
+    violations: List[str] = []
+    findings: List[str] = []
+    hints = _budget_hints(h, context, findings)
+    for fit in [h.fits[i] for i in sorted(h.fits)]:
+        violations += _charge_violations(h, fit, hints)
+        violations += _decision_violations(h, fit, context)
+        violations += _outcome_violations(h, fit, context, findings)
+    failures = [f for fit in h.fits.values() for f in fit.failures]
+    counts = Counter(f.get("budget") for f in failures)
+    limits = policy_model.limits(context.get("failure_config"))
+    summary = (f"{len(failures)} failure(s) charged as Ray's policy does "
+               f"({', '.join(f'{b}: {n}' for b, n in sorted(counts.items())) or 'none'}); "
+               f"decisions and outcome follow the limits "
+               f"({', '.join(f'{b} {_limit_text(n)}' for b, n in limits.items())})")
+    return result("budget_accounting", violations, findings, summary)
+
+
+def _limit_text(limit: int) -> str:
+    return "inf" if limit == -1 else str(limit)
+
+
+def _normal_budget(budget: Optional[str]) -> Optional[str]:
+    return BUDGET_ALIASES.get(budget, budget) if budget else None
+
+
+def _budget_hints(h: History, context: dict, findings: List[str]) -> Dict[int, Tuple[str, str]]:
+    """Failure seq -> (budget, fault kind) the injected faults say it is charged to.
+
+    A real run's context has `expected_budgets`: derived from each fault's
+    landing evidence (faults/*: which fault caused which failure, when the
+    preempted node died against its deadline), independently of what Ray
+    recorded. Otherwise (synthetic histories) a fault is matched to the first
+    failure after its `fault_injected` event; faults that share a failure give
+    it the budget Ray checks first; without `fault_injected` events, hinted
+    faults and failures are paired in order.
+    """
+    if context.get("expected_budgets") is not None:
+        out: Dict[int, Tuple[str, str]] = {}
+        for seq, (budget, kind) in context["expected_budgets"].items():
+            seq = int(seq)
+            if seq not in out or PRECEDENCE.get(budget, 0) > PRECEDENCE.get(out[seq][0], 0):
+                out[seq] = (budget, kind)
+        return out
+    injected = [(f.get("fault", i), f) for i, f in enumerate(context.get("injected") or [])]
+    hinted = [(idx, _normal_budget(f.get("budget")), f.get("kind")) for idx, f in injected
+              if _normal_budget(f.get("budget"))]
+    failures = [f for fit in h.fits.values() for f in fit.failures]
+    done = {e.get("fault"): e for e in h.events if e.get("kind") == "fault_injected"}
+    if not done:
+        return {f["seq"]: (b, kind) for (_, b, kind), f in zip(hinted, failures)}
+    hints: Dict[int, Tuple[str, str]] = {}
+    for idx, budget, kind in hinted:
+        if idx not in done:
+            continue
+        after = [f for f in failures if f.get("seq", 0) > done[idx].get("seq", 0)]
+        if not after:
+            findings.append(f"fault {idx} ({kind}, seq {done[idx].get('seq')}) was followed by no failure")
+            continue
+        seq = after[0]["seq"]
+        if seq not in hints or PRECEDENCE.get(budget, 0) > PRECEDENCE.get(hints[seq][0], 0):
+            hints[seq] = (budget, kind)
+    return hints
+
+
+
+def _charge_violations(h: History, fit: Fit, hints: Dict[int, Tuple[str, str]]) -> List[str]:
+    """The budget of each failure agrees with the injected fault and its error type."""
+    out = []
+    for f in fit.failures:
+        budget, hint = f.get("budget"), hints.get(f.get("seq"))
+        allowed = ERROR_BUDGETS.get(f.get("error_type"), set(BUDGETS) | {NOT_RETRYABLE})
+        if hint and budget != hint[0]:
+            out.append(f"{failure_text(h, f)} charged to {budget}; the injected {hint[1]} "
+                       f"is charged to {hint[0]}")
+        elif budget not in allowed:
+            out.append(f"{failure_text(h, f)} charged to {budget}; Ray charges it to "
+                       f"{' or '.join(sorted(allowed))}")
+    return out
+
+
+def _decision_violations(h: History, fit: Fit, context: dict) -> List[str]:
+    """Counts run 1, 2, ... per budget and RAISE happens exactly when count > limit."""
+    classes = [policy_model.failure_class(f.get("budget"), f.get("error_type")) for f in fit.failures]
+    known = [(f, c) for f, c in zip(fit.failures, classes) if c is not None]
+    out = [f"{failure_text(h, f)} has unknown budget {f.get('budget')!r}"
+           for f, c in zip(fit.failures, classes) if c is None]
+    model = policy_model.expected_outcome(context.get("failure_config"), [c for _, c in known])
+    for (f, _), d in zip(known, model.decisions):
+        if f.get("count") is not None and f["count"] != d.count:
+            out.append(f"{failure_text(h, f)}: {d.budget} count {f['count']}, expected {d.count}")
+        if f.get("decision") != d.decision:
+            out.append(f"{failure_text(h, f)}: {f.get('decision')} with {d.budget} count {d.count} "
+                       f"and limit {_limit_text(d.limit)}; Ray decides {d.decision}")
+        counts = f.get("counts")
+        if counts is not None and {b: counts.get(b, 0) for b in BUDGETS} != d.counts:
+            out.append(f"{failure_text(h, f)}: counts {counts}, expected {d.counts}")
+    for f, _ in known[len(model.decisions):]:
+        out.append(f"{failure_text(h, f)} came after the run had already raised")
+    return out + _attempts_after_raise(h, fit)
+
+
+def _attempts_after_raise(h: History, fit: Fit) -> List[str]:
+    raises = [f for f in fit.failures if f.get("decision") == "RAISE"]
+    if not raises:
+        return []
+    first = raises[0].get("seq", 0)
+    return [f"{h.label(a.key)} started (seq {a.start_seq}) after the RAISE at seq {first}"
+            for a in h.ordered() if a.key[0] == fit.index and a.start and a.start_seq > first]
+
+
+def _outcome_violations(h: History, fit: Fit, context: dict, findings: List[str]) -> List[str]:
+    """The fit failed exactly when a RAISE happened, with the raised error."""
+    outcome, error_type = h.outcome(fit, context)
+    raises = [f for f in fit.failures if f.get("decision") == "RAISE"]
+    where = f"fit {fit.index}"
+    if outcome is None:
+        findings.append(f"{where} has no outcome (no run_end)")
+        return []
+    if outcome == "succeeded":
+        return [f"{where} succeeded after the RAISE at seq {raises[0].get('seq')}"] if raises else []
+    if raises:
+        raised = raises[0].get("error_type")
+        if error_type and raised and error_type != raised:
+            return [f"{where} failed with {error_type} but the RAISE at seq {raises[0].get('seq')} "
+                    f"was for {raised}"]
+        return []
+    if error_type == "ActorDiedError" and _controller_killed(h, context) is not False:
+        findings.append(f"{where} failed with ActorDiedError and no failure event: the controller died")
+        return []
+    return [f"{where} failed ({error_type}) without a RAISE: after {len(fit.failures)} failure(s) "
+            f"the budgets still allowed a retry"]
+
+
+def _controller_killed(h: History, context: dict) -> Optional[bool]:
+    """Whether a kill_controller fault was injected; None when nothing says."""
+    kinds = [f.get("kind") for f in context.get("injected") or []]
+    kinds += [e.get("fault_kind") for e in h.events if e.get("kind") == "fault_injected"]
+    if not kinds and context.get("injected") is None:
+        return None
+    return "kill_controller" in kinds

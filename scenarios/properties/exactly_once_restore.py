@@ -1,0 +1,140 @@
+"""exactly_once_restore: each restart resumes from the latest registered
+checkpoint, and the kept lineage applies every step exactly once."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Dict, List, Optional, Tuple
+
+from harness.history.model import Attempt, History, Key, as_history
+from scenarios.properties.base import (CheckResult, Events, always, lineage, not_judged, result, segments,
+                                       workload_config)
+from scenarios.reference_data import ACC_FIELDS
+
+
+applies = always   # every scenario can judge it
+
+
+def check(events: Events, context: dict) -> CheckResult:
+    """Each restart resumes from the latest registered checkpoint, and the kept
+    lineage applies every step exactly once."""
+    h = as_history(events)
+    if not any(a.worker_starts or a.steps for a in h.ordered()):
+        return not_judged("exactly_once_restore", "no worker started and no step was recorded")
+    violations: List[str] = []
+    findings: List[str] = []
+    for att in h.ordered():
+        violations += _restore_violations(h, att, findings)
+        violations += _sequence_violations(h, att)
+    kept, gaps = lineage(h)
+    violations += gaps
+    violations += _final_violations(h, kept, context)
+    restarts = sum(1 for a in h.ordered() if a.worker_starts) - 1
+    summary = (f"{max(restarts, 0)} restart(s) each restored the latest registered checkpoint on every "
+               f"rank; lineage steps contiguous ({segments(h, kept) or 'no steps'})")
+    if context.get("expected_final") is not None and context.get("final") is not None:
+        summary += "; final accumulators exact"
+    return result("exactly_once_restore", violations, findings, summary)
+
+
+def _restore_violations(h: History, att: Attempt, findings: List[str]) -> List[str]:
+    """Every started rank restored the checkpoint latest registered before the attempt."""
+    if not att.worker_starts:
+        return []
+    want = h.latest_registered(att.start_seq)
+    run_start = h.fits[att.key[0]].start or {}
+    if want is None and run_start.get("resume_of"):
+        findings.append(f"{h.label(att.key)} resumes {run_start['resume_of']}: its restore is not checked")
+        return []
+    problems = []
+    for ws in att.worker_starts:
+        got = ws.get("restored_checkpoint")
+        if got != (want or {}).get("checkpoint"):
+            problems.append((ws, f"restored {got or 'nothing'} but {_latest_text(h, want, got)}"))
+        elif want and want.get("step") is not None and ws.get("restored_step") != want["step"]:
+            problems.append((ws, f"restored {got} at step {ws.get('restored_step')}, "
+                                 f"registered at step {want['step']}"))
+        if ws.get("restored_intact") is False:
+            problems.append((ws, f"restored {got} whose files differ from what was reported (digest mismatch)"))
+    return _by_rank(h.label(att.key), problems)
+
+
+def _by_rank(label: str, problems: List[Tuple[dict, str]]) -> List[str]:
+    """One line per distinct problem, naming the ranks (and their events) that share it."""
+    ranks: Dict[str, List[dict]] = defaultdict(list)
+    for e, text in problems:
+        ranks[text].append(e)
+    out = []
+    for text, es in ranks.items():
+        names = ", ".join(str(e.get("rank")) for e in es)
+        seqs = ", ".join(str(e.get("seq")) for e in es)
+        out.append(f"{label} rank{'s' if len(es) > 1 else ''} {names} (seq {seqs}): {text}")
+    return out
+
+
+def _latest_text(h: History, want: Optional[dict], got: Optional[str]) -> str:
+    latest = (f"the latest registered checkpoint was {want['checkpoint']} (step {want.get('step')}, "
+              f"seq {want.get('seq')})" if want else "no checkpoint was registered yet")
+    names = [e.get("checkpoint") for e in h.registered]
+    if got is not None and got not in names:
+        return latest + f"; {got} was never registered"
+    if got is not None and want is not None and names.index(got) < names.index(want.get("checkpoint")):
+        return latest + f"; {got} is older"
+    return latest
+
+
+def _sequence_violations(h: History, att: Attempt) -> List[str]:
+    """Each worker's steps run restored_step+1, +2, ... with none skipped or repeated."""
+    starts = {(e.get("rank"), e.get("pid")): e for e in att.worker_starts}
+    default_base = att.restored_step() or 0
+    by_worker: Dict[tuple, List[dict]] = defaultdict(list)
+    for e in att.steps:
+        by_worker[(e.get("rank"), e.get("pid"))].append(e)
+    problems = []
+    for (rank, pid), steps in sorted(by_worker.items(), key=lambda kv: str(kv[0])):
+        ws = starts.get((rank, pid))
+        base = (ws.get("restored_step") or 0) if ws else default_base
+        problem = _first_gap([e.get("step") for e in steps], base)
+        if problem:
+            problems.append((steps[problem[0]], problem[1]))
+    return _by_rank(h.label(att.key), problems)
+
+
+def _first_gap(steps: List[int], base: int) -> Optional[Tuple[int, str]]:
+    """(index, problem) of the first step that is not the next one after `base`."""
+    for i, got in enumerate(steps):
+        want = base + 1 + i
+        if got == want:
+            continue
+        if i == 0 and got <= base:
+            return i, f"first step was {got} after restoring step {base}: {_span(got, base)} applied twice"
+        if i == 0:
+            return i, f"first step was {got} after restoring step {base}: {_span(want, got - 1)} skipped"
+        if got in steps[:i]:
+            return i, f"{_span(got, got)} applied twice"
+        if got > want:
+            return i, f"{_span(want, got - 1)} skipped after step {steps[i - 1]}"
+        return i, f"went back from step {steps[i - 1]} to {got}"
+    return None
+
+
+def _span(first: int, last: int) -> str:
+    return f"step {first}" if first == last else f"steps {first}-{last}"
+
+
+def _final_violations(h: History, kept: Dict[int, Optional[Key]], context: dict) -> List[str]:
+    out = []
+    expected, final = context.get("expected_final"), context.get("final")
+    if expected is not None and final is not None:
+        diffs = [f"{name} {f!r} != {x!r}" for name, f, x in zip(ACC_FIELDS, final, expected)
+                 if float(f) != float(x)]
+        if len(final) != len(expected):
+            diffs.append(f"{len(final)} values, expected {len(expected)}")
+        if diffs:
+            out.append("final accumulators differ from the exactly-once value: " + ", ".join(diffs))
+    cfg = workload_config(context)
+    outcome, _ = h.outcome(h.last_fit(), context)
+    top = max(kept, default=0)
+    if cfg is not None and outcome == "succeeded" and top != cfg.steps:
+        out.append(f"the run succeeded but its lineage ends at step {top}, not {cfg.steps}")
+    return out

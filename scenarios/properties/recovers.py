@@ -1,0 +1,71 @@
+"""recovers: when the budgets allowed it the run succeeded, and every recovery
+Ray owed fit `recovery_bound_s`.
+
+A recovery is `harness.history.model`'s: from the fault (or, with none, the
+failed attempt's first error) to the first step of an attempt restarted after
+the outage, the same number the reports' recovery table shows. One is owed per
+outage in which a failure was retried.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+from harness.history.model import NOT_RETRYABLE, History, Recovery, as_history
+from scenarios import policy_model
+from scenarios.properties.base import CheckResult, Events, Facts, failure_text, not_judged, result
+
+
+def applies(facts: Facts) -> bool:
+    return facts.retried and facts.expect_outcome == "succeeded"
+
+
+def check(events: Events, context: dict) -> CheckResult:
+    """When the budgets allowed it the run succeeded, and every recovery owed
+    (fault or failure -> first step of an attempt restarted after it) fit the bound."""
+    h = as_history(events)
+    fit = h.last_fit()
+    known = [f for f in fit.failures if policy_model.failure_class(f.get("budget"), f.get("error_type"))]
+    model = policy_model.expected_outcome(
+        context.get("failure_config"),
+        [policy_model.failure_class(f.get("budget"), f.get("error_type")) for f in known])
+    if model.outcome == "failed":
+        d, f = model.decisions[-1], known[len(model.decisions) - 1]
+        why = ("is not retryable" if d.budget == NOT_RETRYABLE else
+               f"exhausted the {d.budget} budget (count {d.count} > limit {d.limit})")
+        return not_judged("recovers", f"{failure_text(h, f)} {why}: no recovery owed")
+    retried = any(f.get("decision") == "RETRY" for fi in h.fits.values() for f in fi.failures)
+    if not retried and h.outcome(fit, context)[0] == "succeeded":
+        return not_judged("recovers", "no failure was retried: nothing to recover from")
+    violations: List[str] = []
+    findings: List[str] = []
+    outcome, error_type = h.outcome(fit, context)
+    if outcome is None:
+        return not_judged("recovers", f"fit {fit.index} has no recorded outcome")
+    if outcome != "succeeded":
+        violations.append(f"fit {fit.index} ended {outcome or 'without an outcome'}"
+                          f"{f' ({error_type})' if error_type else ''} although the budgets allowed a retry")
+    bound = context.get("recovery_bound_s")
+    owed, loose = h.retried_recoveries()
+    findings += [f"{failure_text(h, f)} was retried in no recorded outage (no controller state change): "
+                 f"its recovery is not measured" for f in loose]
+    times = []
+    for r in owed:
+        if r.recovery_s is None:
+            findings.append(f"{cause(h, r)}: no step followed (restored at the last step?)")
+            continue
+        times.append(r.recovery_s)
+        if bound is not None and r.recovery_s > bound:
+            violations.append(f"recovery from {cause(h, r)} took {r.recovery_s:.2f} s (first step: "
+                              f"{h.label(r.recovered)} seq {r.first_step.get('seq')}), "
+                              f"over the {bound:g} s bound")
+    slowest = f", slowest {max(times):.2f} s" if times else ""
+    summary = (f"run succeeded; {len(times)} recovery(ies) from a fault or failure to the next first step"
+               f"{slowest}{f' within the {bound:g} s bound' if bound is not None and times else ''}")
+    return result("recovers", violations, findings, summary)
+
+
+def cause(h: History, r: Recovery) -> str:
+    """'fault 0 (kill_worker), failure seq 57 (attempt 1, WorkerGroupError)'."""
+    failure = failure_text(h, next(f for f in r.outage.failures if f.get("decision") == "RETRY"))
+    return failure if r.injected is None else f"fault {r.fault} ({r.fault_kind}), {failure}"

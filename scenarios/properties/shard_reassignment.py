@@ -1,0 +1,158 @@
+"""shard_reassignment: ranks never share rows within a step or epoch; with the
+resumable sampler the kept lineage consumes every row of every epoch exactly once."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Dict, List, Optional
+
+from harness.history.model import History, Key, as_history
+from scenarios.properties.base import (CheckResult, Events, Facts, lineage, not_judged, result, segments,
+                                       workload_config)
+from scenarios.reference_data import WorkloadConfig, global_batch, rank_slice
+
+
+def applies(facts: Facts) -> bool:
+    return facts.reference_workload
+
+
+def check(events: Events, context: dict) -> CheckResult:
+    """Ranks never share rows within a step or epoch; with the resumable sampler
+    the kept lineage consumes every row of every epoch exactly once."""
+    h = as_history(events)
+    if not any(e.get("rows") is not None for a in h.ordered() for e in a.steps):
+        return not_judged("shard_reassignment", "no step recorded the rows it consumed")
+    cfg = workload_config(context)
+    mode = context.get("data") or (context.get("workload") or {}).get("data") or "resumable"
+    violations = _overlap_violations(h)
+    findings: List[str] = []
+    kept, _ = lineage(h)
+    if mode == "ray_data":
+        violations += _range_violations(h, cfg)
+        findings += _replay_findings(h, kept) + _drop_findings(h, cfg)
+        summary = "within every attempt and epoch the ranks' rows are disjoint (ray_data: no position promised)"
+    else:
+        violations += _slice_violations(h, cfg) + _lineage_row_violations(h, kept, cfg)
+        if cfg is None:
+            findings.append("no workload config: rows not compared with the sampler, epochs not checked complete")
+        summary = (f"rows disjoint across ranks; every row of each epoch consumed exactly once "
+                   f"over the kept lineage ({segments(h, kept)})")
+    return result("shard_reassignment", violations, findings, summary)
+
+
+def _overlap_violations(h: History) -> List[str]:
+    """Within one attempt and epoch no row is consumed twice (by any rank or step)."""
+    out = []
+    for att in h.ordered():
+        seen: Dict[tuple, tuple] = {}
+        dups: Dict[int, List[str]] = defaultdict(list)
+        for e in att.steps:
+            here = (e.get("rank"), e.get("step"), e.get("seq"))
+            for row in e.get("rows") or []:
+                first = seen.setdefault((e.get("epoch"), row), here)
+                if first is not here:
+                    dups[e.get("epoch")].append(f"row {row} by rank {first[0]} step {first[1]} (seq {first[2]}) "
+                                                f"and rank {here[0]} step {here[1]} (seq {here[2]})")
+        out += [f"{h.label(att.key)} epoch {ep}: {len(d)} row(s) consumed twice, e.g. {d[0]}"
+                for ep, d in sorted(dups.items(), key=lambda kv: str(kv[0]))]
+    return out
+
+
+def _slice_violations(h: History, cfg: Optional[WorkloadConfig]) -> List[str]:
+    """Each step's rows are the sampler's global batch split by rank_slice."""
+    if cfg is None:
+        return []
+    out = []
+    for att in h.ordered():
+        for e in att.steps:
+            step, ws = e.get("step"), e.get("world_size")
+            if e.get("rows") is None or not step or not ws:
+                continue
+            want = rank_slice(global_batch(cfg, step - 1), e.get("rank") or 0, ws).tolist()
+            where = f"{h.label(att.key)} rank {e.get('rank')} step {step}"
+            if e["rows"] != want:
+                missing, extra = sorted(set(want) - set(e["rows"])), sorted(set(e["rows"]) - set(want))
+                out.append(f"{where} (seq {e.get('seq')}): rows differ from the sampler's slice "
+                           f"(missing {missing[:5]}, unexpected {extra[:5]})")
+            elif e.get("epoch") is not None and e["epoch"] != (step - 1) // cfg.steps_per_epoch:
+                out.append(f"{where}: epoch {e['epoch']}, expected {(step - 1) // cfg.steps_per_epoch}")
+    return out
+
+
+def _lineage_rows(h: History, kept: Dict[int, Optional[Key]]) -> Dict[int, List[tuple]]:
+    """Epoch -> [(row, step, attempt key)] over the kept lineage, in step order."""
+    by_step: Dict[tuple, List[dict]] = defaultdict(list)
+    for att in h.ordered():
+        for e in att.steps:
+            by_step[(att.key, e.get("step"))].append(e)
+    rows: Dict[int, List[tuple]] = defaultdict(list)
+    for s in sorted(kept):
+        for e in by_step.get((kept[s], s), []):
+            rows[e.get("epoch")] += [(r, s, kept[s]) for r in e.get("rows") or []]
+    return rows
+
+
+def _lineage_row_violations(h: History, kept: Dict[int, Optional[Key]],
+                            cfg: Optional[WorkloadConfig]) -> List[str]:
+    """No row twice in an epoch of the lineage; with a config, complete epochs miss none."""
+    out = []
+    for epoch, rows in sorted(_lineage_rows(h, kept).items(), key=lambda kv: str(kv[0])):
+        counts = Counter(r for r, _, _ in rows)
+        twice = sorted(r for r, n in counts.items() if n > 1)
+        if twice:
+            steps = [s for r, s, _ in rows if r == twice[0]]
+            out.append(f"epoch {epoch}: {len(twice)} row(s) applied more than once in the kept "
+                       f"lineage, e.g. row {twice[0]} at steps {steps}")
+        if cfg is not None and _epoch_kept(kept, cfg, epoch):
+            missing = sorted(set(range(cfg.rows)) - set(counts))
+            if missing:
+                out.append(f"epoch {epoch}: {len(missing)} row(s) never consumed in the kept lineage, "
+                           f"e.g. row {missing[0]}")
+    return out
+
+
+def _epoch_kept(kept: Dict[int, Optional[Key]], cfg: WorkloadConfig, epoch) -> bool:
+    """All steps of the epoch are in the lineage and recorded in this history."""
+    if not isinstance(epoch, int):
+        return False
+    spe = cfg.steps_per_epoch
+    return all(kept.get(s) is not None for s in range(epoch * spe + 1, (epoch + 1) * spe + 1))
+
+
+def _range_violations(h: History, cfg: Optional[WorkloadConfig]) -> List[str]:
+    if cfg is None:
+        return []
+    bad = [(a.key, e) for a in h.ordered() for e in a.steps
+           if any(not 0 <= r < cfg.rows for r in e.get("rows") or [])]
+    return [f"{h.label(k)} rank {e.get('rank')} step {e.get('step')}: row ids outside the dataset "
+            f"[0, {cfg.rows})" for k, e in bad]
+
+
+def _replay_findings(h: History, kept: Dict[int, Optional[Key]]) -> List[str]:
+    """Rows a restarted attempt consumed again in an epoch the lineage had begun."""
+    out = []
+    for epoch, rows in sorted(_lineage_rows(h, kept).items(), key=lambda kv: str(kv[0])):
+        first: Dict[int, Key] = {}
+        replays: Counter = Counter()
+        for r, _, key in rows:
+            if first.setdefault(r, key) != key:
+                replays[key] += 1
+        out += [f"epoch {epoch} replayed {n} rows after {h.label(k)} restart" for k, n in sorted(replays.items())]
+    return out
+
+
+def _drop_findings(h: History, cfg: Optional[WorkloadConfig]) -> List[str]:
+    """Rows the equal split left out of an attempt's completed pass over an epoch."""
+    if cfg is None:
+        return []
+    out = []
+    for att in h.ordered():
+        epochs: Dict[int, set] = defaultdict(set)
+        for e in att.steps:
+            epochs[e.get("epoch")].update(e.get("rows") or [])
+        labels = [ep for ep in epochs if isinstance(ep, int)]
+        for ep in sorted(labels):
+            dropped = cfg.rows - len(epochs[ep])
+            if ep < max(labels) and dropped > 0:
+                out.append(f"{h.label(att.key)} epoch {ep}: equal split dropped {dropped} of {cfg.rows} rows")
+    return out

@@ -1,0 +1,165 @@
+"""Typed fault specs (pure): every kind of the registry owns a spec model, the
+scenario's `faults:` list is their union picked by `kind`, each kind's defaults
+are the dicts its fault receives, and what does not belong to a kind is refused
+in one line naming the field. The published JSON Schema is what `ftharness
+schema` prints, so it cannot go stale."""
+
+import glob
+import json
+import os
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from pydantic import TypeAdapter, ValidationError
+
+import scenarios.schema as schema
+from faults import FAULT_KINDS, KINDS, REGISTRY, FaultSpec
+from faults.base import TRIGGER_EVENTS, FaultSpecBase, TargetedSpec
+from harness.errors import ScenarioError
+from harness.frontends.cli import main as cli_main
+from harness.history.triggers import EVENT_TRIGGERS
+from scenarios.schema import parse_scenario
+from scenarios.strategies import scenario_dicts
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PUBLISHED = os.path.join(REPO, "scenarios", "scenario.schema.json")
+CATALOG = sorted(glob.glob(os.path.join(REPO, "scenarios", "catalog", "*.yaml")))
+
+TARGETED = ("kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node", "partition_node")
+
+#: the dict each kind's fault receives for a minimal spec (its model's dump without None)
+DEFAULTS = {
+    "kill_worker": {},
+    "crash_worker": {"where": "before_step"},
+    "hang_worker": {},
+    "kill_node": {},
+    "preempt_node": {"notice_s": 3.0},
+    "partition_node": {},
+    "corrupt_checkpoint": {"which": "latest", "how": "bitflip"},
+    "storage_errors": {},
+    "starve_resources": {},
+    "kill_controller": {},
+}
+
+#: an argument of another kind, for each kind
+FOREIGN = {
+    "kill_worker": "notice_s", "crash_worker": "graceful", "hang_worker": "where", "kill_node": "duration_s",
+    "preempt_node": "mode", "partition_node": "replace", "corrupt_checkpoint": "ops",
+    "storage_errors": "which", "starve_resources": "resume", "kill_controller": "how",
+}
+
+
+def minimal(kind, **args):
+    return {"kind": kind, "at": {"step": 2}, **({"target": {"rank": 0}} if kind in TARGETED else {}), **args}
+
+
+def error_of(fault):
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario({"name": "x", "faults": [fault]}, source="s.yaml")
+    msg = str(e.value)
+    assert "\n" not in msg and len(msg) <= schema.MAX_MESSAGE, msg
+    return msg
+
+
+def test_the_registry_is_the_one_list_of_kinds():
+    assert FAULT_KINDS == tuple(REGISTRY) == tuple(cls.kind for cls in KINDS)
+    assert schema.FAULT_KINDS is FAULT_KINDS and schema.FaultSpec is FaultSpec
+    assert set(FAULT_KINDS) == set(DEFAULTS)
+
+
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+def test_every_kind_owns_a_spec_whose_literal_is_its_kind(kind):
+    spec = REGISTRY[kind].Spec
+    assert issubclass(spec, FaultSpecBase) and spec is not FaultSpecBase
+    assert spec.kind_name() == kind
+    assert issubclass(spec, TargetedSpec) == (kind in TARGETED)
+    assert spec.model_json_schema()["properties"]["kind"]["const"] == kind
+
+
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+def test_the_union_picks_the_kind_s_model_with_its_defaults(kind):
+    sc = parse_scenario({"name": "x", "faults": [minimal(kind)]})
+    f = sc.faults[0]
+    assert type(f) is REGISTRY[kind].Spec
+    dumped = f.model_dump(mode="json", exclude_none=True)
+    assert dumped == {**minimal(kind, **DEFAULTS[kind]), "at": {"step": 2, "nth": 1}}
+    assert TypeAdapter(FaultSpec).validate_python(minimal(kind)) == f
+
+
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+def test_an_argument_of_another_kind_is_refused_by_name(kind):
+    arg = FOREIGN[kind]
+    assert arg not in REGISTRY[kind].Spec.model_fields
+    msg = error_of(minimal(kind, **{arg: 1}))
+    allowed = ", ".join(REGISTRY[kind].Spec.arguments()) or "none"
+    assert msg == f"s.yaml: faults[0].{arg}: not an argument of {kind} (allowed: {allowed})"
+
+
+@pytest.mark.parametrize("kind", TARGETED)
+def test_a_kind_that_needs_a_target_is_refused_without_one(kind):
+    fault = minimal(kind)
+    del fault["target"]
+    assert error_of(fault) == f"s.yaml: faults[0].target: {kind} needs a target (rank, node or random)"
+
+
+@pytest.mark.parametrize("kind", sorted(set(FAULT_KINDS) - set(TARGETED)))
+def test_a_kind_without_a_target_refuses_one(kind):
+    assert error_of(minimal(kind, target={"rank": 0})).startswith(f"s.yaml: faults[0].target: not an argument of {kind}")
+
+
+def test_unknown_and_missing_kinds_list_the_allowed_ones():
+    every = ", ".join(FAULT_KINDS)
+    assert error_of({"kind": "meteor", "at": {"step": 1}}) == \
+        f"s.yaml: faults[0].kind: unknown fault kind 'meteor'; allowed: {every}"
+    assert error_of({"at": {"step": 1}}).startswith("s.yaml: faults[0].kind: a fault needs a kind; allowed: kill_worker")
+    assert error_of(3) == "s.yaml: faults[0]: must be a mapping (got 3)"
+
+
+def test_per_kind_rules():
+    assert "rank or random" in error_of(minimal("crash_worker", target={"node": 0}))
+    assert error_of(minimal("crash_worker", at={"time_s": 1})) == \
+        "s.yaml: faults[0].at: crash_worker before_step needs {step: N}"
+    on_restore = parse_scenario({"name": "x", "faults": [minimal("crash_worker", where="on_restore",
+                                                                 at={"event": "restored"})]})
+    assert on_restore.faults[0].where == "on_restore"
+    assert error_of(minimal("corrupt_checkpoint", which="newest")).startswith(
+        "s.yaml: faults[0].which: must be latest, oldest, in_flight or 'index N'")
+    assert parse_scenario({"name": "x", "faults": [minimal("corrupt_checkpoint", which="index -1")]})
+    assert error_of(minimal("preempt_node", notice_s=0)).startswith("s.yaml: faults[0].notice_s:")
+    assert error_of(minimal("partition_node", mode="network")).startswith("s.yaml: faults[0].mode: must be one of 'pause'")
+    with pytest.raises(ValidationError):
+        REGISTRY["storage_errors"].Spec.model_validate(minimal("storage_errors", error_rate=1.5))
+
+
+def test_trigger_events_are_the_history_s():
+    assert TRIGGER_EVENTS == tuple(EVENT_TRIGGERS)
+    assert "lunch" in error_of(minimal("kill_worker", at={"event": "lunch"}))
+
+
+def test_published_schema_is_what_the_command_prints(capsys, tmp_path):
+    assert cli_main(["schema"]) == 0
+    printed = capsys.readouterr().out
+    with open(PUBLISHED) as f:
+        assert f.read() == printed, "regenerate: ftharness schema --out scenarios/scenario.schema.json"
+    out = tmp_path / "s.json"
+    assert cli_main(["schema", "--out", str(out)]) == 0 and out.read_text() == printed
+    published = json.loads(printed)
+    assert sorted(published["properties"]["faults"]["items"]["discriminator"]["mapping"]) == sorted(FAULT_KINDS)
+    assert "base_dir" not in published["properties"]
+
+
+@pytest.mark.parametrize("path", CATALOG, ids=os.path.basename)
+def test_catalog_names_the_schema_and_meets_it(path):
+    with open(path) as f:
+        assert f.readline().strip() == "# yaml-language-server: $schema=../scenario.schema.json"
+    jsonschema = pytest.importorskip("jsonschema")
+    with open(PUBLISHED) as f:
+        jsonschema.validate(yaml.safe_load(open(path)), json.load(f))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=scenario_dicts())
+def test_generated_scenarios_are_valid(data):
+    sc = parse_scenario(data)
+    assert [f.kind for f in sc.faults] == [f["kind"] for f in data["faults"]]
