@@ -48,6 +48,16 @@ def parse_group(spec: str) -> tuple:
     return label, found
 
 
+def refuse_existing(out: str, force: bool) -> Optional[str]:
+    """The error line when `out` is a file, or a non-empty folder and not
+    --force: a report never silently replaces an earlier one."""
+    if os.path.isfile(out):
+        return f"--out {out}: is a file; choose a folder"
+    if not force and os.path.isdir(out) and os.listdir(out):
+        return f"--out {out}: already exists and is not empty; choose another folder or pass --force"
+    return None
+
+
 def resolve_journals(paths: Sequence[str]) -> List[str]:
     """A Chaos Toolkit journal stands for the results folder of its ftharness run."""
     out = []
@@ -69,7 +79,7 @@ def cmd_report(args) -> int:
     from reports.junit import write_junit
 
     args.results = resolve_journals(args.results)
-    error = check_paths(args.results)
+    error = refuse_existing(args.out, args.force) or check_paths(args.results)
     if error:
         return _fail(error)
     print(f"report: {write_report(args.results, args.out)}")
@@ -101,6 +111,7 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     r.add_argument("results", nargs="+", help="results folders, or folders of them (a suite)")
     r.add_argument("--out", default="report", help="report folder (default: ./report)")
     r.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    r.add_argument("--force", action="store_true", help="write into --out even if it is not empty")
     r.set_defaults(func=cmd_report)
 
     c = subparsers.add_parser("compare", help="compare recovery, lost work and ETTR across configurations")

@@ -392,18 +392,21 @@ def _meta(frames: Frames) -> str:
     return f'<p class="meta">{escape("; ".join(parts))}</p>'
 
 
-def write_report(results_paths: Iterable[PathLike], out_dir: PathLike) -> str:
-    """Write out_dir/index.html and the frames as CSV and Parquet beside it;
-    returns the path of index.html."""
+def write_report(results_paths: Iterable[PathLike], out_dir: PathLike, page_name: str = "index.html",
+                 data_dir: str = "") -> str:
+    """Write out_dir/page_name and the frames as CSV and Parquet in
+    out_dir/data_dir (beside it by default; a subfolder keeps a results folder
+    tidy); returns the path of the page."""
     paths = [results_paths] if isinstance(results_paths, (str, os.PathLike)) else list(results_paths)
     out_dir = os.fspath(out_dir)
     frames = Frames.load(paths)
-    files = frames.to_csv(out_dir) + frames.to_parquet(out_dir)
+    data = os.path.join(out_dir, data_dir)
+    files = frames.to_csv(data) + frames.to_parquet(data)
     config = configurations(paths)
     body = ("<h1>ftharness report</h1>" + _meta(frames) + banner(frames) + summary_section(frames) + timelines_section(frames)
             + recovery_section(frames, config) + advice_section(list(config))
             + properties_section(frames) + data_section(files, out_dir))
-    path = os.path.join(out_dir, "index.html")
+    path = os.path.join(out_dir, page_name)
     with open(path, "w", encoding="utf-8") as f:
         f.write(page("ftharness report", body))
     return path

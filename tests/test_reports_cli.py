@@ -7,6 +7,7 @@ on synthetic results folders (scenarios/synthetic.py). No Ray cluster.
 import argparse
 import json
 import math
+from pathlib import Path
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -269,3 +270,72 @@ def test_report_and_compare_commands_write_their_files(suite, groups, tmp_path, 
                  "--out", str(tmp_path / "cmp"))
     assert args.func(args) == 0
     assert pd.read_csv(tmp_path / "cmp" / "compare.csv")["runs"].tolist() == [3, 1]
+
+
+def test_report_refuses_a_non_empty_out_unless_forced(suite, tmp_path, capsys):
+    out = tmp_path / "rep"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me")
+    args = parse("report", str(suite), "--out", str(out))
+    assert args.func(args) == 2
+    assert "--force" in one_error_line(capsys) and not (out / "index.html").exists()
+    args = parse("report", str(suite), "--out", str(out), "--force")
+    assert args.func(args) == 0 and (out / "index.html").is_file()
+
+
+# ------------------------------------------- every run and suite leaves a report
+def fake_run(monkeypatch, module, name):
+    """Replace `module.name` (the runner or the suite) by one that writes
+    synthetic results folders: the CLI around it runs as for real, no cluster."""
+    import harness.run.runner
+    import harness.run.suite
+
+    def run_scenario(scenario, options):
+        make_results(Path(options.out_dir), "kill", [kill()])
+        return summary_of(options.out_dir)
+
+    def run_suite(scenarios, out, address=None, progress=True):
+        return [summary_of(make_results(Path(out) / n, n, [kill()])) for n in ("kill", "kill-again")]
+
+    target = {"runner": harness.run.runner, "suite": harness.run.suite}[module]
+    monkeypatch.setattr(target, name, {"run_scenario": run_scenario, "run_suite": run_suite}[name])
+
+
+def summary_of(folder):
+    summary = json.loads((Path(folder) / "summary.json").read_text())
+    return {**summary, "wall_time_s": 1.0}
+
+
+def test_run_and_suite_write_report_html_and_junit_and_print_the_page_last(monkeypatch, tmp_path, capsys):
+    from harness.frontends.cli import main
+
+    fake_run(monkeypatch, "runner", "run_scenario")
+    out = tmp_path / "run"
+    assert main(["run", "--out", str(out), "--quiet"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[-1] == f"report: {out / 'report.html'}"
+    assert (out / "report.html").is_file() and (out / "report-data" / "steps.csv").is_file()
+    assert ET.parse(out / "junit.xml").getroot().find("testsuite") is not None
+
+    fake_run(monkeypatch, "suite", "run_suite")
+    out = tmp_path / "suite"
+    assert main(["suite", "--out", str(out), "--quiet"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == f"report: {out / 'report.html'}"
+    verdicts = [c for c in ET.parse(out / "junit.xml").getroot().iter("testcase") if c.get("name") == "verdict"]
+    assert len(verdicts) == 2
+
+
+def test_a_report_that_cannot_be_written_is_a_warning_not_a_verdict(monkeypatch, tmp_path, capsys):
+    import reports.html
+    from harness.frontends.cli import main
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    fake_run(monkeypatch, "runner", "run_scenario")
+    monkeypatch.setattr(reports.html, "write_report", broken)
+    assert main(["run", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip().splitlines()[-1].startswith("results: ")
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith("ftharness: warning: report not written (") and "No space left" in line

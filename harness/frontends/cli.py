@@ -59,6 +59,26 @@ def print_summary(summary, out: str) -> None:
     print(f"results: {os.path.abspath(out)}")
 
 
+REPORT_PAGE, REPORT_DATA, JUNIT_FILE = "report.html", "report-data", "junit.xml"
+
+
+def write_reports(out: str) -> None:
+    """report.html (frames in report-data/) and junit.xml in the results folder,
+    so every run leaves a page for a person and a file for CI. The verdict is
+    already decided: a report that cannot be written is one warning line."""
+    try:
+        from reports.html import write_report
+        from reports.junit import write_junit
+
+        page = write_report([out], out, page_name=REPORT_PAGE, data_dir=REPORT_DATA)
+        write_junit([out], os.path.join(out, JUNIT_FILE))
+    except Exception as e:  # noqa: BLE001 - never changes the verdict or the exit code
+        print(f"ftharness: warning: report not written ({one_line(f'{type(e).__name__}: {e}', 200)})",
+              file=sys.stderr)
+        return
+    print(f"report: {os.path.abspath(page)}")
+
+
 def cmd_run(args) -> int:
     from harness.run.runner import RunOptions, exit_code as summary_exit, run_scenario
     from scenarios.schema import default_scenario_path, load_scenario, parse_scenario
@@ -88,6 +108,7 @@ def cmd_run(args) -> int:
     except Exception as e:  # noqa: BLE001 - ftharness's own bug: one line, traceback kept
         return internal_error(e, out)
     print_summary(summary, out)
+    write_reports(out)
     return summary_exit(summary)
 
 
@@ -115,6 +136,7 @@ def cmd_suite(args) -> int:
     print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['INCONCLUSIVE']} inconclusive, "
           f"{counts['ERROR']} errors")
     print(f"results: {os.path.abspath(out)}")
+    write_reports(out)
     return exit_code(overall(verdicts))
 
 
