@@ -4,7 +4,8 @@
 builds one frame per question; every row carries `results` (the folder) so
 frames of many runs stack and group cleanly:
 
-- scenarios: one row per folder (summary.json flattened, plus run metrics)
+- scenarios: one row per folder (summary.json flattened, plus run metrics and
+  `t_run_start`, the epoch time of the first run_start)
 - faults: what the injector was asked to do and what it did
 - attempts: one row per fit and attempt: timeline, group, restore, ending
 - steps: one row per step event, `lost` when a later attempt redid the step
@@ -87,6 +88,7 @@ def scenario_row(results: str, summary: Dict[str, Any], events: List[Event]) -> 
     start = next(iter(_of(events, "run_start")), {})
     row = {"results": results, "scenario": start.get("scenario"), "run_name": start.get("run_name")}
     row.update(_flat({k: v for k, v in summary.items() if k != "properties"}))
+    row["t_run_start"] = start.get("t")
     found = metrics.run_metrics(events, summary)
     row.update({f"metrics.{k}": found[k] for k in SCENARIO_METRICS})
     return row

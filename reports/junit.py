@@ -4,11 +4,18 @@ The verdict tables are shared with the HTML report, so a CI dashboard and the
 report never disagree about what passed. Expectations come from the folder's
 scenario.yaml, read as plain YAML (not validated): an old or hand-edited
 results folder still reports.
+
+The XML is the shape CI tools render (Jenkins, GitLab, GitHub test reporters):
+<testsuites> with one <testsuite> per scenario, its start time, duration,
+counts and <properties> (versions, profile, folder); INCONCLUSIVE and
+not-judged are <skipped>, so nothing unproven shows as passed.
 """
 
 from __future__ import annotations
 
+import datetime
 import os
+import re
 import xml.etree.ElementTree as ET
 from typing import Any, Dict, Iterable, Optional
 
@@ -83,13 +90,14 @@ def _property_status(passed: Optional[bool], expected: Optional[str], explanatio
     """(status, message): `failure` when the verdict is not the expected one,
     `skipped` for a failed property the scenario did not ask about."""
     if passed is None:  # not judged: unknown, never a pass nor a failure
-        return "skipped", explanation or "not judged"
+        return "skipped", f"not judged: {explanation}" if explanation else "not judged"
     if expected == "violation":
         return ("ok", f"known violation: {explanation}") if not passed else \
             ("failure", f"held, but the scenario pins a known violation of it: {explanation}")
     if passed:
         return "ok", explanation
-    return ("failure", explanation) if expected == "pass" else ("skipped", f"not expected: {explanation}")
+    return ("failure", f"expected to hold, failed: {explanation}") if expected == "pass" else \
+        ("skipped", f"not expected: {explanation}")
 
 
 def property_verdicts(frames: Frames) -> pd.DataFrame:
@@ -114,38 +122,95 @@ def property_verdicts(frames: Frames) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
+#: <property> name -> its column in the scenarios frame (summary.json flattened)
+SUITE_PROPERTIES = {"ray.version": "versions.ray", "torch.version": "versions.torch",
+                    "python.version": "versions.python", "ftharness.version": "versions.ftharness",
+                    "cluster.profile": "settings.profile", "cluster.address": "settings.address",
+                    "results_dir": "results_dir"}
+#: ISO 8601 to the second, UTC, without a zone suffix: the form the Ant/Jenkins
+#: JUnit schema (xs:dateTime pattern) accepts, which the other CI tools read too
+TIMESTAMP = "%Y-%m-%dT%H:%M:%S"
+COUNTS = ("tests", "failures", "errors", "skipped")
+ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """Without the control characters XML 1.0 forbids: ElementTree writes them
+    as they are, and a CI tool then cannot parse the file at all."""
+    return ILLEGAL_XML.sub("\ufffd", text)
+
+
 def _case(suite: ET.Element, classname: str, name: str, status: str, message: str,
           seconds: Any = None) -> None:
+    message = xml_text(message)
     case = ET.SubElement(suite, "testcase", classname=classname, name=name,
                          time=f"{0.0 if missing(seconds) else float(seconds):.3f}")
+    first = message.splitlines()[0] if message else ""
     if status == "failure":
-        ET.SubElement(case, "failure", message=message.splitlines()[0] if message else "", type="mismatch").text = message
+        ET.SubElement(case, "failure", message=first, type="mismatch").text = message
     elif status == "error":
-        ET.SubElement(case, "error", message=message.splitlines()[0] if message else "", type="internal").text = message
+        ET.SubElement(case, "error", message=first, type="internal").text = message
     elif status == "skipped":
-        ET.SubElement(case, "skipped", message=message)
+        ET.SubElement(case, "skipped", message=first)
     elif message:
         ET.SubElement(case, "system-out").text = message
 
 
+def _started(scenario: Dict[str, Any]) -> str:
+    """When the run started (its first run_start); a folder without a history
+    falls back to the time its files were last written."""
+    t = scenario.get("t_run_start")
+    if missing(t):
+        t = os.path.getmtime(scenario["results"])
+    return datetime.datetime.fromtimestamp(float(t), datetime.timezone.utc).strftime(TIMESTAMP)
+
+
+def _properties(suite: ET.Element, scenario: Dict[str, Any]) -> None:
+    """Versions, profile and folder, so a CI failure says what it ran on."""
+    props = ET.SubElement(suite, "properties")
+    values = {**{name: scenario.get(col) for name, col in SUITE_PROPERTIES.items()},
+              "results_dir": scenario.get("results_dir") or os.path.abspath(scenario["results"])}
+    for name, value in values.items():
+        if not missing(value) and value != "":
+            ET.SubElement(props, "property", name=name, value=xml_text(str(value)))
+
+
+def _count(element: ET.Element, statuses: list, seconds: float) -> None:
+    for key, n in zip(COUNTS, (len(statuses), *(statuses.count(s) for s in ("failure", "error", "skipped")))):
+        element.set(key, str(n))
+    element.set("time", f"{seconds:.3f}")
+
+
+def _suite(root: ET.Element, scenario: Dict[str, Any], outcome: Dict[str, Any], props: pd.DataFrame) -> list:
+    """One <testsuite> per scenario: its verdict and each property as test
+    cases; returns their statuses."""
+    seconds = 0.0 if missing(outcome["wall_time_s"]) else float(outcome["wall_time_s"])
+    suite = ET.SubElement(root, "testsuite", name=xml_text(outcome["label"]), timestamp=_started(scenario))
+    _properties(suite, scenario)
+    message = outcome["message"] or f"outcome {outcome['outcome']}"
+    _case(suite, outcome["label"], "verdict", outcome["status"], f"{outcome['verdict']}: {message}", seconds)
+    mine = props[props["results"] == outcome["results"]].to_dict("records")
+    for p in mine:
+        _case(suite, outcome["label"], p["property"], p["status"], p["message"])
+    statuses = [outcome["status"]] + [p["status"] for p in mine]
+    _count(suite, statuses, seconds)
+    # the counts go first, as CI tools show them
+    suite.attrib = {k: suite.attrib[k] for k in ("name", *COUNTS, "time", "timestamp")}
+    return statuses
+
+
 def junit_tree(frames: Frames) -> ET.ElementTree:
-    """One testsuite: a testcase per scenario (its outcome) and one per
-    scenario and property."""
+    """<testsuites> with one <testsuite> per scenario: a testcase for its
+    verdict and one per property. INCONCLUSIVE and not-judged are skipped,
+    never passed nor failed; a failure quotes the property's explanation."""
     outcomes, props = outcome_verdicts(frames), property_verdicts(frames)
-    suite = ET.Element("testsuite", name="ftharness")
+    root = ET.Element("testsuites", name="ftharness")
+    by_folder = {s["results"]: s for s in frames.scenarios.to_dict("records")}
+    statuses, seconds = [], 0.0
     for o in outcomes.to_dict("records"):
-        _case(suite, o["label"], "verdict", o["status"],
-              f"{o['verdict']}: {o['message']}" if o["message"] else f"{o['verdict']}: outcome {o['outcome']}",
-              o["wall_time_s"])
-        for p in props[props["results"] == o["results"]].to_dict("records"):
-            _case(suite, o["label"], p["property"], p["status"], p["message"])
-    statuses = list(outcomes["status"]) + list(props["status"]) if len(outcomes) else []
-    suite.set("tests", str(len(outcomes) + len(props)))
-    suite.set("failures", str(statuses.count("failure")))
-    suite.set("errors", str(statuses.count("error")))
-    suite.set("skipped", str(statuses.count("skipped")))
-    root = ET.Element("testsuites")
-    root.append(suite)
+        statuses += _suite(root, by_folder[o["results"]], o, props)
+        seconds += 0.0 if missing(o["wall_time_s"]) else float(o["wall_time_s"])
+    _count(root, statuses, seconds)
     return ET.ElementTree(root)
 
 

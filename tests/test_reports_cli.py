@@ -5,8 +5,10 @@ on synthetic results folders (scenarios/synthetic.py). No Ray cluster.
 """
 
 import argparse
+import datetime
 import json
 import math
+import re
 from pathlib import Path
 import xml.etree.ElementTree as ET
 
@@ -74,11 +76,71 @@ def suite(tmp_path_factory):
     return root
 
 
-def test_junit_has_a_case_per_scenario_and_property_with_failures_explained(suite, tmp_path):
-    root = ET.parse(write_junit([suite], tmp_path / "out" / "junit.xml")).getroot()
-    (ts,) = root.findall("testsuite")
-    cases = {(c.get("classname"), c.get("name")): c for c in ts.iter("testcase")}
-    assert len(cases) == 5 * (1 + len(PROPERTIES)) == int(ts.get("tests"))
+JUNIT_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+#: a case's outcome element -> the count attribute of its suite
+OUTCOMES = {"failure": "failures", "error": "errors", "skipped": "skipped"}
+
+
+def _int(element, key):
+    value = element.get(key)
+    assert value is not None and value.isdigit(), f"<{element.tag}> {key}={value!r} is not a count"
+    return int(value)
+
+
+def _seconds(element):
+    value = float(element.get("time"))
+    assert value >= 0 and math.isfinite(value), f"<{element.tag}> time={element.get('time')!r}"
+    return value
+
+
+def validate_junit(path):
+    """The JUnit XML rules CI tools hold a file to (the Ant/Jenkins schema,
+    junit-10.xsd, as GitLab and the GitHub test reporters read it): a parsable
+    file; <testsuites> of <testsuite>; each suite named, with a timestamp
+    (xs:dateTime, no zone), a time and counts that match its cases; children in
+    the order properties, testcase, system-out, system-err; each case named,
+    with a classname, a time and at most one failure, error or skipped; a
+    failure or error with a message and a type. Returns the root."""
+    root = ET.parse(path).getroot()
+    assert root.tag == "testsuites" and root.findall("testsuite")
+    assert {c.tag for c in root} == {"testsuite"}
+    totals = dict.fromkeys(("tests", *OUTCOMES.values()), 0)
+    for suite in root:
+        assert suite.get("name")
+        assert JUNIT_TIMESTAMP.fullmatch(suite.get("timestamp") or ""), suite.get("timestamp")
+        _seconds(suite)
+        order = {"properties": 0, "testcase": 1, "system-out": 2, "system-err": 3}
+        ranks = [order[c.tag] for c in suite]
+        assert ranks == sorted(ranks) and ranks.count(0) <= 1, [c.tag for c in suite]
+        for prop in suite.iter("property"):
+            assert prop.get("name") and prop.get("value") is not None
+        counts = dict.fromkeys(("tests", *OUTCOMES.values()), 0)
+        for case in suite.findall("testcase"):
+            assert case.get("name") and case.get("classname")
+            _seconds(case)
+            assert {c.tag for c in case} <= {*OUTCOMES, "system-out", "system-err"}
+            found = [c for c in case if c.tag in OUTCOMES]
+            assert len(found) <= 1, f"{case.get('name')}: more than one outcome"
+            counts["tests"] += 1
+            for c in found:
+                counts[OUTCOMES[c.tag]] += 1
+                assert c.get("message") is not None
+                assert c.tag == "skipped" or c.get("type")
+        for key, n in counts.items():
+            assert _int(suite, key) == n, f"{suite.get('name')}: {key}"
+            totals[key] += n
+    for key, n in totals.items():
+        assert _int(root, key) == n, f"testsuites: {key}"
+    return root
+
+
+def test_junit_has_a_suite_per_scenario_and_a_case_per_property_with_failures_explained(suite, tmp_path):
+    root = validate_junit(write_junit([suite], tmp_path / "out" / "junit.xml"))
+    suites = {ts.get("name"): ts for ts in root.findall("testsuite")}
+    assert sorted(suites) == ["kill", "out-of-budget", "pinned", "slow", "surprise"]
+    cases = {(c.get("classname"), c.get("name")): c for c in root.iter("testcase")}
+    assert len(cases) == 5 * (1 + len(PROPERTIES)) == int(root.get("tests"))
+    assert all(int(ts.get("tests")) == 1 + len(PROPERTIES) for ts in suites.values())
 
     def status(scenario, name):
         case = cases[(scenario, name)]
@@ -92,27 +154,56 @@ def test_junit_has_a_case_per_scenario_and_property_with_failures_explained(suit
     # asked for nothing: a failed property is reported as skipped, not counted
     assert {status("surprise", p) for p in PROPERTIES} <= {"ok", "skipped"}
     assert status("slow", "verdict") == "failure"
-    assert "0.5" in cases[("slow", "recovers")].find("failure").text
+    summary = json.loads((suite / "slow" / "summary.json").read_text())
+    explanation = summary["properties"]["recovers"]["explanation"]
+    failure = cases[("slow", "recovers")].find("failure")
+    assert "0.5" in explanation and explanation in failure.get("message") and explanation in failure.text
+    assert int(suites["slow"].get("failures")) == 2
     pinned = cases[("pinned", "exactly_once_restore")].find("failure")
     assert "pins a known violation" in pinned.text
     assert "the gap may have closed" in cases[("pinned", "verdict")].find("failure").text
     failures = sum(status(*k) == "failure" for k in cases)
-    assert failures == int(ts.get("failures")) == 5
-    assert int(ts.get("skipped")) == sum(status(*k) == "skipped" for k in cases)
+    assert failures == int(root.get("failures")) == 5
+    assert int(root.get("skipped")) == sum(status(*k) == "skipped" for k in cases)
 
 
-def test_junit_reports_inconclusive_as_skipped_not_failure(tmp_path):
-    """A fault that never landed: the verdict case is skipped, with the reason."""
+def test_junit_suite_carries_start_time_duration_and_versions(tmp_path):
+    folder = make_results(tmp_path / "runs" / "kill", "kill", [kill()])
+    path = tmp_path / "runs" / "kill" / "summary.json"
+    summary = json.loads(path.read_text())
+    summary.update(wall_time_s=12.5, results_dir="/data/results/kill",
+                   versions={"ray": "2.60.0", "torch": "2.13.0+cpu", "python": "3.11.9", "ftharness": "0.4.0"},
+                   settings={"profile": "fast", "address": "embedded"})
+    path.write_text(json.dumps(summary))
+    (ts,) = validate_junit(write_junit([folder], tmp_path / "junit.xml")).findall("testsuite")
+    start = min(e["t"] for e in map(json.loads, (tmp_path / "runs" / "kill" / "history.jsonl").open())
+                if e["kind"] == "run_start")
+    assert ts.get("timestamp") == datetime.datetime.fromtimestamp(start, datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%S")
+    assert ts.get("time") == "12.500"
+    props = {p.get("name"): p.get("value") for p in ts.find("properties")}
+    assert props == {"ray.version": "2.60.0", "torch.version": "2.13.0+cpu", "python.version": "3.11.9",
+                     "ftharness.version": "0.4.0", "cluster.profile": "fast", "cluster.address": "embedded",
+                     "results_dir": "/data/results/kill"}
+
+
+def test_junit_reports_inconclusive_and_not_judged_as_skipped_not_failure(tmp_path):
+    """A fault that never landed: the verdict case is skipped, with the reason;
+    a property with nothing to judge is skipped too. Control characters in a
+    reason do not break the file."""
     folder = make_results(tmp_path / "runs" / "unlanded", "unlanded", [kill()])
     summary = json.loads((tmp_path / "runs" / "unlanded" / "summary.json").read_text())
     summary.update(verdict="INCONCLUSIVE", matches_expectation=False,
-                   inconclusive=["fault 0 (kill_worker) did not land: never fired"])
+                   inconclusive=["fault 0 (kill_worker) did not land: never fired \x1b[31m"])
+    summary["properties"]["recovers"] = {"passed": None, "explanation": "no fault was retried"}
     (tmp_path / "runs" / "unlanded" / "summary.json").write_text(json.dumps(summary))
-    root = ET.parse(write_junit([folder], tmp_path / "junit.xml")).getroot()
+    root = validate_junit(write_junit([folder], tmp_path / "junit.xml"))
     (ts,) = root.findall("testsuite")
     case = next(c for c in ts.iter("testcase") if c.get("name") == "verdict")
     assert case.find("failure") is None and "did not land" in case.find("skipped").get("message")
-    assert int(ts.get("failures")) == 0 and int(ts.get("skipped")) >= 1
+    recovers = next(c for c in ts.iter("testcase") if c.get("name") == "recovers")
+    assert "no fault was retried" in recovers.find("skipped").get("message")
+    assert int(ts.get("failures")) == 0 and int(ts.get("skipped")) >= 2
 
 
 # --------------------------------------------------------------------- compare
@@ -315,14 +406,13 @@ def test_run_and_suite_write_report_html_and_junit_and_print_the_page_last(monke
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[-1] == f"report: {out / 'report.html'}"
     assert (out / "report.html").is_file() and (out / "report-data" / "steps.csv").is_file()
-    assert ET.parse(out / "junit.xml").getroot().find("testsuite") is not None
+    assert len(validate_junit(out / "junit.xml").findall("testsuite")) == 1
 
     fake_run(monkeypatch, "suite", "run_suite")
     out = tmp_path / "suite"
     assert main(["suite", "--out", str(out), "--quiet"]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1] == f"report: {out / 'report.html'}"
-    verdicts = [c for c in ET.parse(out / "junit.xml").getroot().iter("testcase") if c.get("name") == "verdict"]
-    assert len(verdicts) == 2
+    assert len(validate_junit(out / "junit.xml").findall("testsuite")) == 2
 
 
 def test_a_report_that_cannot_be_written_is_a_warning_not_a_verdict(monkeypatch, tmp_path, capsys):
