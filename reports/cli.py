@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence
 
-from scenarios.verdict import EXIT_CANNOT_RUN, EXIT_PASS as EXIT_OK
+from scenarios.verdict import EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_PASS as EXIT_OK
 
 
 def _fail(msg: str) -> int:
@@ -89,10 +89,14 @@ def cmd_report(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from reports.compare import write_compare
+    """The table on the terminal, compare.csv and compare.html; exit 1 when a
+    --fail-if gate trips, so a CI job can hold a configuration to a baseline."""
+    from reports.compare import check_gates, few_samples, metric_rows, parse_gate, samples, terminal_table, \
+        write_compare
 
     groups: Dict[str, List[str]] = {}
     try:
+        gates = [parse_gate(text) for text in args.fail_if]
         for spec in args.groups:
             label, paths = parse_group(spec)
             groups.setdefault(label, []).extend(paths)
@@ -101,9 +105,16 @@ def cmd_compare(args) -> int:
     error = check_paths([p for paths in groups.values() for p in paths])
     if error:
         return _fail(error)
-    path = write_compare(groups, args.out)
-    print(f"compare: {path}")
-    return EXIT_OK
+    found = samples(groups)
+    rows = metric_rows(found)
+    for warning in few_samples(found):
+        print(f"ftharness: warning: {warning}", file=sys.stderr)
+    print(terminal_table(rows))
+    judged = check_gates(gates, rows)
+    for _, line in judged:
+        print(line)
+    print(f"compare: {write_compare(groups, args.out, found=found)}")
+    return EXIT_FAIL if any(hit for hit, _ in judged) else EXIT_OK
 
 
 def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
@@ -118,4 +129,8 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     c.add_argument("groups", nargs="+", metavar="LABEL=RESULTS[,RESULTS...]",
                    help="a configuration and its results folders; the first is the baseline")
     c.add_argument("--out", default="compare", help="output folder (default: ./compare)")
+    c.add_argument("--fail-if", action="append", default=[], metavar='"METRIC.STAT > THRESHOLD"',
+                   help='exit 1 when it holds for a configuration, e.g. "recovery_s.median > +10%%" '
+                        "(STAT: median or p95; > or <; N%% relative to the first configuration, +N/-N "
+                        "its difference, N the value itself); repeatable")
     c.set_defaults(func=cmd_compare)

@@ -5,23 +5,34 @@ folders). Each configuration gets the median and 95th percentile of its
 recovery and detection times (one sample per recovery) and of its lost steps,
 ETTR and wall time (one sample per run). Runs are few and recovery times
 skewed, so the difference of median recovery time to the first configuration
-comes with a percentile bootstrap 95% interval rather than a t-test.
+comes with a percentile bootstrap 95% interval rather than a t-test; a group
+with fewer than MIN_SAMPLES samples gets no interval, since resampling one
+value gives a falsely certain [0, 0].
+
+`ftharness compare` prints the same per metric (`metric_rows`, `terminal_table`)
+and judges `--fail-if` gates (`parse_gate`, `check_gates`), so CI can hold a
+configuration to its baseline.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
+import re
 from html import escape
-from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
 
 from reports import metrics
-from reports.frames import Frames, PathLike, read_results
+from reports.frames import Frames, PathLike, missing, read_results
 from reports.html import page, recovery_figure, section, svg, table
 
 RESAMPLES, SEED, LEVEL = 2000, 0, 0.95
+#: fewer samples than this in a group: no interval (one sample would give [0, 0])
+MIN_SAMPLES = 3
 #: per-recovery samples (recovery frame) and per-run samples (scenarios frame)
 RECOVERY_METRICS = ("recovery_s", "detection_s")
 RUN_METRICS = {"lost_steps": "metrics.lost_steps", "ettr": "metrics.ettr", "wall_time_s": "wall_time_s"}
@@ -30,10 +41,13 @@ RUN_METRICS = {"lost_steps": "metrics.lost_steps", "ettr": "metrics.ettr", "wall
 def bootstrap_median_diff(base: Sequence[float], other: Sequence[float], resamples: int = RESAMPLES,
                           seed: int = SEED, level: float = LEVEL) -> Tuple[float, float, float]:
     """(median(other) - median(base), low, high): the observed difference and
-    its percentile bootstrap interval, both samples resampled independently."""
+    its percentile bootstrap interval, both samples resampled independently;
+    no interval (NaN) when a sample has fewer than MIN_SAMPLES values."""
     a, b = np.asarray(base, dtype=float), np.asarray(other, dtype=float)
     if not len(a) or not len(b):
         return (np.nan, np.nan, np.nan)
+    if min(len(a), len(b)) < MIN_SAMPLES:  # resampling one or two values gives a false, tight interval
+        return float(np.median(b) - np.median(a)), np.nan, np.nan
     rng = np.random.default_rng(seed)
     diffs = (np.median(rng.choice(b, (resamples, len(b))), axis=1)
              - np.median(rng.choice(a, (resamples, len(a))), axis=1))
@@ -94,12 +108,14 @@ def _by_metric(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_compare(groups: Mapping[str, Sequence[PathLike]], out_dir: PathLike,
-                  resamples: int = RESAMPLES, seed: int = SEED) -> str:
+                  resamples: int = RESAMPLES, seed: int = SEED,
+                  found: Optional[Dict[str, Dict[str, list]]] = None) -> str:
     """compare.csv and compare.html (the table and the recovery times per
-    configuration) in out_dir; returns the path of compare.html."""
+    configuration) in out_dir; returns the path of compare.html. `found`:
+    the samples, when the caller has loaded them already."""
     out_dir = os.fspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
-    found = samples(groups)
+    found = samples(groups) if found is None else found
     df = _table(found, resamples, seed)
     df.to_csv(os.path.join(out_dir, "compare.csv"), index=False)
     recoveries = {label: s["recovery_s"] for label, s in found.items()}
@@ -115,3 +131,121 @@ def write_compare(groups: Mapping[str, Sequence[PathLike]], out_dir: PathLike,
     with open(path, "w", encoding="utf-8") as f:
         f.write(page("ftharness comparison", body))
     return path
+
+
+# ------------------------------------------------------------ terminal and gates
+METRICS = (*RECOVERY_METRICS, *RUN_METRICS)
+STATISTICS = ("median", "p95")
+
+
+def metric_rows(found: Dict[str, Dict[str, list]], resamples: int = RESAMPLES, seed: int = SEED) -> pd.DataFrame:
+    """One row per metric and configuration: n, median, p95, and the difference
+    of medians against the first configuration with its bootstrap interval
+    (NaN on the first, and where a group has fewer than MIN_SAMPLES)."""
+    first = next(iter(found), None)
+    rows = []
+    for m in METRICS:
+        for label, s in found.items():
+            diff = (np.nan,) * 3 if label == first else \
+                bootstrap_median_diff(found[first][m], s[m], resamples, seed)
+            stats = _stats(s[m], m)
+            rows.append({"metric": m, "configuration": label, "n": len(s[m]), "median": stats[f"{m}_median"],
+                         "p95": stats[f"{m}_p95"], **dict(zip(("diff", "ci_low", "ci_high"), diff))})
+    return pd.DataFrame(rows)
+
+
+def few_samples(found: Dict[str, Dict[str, list]]) -> List[str]:
+    """One warning per configuration that has fewer than MIN_SAMPLES of some
+    metric: its intervals are not shown."""
+    out = []
+    for label, s in found.items():
+        thin = [f"{m} ({len(s[m])})" for m in METRICS if len(s[m]) < MIN_SAMPLES]
+        if thin:
+            out.append(f"{label}: fewer than {MIN_SAMPLES} samples of {', '.join(thin)}; no interval for them")
+    return out
+
+
+def _num(v: float) -> str:
+    return "-" if missing(v) else f"{v:.3f}"
+
+
+def terminal_table(rows: pd.DataFrame) -> str:
+    """The comparison as fixed-width text, for the terminal and CI logs."""
+    head = ["metric", "configuration", "n", "median", "p95", f"diff of medians [{LEVEL:.0%} CI]"]
+    first = rows["configuration"].iloc[0] if len(rows) else None
+    body = []
+    for r in rows.to_dict("records"):
+        if r["configuration"] == first:
+            diff = "(baseline)"
+        elif missing(r["diff"]):
+            diff = "-"
+        else:
+            ci = "" if missing(r["ci_low"]) else f" [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+            diff = f"{r['diff']:+.3f}{ci}"
+        body.append([r["metric"], str(r["configuration"]), str(r["n"]), _num(r["median"]), _num(r["p95"]), diff])
+    widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) if i < 5 else c
+                               for i, (c, w) in enumerate(zip(line, widths))).rstrip() for line in [head, *body])
+
+
+@dataclasses.dataclass(frozen=True)
+class Gate:
+    """`--fail-if "METRIC.STAT OP THRESHOLD"`: N% (signed or not) is the change
+    against the first configuration, +N / -N the difference in the metric's
+    units, a bare N the statistic itself (then every configuration is held to it)."""
+    text: str
+    metric: str
+    statistic: str
+    op: str
+    value: float
+    kind: str  # "relative", "difference" or "absolute"
+
+    def tripped(self, base: float, got: float) -> bool:
+        x = {"relative": lambda: _relative(base, got), "difference": lambda: got - base,
+             "absolute": lambda: got}[self.kind]()
+        return (x > self.value) if self.op == ">" else (x < self.value)
+
+
+GATE = re.compile(r"\s*(\w+)\.(\w+)\s*([<>])\s*([+-]?)(\d+(?:\.\d*)?|\.\d+)\s*(%?)\s*")
+
+
+def parse_gate(text: str) -> Gate:
+    """A --fail-if expression; ValueError naming what is wrong otherwise."""
+    m = GATE.fullmatch(text)
+    if not m:
+        raise ValueError(f'--fail-if {text!r}: not METRIC.STAT > or < THRESHOLD (e.g. "recovery_s.median > +10%")')
+    metric, stat, op, sign, number, pct = m.groups()
+    if metric not in METRICS:
+        raise ValueError(f"--fail-if {text!r}: unknown metric {metric} (one of {', '.join(METRICS)})")
+    if stat not in STATISTICS:
+        raise ValueError(f"--fail-if {text!r}: unknown statistic {stat} (median or p95)")
+    kind = "relative" if pct else "difference" if sign else "absolute"
+    return Gate(text.strip(), metric, stat, op, float(sign + number), kind)
+
+
+def _relative(base: float, got: float) -> float:
+    """Change in percent; from a zero baseline any rise is infinite."""
+    if base == 0:
+        return 0.0 if got == 0 else math.copysign(math.inf, got)
+    return (got - base) / abs(base) * 100
+
+
+def check_gates(gates: Sequence[Gate], rows: pd.DataFrame) -> List[Tuple[bool, str]]:
+    """(tripped, line) per gate and configuration it judges, in gate order;
+    the line names the metric, the configurations and the numbers."""
+    out = []
+    for g in gates:
+        sel = rows[rows["metric"] == g.metric].set_index("configuration")[g.statistic]
+        base_label, base = sel.index[0], sel.iloc[0]
+        judged = list(sel.items()) if g.kind == "absolute" else list(sel.items())[1:]
+        for label, got in judged:
+            if missing(got) or (g.kind != "absolute" and missing(base)):
+                out.append((False, f"?    --fail-if {g.text!r}: no {g.metric} samples to judge in {label}"
+                                   f"{'' if g.kind == 'absolute' else ' or ' + str(base_label)}"))
+                continue
+            against = "" if g.kind == "absolute" else \
+                f" against {base_label} {base:.3f} ({_relative(base, got):+.1f}%, {got - base:+.3f})"
+            hit = g.tripped(base, got)
+            out.append((hit, f"{'FAIL' if hit else 'ok  '} --fail-if {g.text!r}: {g.metric} {g.statistic} "
+                             f"of {label} {got:.3f}{against}"))
+    return out

@@ -429,3 +429,54 @@ def test_a_report_that_cannot_be_written_is_a_warning_not_a_verdict(monkeypatch,
     assert captured.out.strip().splitlines()[-1].startswith("results: ")
     (line,) = captured.err.strip().splitlines()
     assert line.startswith("ftharness: warning: report not written (") and "No space left" in line
+
+
+# ------------------------------------------------------- compare gates CI
+def test_compare_prints_a_table_and_a_tripped_gate_exits_1(groups, tmp_path, capsys):
+    """slow's median recovery (7 s) is over fast's (3 s) by 133%: "> +10%" trips."""
+    args = parse("compare", f"fast={','.join(groups['fast'])}", f"slow={','.join(groups['slow'])}",
+                 "--out", str(tmp_path / "cmp"), "--fail-if", "recovery_s.median > +10%",
+                 "--fail-if", "lost_steps.median > 3")
+    assert args.func(args) == 1
+    out = capsys.readouterr().out.splitlines()
+    row = next(l.split() for l in out if l.startswith("recovery_s") and "slow" in l)
+    assert row[:5] == ["recovery_s", "slow", "5", "7.008", "8.808"] and row[5] == "+4.000"
+    low, high = (float(x.strip("[],")) for x in row[6:8])
+    assert 1.0 <= low <= 4.0 <= high <= 7.0
+    (fail,) = [l for l in out if l.startswith("FAIL")]
+    assert "recovery_s median of slow 7.008 against fast 3.008" in fail and "+133.0%" in fail
+    assert [l for l in out if l.startswith("ok")] == [
+        "ok   --fail-if 'lost_steps.median > 3': lost_steps median of fast 1.000",
+        "ok   --fail-if 'lost_steps.median > 3': lost_steps median of slow 1.000"]
+    assert out[-1].startswith("compare: ") and (tmp_path / "cmp" / "compare.csv").is_file()
+
+
+def test_compare_gate_that_holds_exits_0(groups, tmp_path, capsys):
+    args = parse("compare", f"fast={','.join(groups['fast'])}", f"slow={','.join(groups['slow'])}",
+                 "--out", str(tmp_path / "cmp"), "--fail-if", "recovery_s.median > +200%",
+                 "--fail-if", "recovery_s.p95 > +5", "--fail-if", "ettr.median < -90%")
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "FAIL" not in out and out.count("\nok   --fail-if") == 3
+
+
+@pytest.mark.parametrize("gate", ["recovery_s.median >> 10%", "recovery_s.mean > 10%", "recovery.median > 1",
+                                  "recovery_s.median > ten", "recovery_s.median"])
+def test_a_malformed_gate_is_one_line_and_exit_2(groups, tmp_path, capsys, gate):
+    args = parse("compare", f"fast={groups['fast'][0]}", "--fail-if", gate, "--out", str(tmp_path / "cmp"))
+    assert args.func(args) == 2
+    assert "--fail-if" in one_error_line(capsys) and not (tmp_path / "cmp").exists()
+
+
+def test_compare_with_fewer_than_3_samples_warns_and_shows_no_interval(groups, tmp_path, capsys):
+    args = parse("compare", f"fast={','.join(groups['fast'])}", f"one={groups['slow'][0]}",
+                 "--out", str(tmp_path / "cmp"))
+    assert args.func(args) == 0
+    captured = capsys.readouterr()
+    (warning,) = captured.err.strip().splitlines()
+    assert warning.startswith("ftharness: warning: one: fewer than 3 samples of recovery_s (1)")
+    row = next(l.split() for l in captured.out.splitlines() if l.startswith("recovery_s") and "one" in l)
+    assert row == ["recovery_s", "one", "1", "5.008", "5.008", "+2.000"]
+    df = pd.read_csv(tmp_path / "cmp" / "compare.csv").set_index("configuration")
+    assert df.loc["one", "recovery_median_diff_s"] == approx(2.0, abs=1e-5)
+    assert math.isnan(df.loc["one", "recovery_diff_ci_low_s"]) and math.isnan(df.loc["one", "recovery_diff_ci_high_s"])
