@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Creates .venv in the repository and installs ftharness into it.
-# torch==2.13.0 is installed explicitly first where no torch is present: a bare
-# `torch` requirement would pull a multi-GB CUDA build. A second run is a no-op
-# unless pyproject.toml or this script changed.
+# torch==2.13.0 is installed first where .venv has no torch. Which build pip
+# picks depends on where it looks: from PyPI on Linux x86_64 it is the CUDA
+# build (several GB); a CPU wheel wins where pip's config points at one (a
+# local find-links folder). TORCH_INDEX chooses explicitly, e.g.
+#   TORCH_INDEX=https://download.pytorch.org/whl/cpu   ./scripts/setup.sh   # CPU
+#   TORCH_INDEX=https://download.pytorch.org/whl/cuXYZ ./scripts/setup.sh   # a CUDA build listed on pytorch.org
+# A torch already in .venv is kept. The build installed is printed at the end.
+# A second run is a no-op unless pyproject.toml or this script changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-$(command -v python3.11 || command -v python3)}"
@@ -15,10 +20,16 @@ fi
 quiet() { grep -v -e "is ignored: it is neither a file nor a directory" -e "^\s*$" || true; }
 .venv/bin/python -m pip install -q --upgrade pip 2>&1 | quiet
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-  echo "setup: installing torch==2.13.0 (CPU build)"
-  .venv/bin/python -m pip install -q "torch==2.13.0" 2>&1 | quiet
+  if [ -n "${TORCH_INDEX:-}" ]; then
+    echo "setup: installing torch==2.13.0 from $TORCH_INDEX"
+    .venv/bin/python -m pip install -q "torch==2.13.0" --index-url "$TORCH_INDEX" 2>&1 | quiet
+  else
+    echo "setup: installing torch==2.13.0 (the build pip finds; TORCH_INDEX=... chooses one)"
+    .venv/bin/python -m pip install -q "torch==2.13.0" 2>&1 | quiet
+  fi
 fi
 echo "setup: installing ftharness and its dependencies into .venv"
 .venv/bin/python -m pip install -q -e ".[test]" 2>&1 | quiet
-.venv/bin/python -c "import harness, torch, ray" 
+.venv/bin/python -c "import harness, torch, ray
+print('setup: torch', torch.__version__, '(CUDA ' + torch.version.cuda + ')' if torch.version.cuda else '(CPU build)')"
 echo "$want" > "$stamp"
