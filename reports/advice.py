@@ -136,7 +136,46 @@ def measure(results_paths: Iterable[PathLike]) -> Dict[str, Any]:
     return {"checkpoint_cost_s": None if ckpt is None or plain is None else ckpt - plain,
             "plain_step_s": plain,
             "recovery_s": float(np.mean(recoveries)) if recoveries else None,
-            "current_interval_s": _median(spacing)}
+            "current_interval_s": _median(spacing),
+            "samples": {"timed_steps": int(len(steps)), "checkpointed_steps": int(steps["checkpointed"].sum()),
+                        "recoveries": len(recoveries), "checkpoint_intervals": len(spacing)}}
+
+
+def gaps(found: Dict[str, Any]) -> Dict[str, str]:
+    """For each LABELS key advise() left empty (or could not use): why, and
+    what run would measure it. Keys with a value are absent."""
+    n = found.get("samples") or {}
+    cost = found.get("checkpoint_cost_s")
+    if not n.get("timed_steps"):
+        c = ("no timed steps in these runs (a step's time needs a step before it in the same attempt); "
+             "run more than one step per attempt")
+    elif not n.get("checkpointed_steps"):
+        c = ("checkpoint cost not measured: no checkpoint_written/report pair in these runs; "
+             "run a scenario with checkpoint_every > 0")
+    elif n["checkpointed_steps"] == n["timed_steps"]:
+        c = ("checkpoint cost not measured: every timed step held a checkpoint, so there is no plain step to "
+             "compare with; set checkpoint_every > 1")
+    elif cost is not None and cost <= 0:
+        c = (f"checkpoint cost measured as {cost:.4f} s, not above a plain step: the checkpoint is cheaper "
+             "than the noise; run more steps, or a larger model, to measure it")
+    else:
+        c = ""
+    r = "" if found.get("recovery_s") is not None else (
+        "recovery not measured: no recovery in these runs; run a scenario with a fault the job recovers "
+        "from (e.g. kill_worker with max_failures >= 1)")
+    i = "" if found.get("current_interval_s") is not None else (
+        "current interval not measured: no two checkpoints registered in one attempt; run more steps than "
+        "2 x checkpoint_every with checkpoint_every > 0")
+    needs_c = "needs the checkpoint cost C, not measured (see above)" if c else ""
+    out = {"checkpoint_cost_s": c if cost is None or cost <= 0 else "",
+           "plain_step_s": "" if found.get("plain_step_s") is not None else (
+               "no step without a checkpoint in these runs; set checkpoint_every > 1"),
+           "recovery_s": r, "current_interval_s": i,
+           "young_interval_s": needs_c, "daly_interval_s": needs_c,
+           "goodput_at_daly": needs_c or ("needs the recovery time R, not measured (see above)" if r else ""),
+           "goodput_at_current": needs_c or ("needs the recovery time R, not measured (see above)" if r else "")
+           or ("needs the current interval, not measured (see above)" if i else "")}
+    return {k: v for k, v in out.items() if v and (found.get(k) is None or k == "checkpoint_cost_s")}
 
 
 def advise(results_paths: Iterable[PathLike], accelerators: int = LLAMA3_GPUS,
