@@ -1,13 +1,19 @@
 """A self-contained HTML report over results folders: one file, no server.
 
-Plots are matplotlib figures inlined as SVG (text kept as text, so the page
-stays searchable) and the styles are inline, so index.html can be attached to
-a CI run or mailed as is. The frames behind it are written beside it as CSV
-and Parquet, for whoever wants to dig further.
+The page is rendered from jinja2 templates in reports/templates/ (autoescape
+on): report.html.j2 lays out the page, timeline.svg.j2 draws each run's
+timeline as inline SVG, and report.css and report.js are inlined into it, so
+the page opens offline and can be attached to a CI run or mailed as is. This
+module only prepares the data each template needs. The recovery-time
+distribution stays a matplotlib figure inlined as SVG (text kept as text); the
+timelines are drawn by the template, with native <title> tooltips and a small
+inline script for a hover box, wheel zoom, drag to pan and a reset button.
+The frames behind the page are written beside it as CSV and Parquet.
 
-Element ids and classes are stable for tests and scrapers: section#summary,
-section#properties, section#timelines with one div.timeline per scenario,
-section#recovery, section#advice, section#data.
+Element ids and classes are stable for tests and scrapers: div.banner#verdict,
+nav#toc, section#summary, section#timelines with one div.scenario per run
+(holding div.timeline#timeline-<slug> and its svg.tl-svg), section#recovery,
+section#advice, section#properties, section#data.
 """
 
 from __future__ import annotations
@@ -17,40 +23,49 @@ import math
 import os
 import re
 import time
-from html import escape
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
+import jinja2
 import matplotlib
 import numpy as np
 import pandas as pd
+from markupsafe import Markup
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
-from matplotlib.transforms import blended_transform_factory
 
 from harness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, PARTS
-from reports import advice
-from reports.frames import Frames, PathLike, missing, results_folders
-from reports.junit import labels, outcome_verdicts, property_verdicts
+from reports import advice, metrics
+from reports.frames import Frames, PathLike, missing, read_results, results_folders
+from reports.junit import SCENARIO_FILE, _as_list, labels, outcome_verdicts, property_verdicts
 
-CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;color:#111;max-width:1500px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ccc}
-h3{font-size:15px;margin:16px 0 4px}.meta,.note{color:#555;font-size:13px}
-table{border-collapse:collapse;font-size:13px;margin:6px 0}
-th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
-th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.pass td:first-child,tr.ok td:first-child{border-left:5px solid #2a7}
-tr.fail td:first-child,tr.failure td:first-child{border-left:5px solid #d33}
-tr.skipped td:first-child,tr.unknown td:first-child{border-left:5px solid #bbb}
-.banner{padding:.6em 1em;margin:1em 0;border-left:8px solid #bbb;background:#f6f6f6}
-.banner.pass{border-color:#2a7}.banner.fail{border-color:#d33}.banner.unknown{border-color:#e9a100}
-.timeline svg,.plot svg{max-width:100%;height:auto}
-.extrapolated{background:#fff6d6;border:1px solid #e0c060;padding:8px;font-size:13px}
-"""
 #: matplotlib settings for every figure: text stays text in the SVG
 RC = {"svg.fonttype": "none", "font.size": 9}
 ATTEMPT_COLORS = ["#4c78a8", "#72b7b2", "#54a24b", "#b279a2", "#9d755d", "#bab0ac"]
+VERDICT_CLASS = {"PASS": "pass", "FAIL": "fail", "ERROR": "fail"}
+#: a run's own files the page links to, when they are there
+RUN_FILES = ("history.jsonl", "summary.json", SCENARIO_FILE, "trace.json", "error.txt")
+
+
+# -------------------------------------------------------------------- templates
+def _seconds(v: float) -> str:
+    return f"{v:.4f}".rstrip("0").rstrip(".") or "0"
+
+
+def _units(v: float) -> str:
+    return f"{v:.1f}".rstrip("0").rstrip(".") or "0"
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(s=_seconds, y=_units)
+    return env
+
+
+ENV = environment()
+
+
+def _macro(name: str):
+    return getattr(ENV.get_template("macros.html.j2").module, name)
 
 
 # ------------------------------------------------------------------ formatting
@@ -64,19 +79,26 @@ def _text(v: Any, digits: int = 2) -> str:
     return str(v)
 
 
-def _cell(v: Any) -> str:
-    num = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-    return f'<td class="num">{escape(_text(v))}</td>' if num else f"<td>{escape(_text(v))}</td>"
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def table_data(df: pd.DataFrame, cls: str = "", row_classes: Optional[Sequence[str]] = None,
+               links: Optional[Dict[str, Sequence[Optional[str]]]] = None) -> Dict[str, Any]:
+    """What macros.html.j2's table() draws: cells as text (numbers right
+    aligned), `row_classes` mark rows (pass/fail), `links` column -> hrefs."""
+    links = links or {}
+    rows = []
+    for i, row in enumerate(df.itertuples(index=False)):
+        cells = [{"text": _text(v), "cls": "num" if _is_num(v) else "",
+                  "href": (links.get(col) or [None] * len(df))[i]} for col, v in zip(df.columns, row)]
+        rows.append({"cls": row_classes[i] if row_classes is not None else "", "cells": cells})
+    return {"cls": cls, "columns": [str(c) for c in df.columns], "rows": rows}
 
 
 def table(df: pd.DataFrame, cls: str = "", row_classes: Optional[Sequence[str]] = None) -> str:
     """A plain HTML table; `row_classes` mark rows (pass/fail) for the CSS."""
-    head = "".join(f"<th>{escape(str(c))}</th>" for c in df.columns)
-    rows = []
-    for i, row in enumerate(df.itertuples(index=False)):
-        klass = f' class="{escape(row_classes[i])}"' if row_classes is not None else ""
-        rows.append(f"<tr{klass}>{''.join(_cell(v) for v in row)}</tr>")
-    return f'<table class="{escape(cls)}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return str(_macro("table")(table_data(df, cls, row_classes)))
 
 
 def svg(fig: Figure) -> str:
@@ -88,13 +110,14 @@ def svg(fig: Figure) -> str:
     return text[text.index("<svg"):]
 
 
-def page(title: str, body: str) -> str:
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
-            f"<style>{CSS}</style></head><body>{body}</body></html>")
+def page(title: str, body: str, script: bool = False) -> str:
+    """A whole page around `body` (trusted markup), with the report's styles
+    (and its script, for timelines) inline."""
+    return ENV.get_template("page.html.j2").render(title=title, body=Markup(body), script=script)
 
 
 def section(sid: str, title: str, content: str) -> str:
-    return f'<section id="{sid}"><h2>{escape(title)}</h2>{content}</section>'
+    return str(_macro("section")(sid, title, Markup(content)))
 
 
 def slug(text: str) -> str:
@@ -158,46 +181,57 @@ def summary_frame(frames: Frames) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def banner(frames: Frames) -> str:
+def anchor(label: str) -> str:
+    return f"scenario-{slug(label)}"
+
+
+def banner_data(frames: Frames) -> Dict[str, Any]:
     """The headline: the worst verdict of the folders, with the reasons behind it."""
     o = outcome_verdicts(frames)
     verdicts = list(o["verdict"]) if len(o) else []
     worst = next((v for v in ("ERROR", "FAIL", "INCONCLUSIVE") if v in verdicts), "PASS" if verdicts else "INCONCLUSIVE")
-    cls = {"PASS": "pass", "FAIL": "fail", "ERROR": "fail"}.get(worst, "unknown")
-    items = "".join(f"<li>{escape(str(r['label']))}: {escape(r['verdict'])}"
-                    f"{' — ' + escape(r['message']) if r['message'] else ''}</li>"
-                    for r in o.to_dict("records") if r["verdict"] != "PASS")
+    items = [{"label": str(r["label"]), "anchor": anchor(str(r["label"])), "verdict": r["verdict"],
+              "message": r["message"]} for r in o.to_dict("records") if r["verdict"] != "PASS"]
     counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("PASS", "FAIL", "INCONCLUSIVE", "ERROR") if v in verdicts)
-    return (f'<div class="banner {cls}"><strong>{worst}</strong> ({escape(counts or "no runs")})'
-            f'{"<ul>" + items + "</ul>" if items else ""}</div>')
+    return {"worst": worst, "cls": VERDICT_CLASS.get(worst, "unknown"), "counts": counts, "reasons": items}
 
 
-def summary_section(frames: Frames) -> str:
+def banner(frames: Frames) -> str:
+    """The banner alone, as markup."""
+    b = banner_data(frames)
+    text = ENV.from_string(
+        '<div class="banner {{ b.cls }}"><strong>{{ b.worst }}</strong> ({{ b.counts or "no runs" }})'
+        '{% if b.reasons %}<ul>{% for i in b.reasons %}<li>{{ i.label }}: {{ i.verdict }}'
+        '{% if i.message %} — {{ i.message }}{% endif %}</li>{% endfor %}</ul>{% endif %}</div>')
+    return text.render(b=b)
+
+
+def summary_table(frames: Frames) -> Dict[str, Any]:
     df = summary_frame(frames)
-    classes = [{"PASS": "pass", "FAIL": "fail", "ERROR": "fail"}.get(v, "unknown") for v in df["verdict"]]
-    note = ('<p class="note">ETTR: productive step time over wall time (Meta\'s effective training '
-            "time ratio). Budgets: failures charged to each Ray Train budget / its limit.</p>")
-    return section("summary", "Summary", table(df, "summary", classes) + note)
+    classes = [VERDICT_CLASS.get(v, "unknown") for v in df["verdict"]]
+    return table_data(df, "summary", classes, {"scenario": ["#" + anchor(str(n)) for n in df["scenario"]]})
 
 
-def properties_section(frames: Frames) -> str:
+def properties_table(frames: Frames) -> Dict[str, Any]:
     v = property_verdicts(frames)
     df = pd.DataFrame({"scenario": v["label"], "property": v["property"],
                        "verdict": v["passed"].map(lambda p: "NOT JUDGED" if p is None else "PASS" if p else "FAIL"),
                        "expected": v["expected"].fillna("(not asked)"),
                        "status": v["status"], "explanation": v["explanation"]})
-    return section("properties", "Properties", table(df, "properties", list(v["status"])))
+    return table_data(df, "properties", list(v["status"]),
+                      {"scenario": ["#" + anchor(str(n)) for n in df["scenario"]]})
 
 
 # -------------------------------------------------------------------- timeline
+WIDTH, LEFT, PLOT_W, TOP, LANE, AXIS = 1100, 120, 960, 6, 30, 32
+BAR_H = 11
+#: worker events that belong to one process of an attempt
+PROCESS_KINDS = ("worker_start", "step", "checkpoint_written", "report", "worker_error", "worker_end")
+FAULT_STYLE = {"injected": ("#d62728", ""), "healed": ("#2ca02c", "4 3"), "skipped": ("#888", "2 3")}
+
+
 def _rows(df: pd.DataFrame, results: str) -> pd.DataFrame:
     return df[df["results"] == results]
-
-
-def _extent(*times: Iterable[float]):
-    """(first, last) time any of the frames recorded: the timeline's range."""
-    found = [float(t) for ts in times for t in ts if not missing(t)]
-    return min(found, default=0.0), max(found, default=1.0)
 
 
 def _attempt_span(a: Dict[str, Any]):
@@ -212,115 +246,216 @@ def _attempt_ranks(a: Dict[str, Any], steps: pd.DataFrame) -> List[int]:
     return ranks or list(range(int(a["world_size"]) if not missing(a.get("world_size")) else 1))
 
 
-def _sublane(i: int) -> float:
-    """Offset of the i-th attempt within a rank's lane: consecutive attempts
-    alternate halves, so a zombie that outlives its successor stays visible."""
-    return -0.17 if i % 2 == 0 else 0.17
+def _clip(text: Any, n: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _spaced(xs: Iterable[float], gap: float) -> List[int]:
-    """For labels at `xs` (sorted): a row per label, so labels closer than
-    `gap` stack instead of overlapping."""
-    rows, last = [], {}
-    for x in xs:
-        row = next(r for r in range(len(last) + 1) if x - last.get(r, -math.inf) >= gap)
-        last[row] = x
-        rows.append(row)
-    return rows
+def processes(events: List[Dict[str, Any]]) -> Dict[tuple, Dict[str, Any]]:
+    """(fit, attempt, rank) -> the worker process that ran it: pid, node, its
+    first and last event, the steps it recorded, what it restored, its error."""
+    out: Dict[tuple, Dict[str, Any]] = {}
+    for e in events:
+        if e.get("kind") not in PROCESS_KINDS or e.get("rank") is None or e.get("attempt") is None:
+            continue
+        key = (e.get("fit_index"), e["attempt"], int(e["rank"]))
+        p = out.setdefault(key, {"t_begin": e["t"], "t_end": e["t"], "pid": None, "node_id": None, "steps": [],
+                                 "restored_step": None, "error": None, "ended": None})
+        p["t_begin"], p["t_end"] = min(p["t_begin"], e["t"]), max(p["t_end"], e["t"])
+        p["pid"] = p["pid"] or e.get("pid")
+        p["node_id"] = p["node_id"] or e.get("node_id")
+        if e["kind"] == "step" and e.get("step") is not None:
+            p["steps"].append(int(e["step"]))
+        elif e["kind"] == "worker_start":
+            p["restored_step"] = e.get("restored_step")
+        elif e["kind"] == "worker_error":
+            p["error"] = f"{e.get('error_type') or 'error'}: {_clip(e.get('error') or '')}"
+            p["t_error"] = e["t"]
+        elif e["kind"] == "worker_end":
+            p["ended"] = "ended"
+    return out
 
 
-def _draw_attempts(ax, attempts: pd.DataFrame, steps: pd.DataFrame, t0: float) -> None:
-    for i, a in enumerate(attempts.to_dict("records")):
-        begin, end = _attempt_span(a)
-        color = ATTEMPT_COLORS[i % len(ATTEMPT_COLORS)]
-        ranks = _attempt_ranks(a, steps)
-        for rank in ranks:
-            ax.broken_barh([(begin - t0, max(end - begin, 1e-3))], (rank + _sublane(i) - 0.16, 0.32),
-                           facecolors=color, alpha=0.45, edgecolor=color)
-        ax.text(begin - t0, ranks[0] + _sublane(i) - 0.18, f" fit {a['fit_index']} · attempt {a['attempt']} "
-                f"({a['ended']})", fontsize=7, va="bottom", color="#333", clip_on=True)
+def _ticks(x0: float, w: float) -> List[Dict[str, Any]]:
+    raw = w / 8
+    p = 10 ** math.floor(math.log10(raw))
+    m = raw / p
+    step = p * (1 if m < 1.5 else 2 if m < 3 else 5 if m < 7 else 10)
+    digits = min(max(0, -math.floor(math.log10(step))), 6)
+    t, out = math.ceil(x0 / step) * step, []
+    while t <= x0 + w + 1e-9:
+        out.append({"x": LEFT + (t - x0) / w * PLOT_W, "label": f"{t:.{digits}f}"})
+        t += step
+    return out
 
 
-def _draw_steps(ax, steps: pd.DataFrame, attempts: pd.DataFrame, t0: float) -> None:
-    order = {(a["fit_index"], a["attempt"]): i for i, a in enumerate(attempts.to_dict("records"))}
-    y = steps["rank"] + [_sublane(order.get(k, 0)) for k in zip(steps["fit_index"], steps["attempt"])]
-    lost = steps["lost"].fillna(False).astype(bool)
-    for mask, color in ((~lost, "#222"), (lost, "#d62728")):
-        ax.scatter(steps.loc[mask, "t"] - t0, y[mask], marker="|", s=40, color=color, linewidths=1, zorder=3)
+def _attempt_title(a: Dict[str, Any]) -> str:
+    ended = a.get("ended")
+    why = " ".join(_text(a.get(k)) for k in ("error_type", "decision", "budget") if not missing(a.get(k)))
+    lines = [f"fit {a['fit_index']} · attempt {a['attempt']}" + (f" ({a['attempt_id']})" if not missing(
+        a.get("attempt_id")) else ""),
+             f"ended: {ended}" + (f" — {why}" if why else ""),
+             f"workers: {_text(a.get('world_size'))} on {_text(a.get('n_nodes'))} node(s)",
+             f"steps {_text(a.get('first_step'))}–{_text(a.get('last_step'))}"]
+    if not missing(a.get("restored_step")):
+        lines.append(f"restored from step {_text(a.get('restored_step'), 0)}")
+    return "\n".join(lines)
 
 
-def _draw_recoveries(ax, recovery: pd.DataFrame, t0: float) -> None:
-    for r in recovery.dropna(subset=["t_first_step"]).to_dict("records"):
-        ax.axvspan(r["t0"] - t0, r["t_first_step"] - t0, color="#ff7f0e", alpha=0.15, zorder=0)
-
-
-def _draw_faults(ax, faults: pd.DataFrame, t0: float, gap: float) -> None:
-    styles = {"injected": ("#d62728", "-"), "healed": ("#2ca02c", "--"), "skipped": ("#888", ":")}
-    top = blended_transform_factory(ax.transData, ax.transAxes)
-    marks = sorted((((f["t_done"] if not missing(f.get("t_done")) else f["t"]) - t0, f)
-                    for f in faults.to_dict("records")), key=lambda m: m[0])
-    for (x, f), row in zip(marks, _spaced([x for x, _ in marks], gap)):
-        color, ls = styles.get(f["event"], ("#888", ":"))
-        ax.axvline(x, color=color, ls=ls, lw=1.3, zorder=4)
-        label = f["fault_kind"] if f["event"] == "injected" else f"{f['event']} {f['fault_kind']}"
-        ax.text(x, 1.01 + 0.1 * row, label, transform=top, fontsize=7, color=color, va="bottom")
-
-
-def _draw_controller(ax, checkpoints: pd.DataFrame, decisions: pd.DataFrame, t0: float, lane: int,
-                     gap: float) -> None:
-    """The controller's lane: registered checkpoints (their step) and failure decisions."""
-    reg = checkpoints[checkpoints["event"] == "registered"].sort_values("t")
-    ax.scatter(reg["t"] - t0, [lane] * len(reg), marker="v", s=30, color="#9467bd", zorder=3)
-    xs = (reg["t"] - t0).tolist()
-    for x, step, row in zip(xs, reg["step"], _spaced(xs, gap)):
-        if row == 0:
-            ax.text(x, lane + 0.25, _text(step, 0), fontsize=6, ha="center", va="top", color="#9467bd")
-    for d in decisions.to_dict("records"):
-        color = "#d62728" if d["decision"] == "RAISE" else "#ff7f0e"
-        ax.scatter([d["t"] - t0], [lane], marker="X", s=50, color=color, zorder=4)
-        ax.text(d["t"] - t0, lane - 0.22, f"{d['decision']} {d['budget']}", fontsize=6, color=color)
-
-
-LEGEND = [Patch(color=ATTEMPT_COLORS[0], alpha=0.45, label="attempt (per rank)"),
-          Line2D([], [], marker="|", ls="", color="#222", label="step"),
-          Line2D([], [], marker="|", ls="", color="#d62728", label="lost step (redone later)"),
-          Line2D([], [], color="#d62728", label="fault injected"),
-          Line2D([], [], color="#2ca02c", ls="--", label="fault healed"),
-          Patch(color="#ff7f0e", alpha=0.15, label="recovery (fault to first step)"),
-          Line2D([], [], marker="v", ls="", color="#9467bd", label="checkpoint registered (step)"),
-          Line2D([], [], marker="X", ls="", color="#ff7f0e", label="failure decision (budget)")]
-
-
-def timeline_figure(frames: Frames, results: str) -> Figure:
-    """Jepsen-style timeline of one run: a lane per rank with attempts as bars
-    and steps as ticks, faults as vertical lines, recoveries shaded, and the
-    controller's lane with registered checkpoints and failure decisions."""
+def timeline_data(frames: Frames, results: str, events: List[Dict[str, Any]], label: str) -> Dict[str, Any]:
+    """What timeline.svg.j2 draws for one run: a lane per rank with a bar per
+    worker process (attempts alternate halves of the lane), steps as ticks,
+    checkpoints and worker errors as marks; the controller's lane with the
+    attempts, registered checkpoints and failure decisions; faults across all
+    lanes; recoveries shaded. x is in seconds since the run's first event."""
     att, steps, faults, ckpt, rec, dec = (_rows(getattr(frames, n), results) for n in
                                           ("attempts", "steps", "faults", "checkpoints", "recovery", "decisions"))
-    t0, t1 = _extent(att["t_start"], att["t_end"], steps["t"], faults["t"], ckpt["t"])
-    span = max(t1 - t0, 1e-3)  # labels closer than a share of it stack (fault labels are long)
-    lanes = max([r + 1 for a in att.to_dict("records") for r in _attempt_ranks(a, steps)], default=1)
-    fig = Figure(figsize=(12, 1.6 + 0.5 * (lanes + 1)))
-    ax = fig.add_subplot()
-    _draw_recoveries(ax, rec, t0)
-    _draw_attempts(ax, att, steps, t0)
-    _draw_steps(ax, steps, att, t0)
-    _draw_faults(ax, faults, t0, 0.15 * span)
-    _draw_controller(ax, ckpt, dec, t0, lanes, 0.03 * span)
-    ax.set_yticks(range(lanes + 1), [f"rank {r}" for r in range(lanes)] + ["controller"])
-    ax.set_ylim(lanes + 0.6, -0.6)
-    ax.set_xlabel("seconds since the run's first event")
-    ax.grid(axis="x", alpha=0.3)
-    ax.legend(handles=LEGEND, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
-    return fig
+    procs = processes(events)
+    times = [float(t) for col in (att["t_start"], att["t_end"], steps["t"], faults["t"], ckpt["t"], dec["t"])
+             for t in col if not missing(t)] + [v for p in procs.values() for v in (p["t_begin"], p["t_end"])]
+    start = _rows(frames.scenarios, results)["t_run_start"].dropna()
+    times += [float(t) for t in start]
+    t0, t1 = min(times, default=0.0), max(times, default=1.0)
+    span = max(t1 - t0, 1e-3)
+    pad = 0.01 * span
+    x0, w = -pad, span + 2 * pad
+    min_w = span / 1500
+
+    attempts = att.to_dict("records")
+    order = {(a["fit_index"], a["attempt"]): i for i, a in enumerate(attempts)}
+    ranks = sorted({k[2] for k in procs} | {r for a in attempts for r in _attempt_ranks(a, steps)}) or [0]
+    lane_of = {r: i for i, r in enumerate(ranks)}
+    ctrl = len(ranks)
+    plot_h = LANE * (ctrl + 1)
+
+    def bar_y(rank: int, i: int) -> float:
+        return lane_of[rank] * LANE + (3 if i % 2 == 0 else 3 + BAR_H + 2)
+
+    def x(t: float) -> float:
+        return float(t) - t0
+
+    nodes = {p["node_id"] for p in procs.values() if p["node_id"]}
+    lanes = [{"label": f"rank {r}", "y": lane_of[r] * LANE, "h": LANE,
+              "title": f"rank {r}: {sum(1 for k in procs if k[2] == r)} worker process(es)"} for r in ranks]
+    lanes.append({"label": "controller", "y": ctrl * LANE, "h": LANE,
+                  "title": f"controller: {len(attempts)} attempt(s), {len(nodes)} node(s) used by workers"})
+
+    bars, marks = [], []
+    for i, a in enumerate(attempts):
+        color = ATTEMPT_COLORS[i % len(ATTEMPT_COLORS)]
+        begin, end = _attempt_span(a)
+        bars.append({"cls": "attempt", "x": x(begin), "y": ctrl * LANE + (3 if i % 2 == 0 else 5 + BAR_H),
+                     "w": max(end - begin, min_w), "h": BAR_H, "color": color, "title": _attempt_title(a)})
+        for rank in _attempt_ranks(a, steps):
+            if (a["fit_index"], a["attempt"], rank) not in procs:   # no worker event: the attempt's span
+                bars.append({"cls": "process", "x": x(begin), "y": bar_y(rank, i), "w": max(end - begin, min_w),
+                             "h": BAR_H, "color": color,
+                             "title": f"rank {rank} · no worker event recorded\n{_attempt_title(a)}"})
+    for (fit, attempt, rank), p in sorted(procs.items(), key=lambda kv: kv[1]["t_begin"]):
+        i = order.get((fit, attempt), 0)
+        a = attempts[i] if i < len(attempts) else {}
+        lines = [f"rank {rank} · pid {_text(p['pid'])} · node {_text(p['node_id'])}",
+                 f"fit {fit} · attempt {attempt}" + (f" (ended {a['ended']})" if a.get("ended") else ""),
+                 f"{_seconds(x(p['t_begin']))}–{_seconds(x(p['t_end']))} s"]
+        if p["steps"]:
+            lines.append(f"steps {min(p['steps'])}–{max(p['steps'])} ({len(set(p['steps']))})")
+        if not missing(p["restored_step"]):
+            lines.append(f"restored from step {p['restored_step']}")
+        lines.append(f"error {p['error']}" if p["error"] else "no error recorded")
+        bars.append({"cls": "process" + (" error" if p["error"] else ""), "x": x(p["t_begin"]),
+                     "y": bar_y(rank, i), "w": max(p["t_end"] - p["t_begin"], min_w), "h": BAR_H,
+                     "color": ATTEMPT_COLORS[i % len(ATTEMPT_COLORS)], "title": "\n".join(lines)})
+        if p["error"]:
+            y = bar_y(rank, i)
+            marks.append({"cls": "worker-error", "x": x(p["t_error"]), "y1": y - 2, "y2": y + BAR_H + 2,
+                          "color": "#b00020", "width": 4, "dash": "",
+                          "title": f"worker error · rank {rank} · pid {_text(p['pid'])} · node "
+                                   f"{_text(p['node_id'])}\nfit {fit} · attempt {attempt}\n{p['error']}"})
+
+    paths: Dict[bool, List[str]] = {False: [], True: []}
+    for s in steps.to_dict("records"):
+        if missing(s.get("rank")) or int(s["rank"]) not in lane_of:
+            continue
+        y = bar_y(int(s["rank"]), order.get((s["fit_index"], s["attempt"]), 0))
+        paths[bool(s.get("lost")) if not missing(s.get("lost")) else False].append(
+            f"M{_seconds(x(s['t']))} {_units(y)}V{_units(y + BAR_H)}")
+    step_paths = [{"cls": "steps lost" if lost else "steps", "color": "#d62728" if lost else "#222",
+                   "d": "".join(d)} for lost, d in paths.items() if d]
+
+    for c in ckpt.to_dict("records"):
+        where = f"step {_text(c.get('step'), 0)} · {c['event']}"
+        detail = "" if missing(c.get("path")) else f"\n{_clip(c['path'], 200)}"
+        if c["event"] == "registered":
+            marks.append({"cls": "checkpoint registered", "x": x(c["t"]), "y1": ctrl * LANE + 2,
+                          "y2": ctrl * LANE + LANE - 2, "color": "#9467bd", "width": 3, "dash": "",
+                          "title": f"checkpoint registered by the controller · {where}{detail}"})
+        elif c["event"] == "written" and not missing(c.get("rank")) and int(c["rank"]) in lane_of:
+            y = bar_y(int(c["rank"]), order.get((c["fit_index"], c["attempt"]), 0))
+            marks.append({"cls": "checkpoint written", "x": x(c["t"]), "y1": y - 2, "y2": y + BAR_H + 2,
+                          "color": "#9467bd", "width": 3, "dash": "",
+                          "title": f"checkpoint written · rank {int(c['rank'])} · {where}{detail}"})
+    for d in dec.to_dict("records"):
+        marks.append({"cls": "decision", "x": x(d["t"]), "y1": ctrl * LANE, "y2": ctrl * LANE + LANE,
+                      "color": "#d62728" if d.get("decision") == "RAISE" else "#ff7f0e", "width": 4, "dash": "",
+                      "title": f"failure decision: {_text(d.get('decision'))} · budget {_text(d.get('budget'))}"
+                               f"\nerror {_text(d.get('error_type'))} · count {_text(d.get('count'), 0)}"
+                               f"\nstate {_text(d.get('prev'))} → {_text(d.get('state'))}"})
+    for f in faults.to_dict("records"):
+        color, dash = FAULT_STYLE.get(f["event"], ("#888", "2 3"))
+        at = f["t_done"] if not missing(f.get("t_done")) else f["t"]
+        hit = {k.split(".", 1)[1]: v for k, v in f.items() if k.startswith("hit.") and not missing(v)}
+        asked = {k.split(".", 1)[1]: v for k, v in f.items() if k.startswith("asked.") and not missing(v)}
+        lines = [f"fault {f['event']}: {f['fault_kind']} (#{_text(f.get('fault'), 0)})",
+                 f"at {_seconds(x(at))} s" + (f", {f['delay_s'] * 1000:.0f} ms after it was requested"
+                                              if not missing(f.get("delay_s")) else "")]
+        if asked:
+            lines.append("asked: " + ", ".join(f"{k} {v}" for k, v in asked.items()))
+        if hit:
+            lines.append("hit: " + ", ".join(f"{k} {_clip(v, 60)}" for k, v in hit.items()))
+        if not missing(f.get("detail")):
+            lines.append(_clip(f["detail"]))
+        marks.append({"cls": f"fault {f['event']}", "x": x(at), "y1": 0, "y2": plot_h, "color": color,
+                      "width": 2.5, "dash": dash, "title": "\n".join(lines)})
+
+    shades = []
+    for r in rec.dropna(subset=["t_first_step"]).to_dict("records"):
+        parts = ", ".join(f"{p} {_text(r.get(p))} s" for p in PARTS if not missing(r.get(p)))
+        shades.append({"x": x(r["t0"]), "w": max(r["t_first_step"] - r["t0"], min_w),
+                       "title": f"recovery {_text(r.get('recovery_s'))} s ({_text(r.get('source'))} "
+                                f"{_text(r.get('fault_kind'))}, budget {_text(r.get('budget'))})\n{parts}"})
+    return {"label": label, "width": WIDTH, "height": TOP + plot_h + AXIS, "left": LEFT, "plot_w": PLOT_W,
+            "top": TOP, "plot_h": plot_h, "x0": x0, "w": w, "lanes": lanes, "ticks": _ticks(x0, w),
+            "bars": bars, "marks": marks, "step_paths": step_paths, "shades": shades}
 
 
-def timelines_section(frames: Frames) -> str:
-    names = labels(frames.scenarios)
-    divs = [f'<div class="timeline" id="timeline-{slug(names[r])}" data-results="{escape(r)}">'
-            f"<h3>{escape(names[r])}</h3>{svg(timeline_figure(frames, r))}</div>"
-            for r in frames.scenarios["results"]]
-    return section("timelines", "Timelines", "".join(divs))
+# -------------------------------------------------------------------- scenarios
+def _files(results: str, out_dir: str) -> List[Dict[str, str]]:
+    """The run's own files, linked relative to the page."""
+    return [{"name": name, "href": os.path.relpath(os.path.join(results, name), out_dir).replace(os.sep, "/")}
+            for name in RUN_FILES if os.path.isfile(os.path.join(results, name))]
+
+
+def scenario_data(frames: Frames, out_dir: str) -> List[Dict[str, Any]]:
+    """One entry per run: verdict, files, reasons, timeline."""
+    outcomes = outcome_verdicts(frames).set_index("results")
+    out = []
+    for s in frames.scenarios.to_dict("records"):
+        r = s["results"]
+        o = outcomes.loc[r]
+        label = str(o["label"])
+        mismatches = [str(m) for m in _as_list(s.get("mismatches"))]
+        inconclusive = [str(m) for m in _as_list(s.get("inconclusive"))]
+        # no reasons recorded (an old or hand-made summary): what outcome_verdicts found
+        problems = [] if mismatches or inconclusive or o["verdict"] == "PASS" or not o["message"] \
+            else [str(o["message"])]
+        events = metrics.annotate(read_results(r)[1])
+        out.append({"results": r, "label": label, "anchor": anchor(label), "slug": slug(label),
+                    "verdict": o["verdict"], "cls": VERDICT_CLASS.get(o["verdict"], "unknown"),
+                    "outcome": o["outcome"], "expected": o["expected"],
+                    "internal_error": "" if missing(s.get("internal_error")) else _clip(s["internal_error"]),
+                    "files": _files(r, out_dir), "mismatches": mismatches, "inconclusive": inconclusive,
+                    "problems": problems, "timeline": timeline_data(frames, r, events, label)})
+    return out
 
 
 # -------------------------------------------------------------------- recovery
@@ -353,34 +488,32 @@ def configurations(results_paths: Iterable[PathLike]) -> Dict[str, str]:
     return out
 
 
-def recovery_section(frames: Frames, config: Dict[str, str]) -> str:
+def recovery_data(frames: Frames, config: Dict[str, str]) -> Dict[str, Any]:
     rec = frames.recovery.assign(configuration=frames.recovery["results"].map(config))
     samples = {c: rec.loc[rec["configuration"] == c, "recovery_s"].dropna().tolist()
                for c in dict.fromkeys(config.values())}
-    plot = f'<div class="plot">{svg(recovery_figure(samples))}</div>' if any(samples.values()) \
-        else '<p class="note">No recovery was recorded.</p>'
+    plot = Markup(svg(recovery_figure(samples))) if any(samples.values()) else ""
     names = labels(frames.scenarios)
     parts = rec.assign(scenario=rec["results"].map(names))[
         ["scenario", "configuration", "source", "fault_kind", "budget", *PARTS, "recovery_s"]]
-    note = ('<p class="note">Recovery: from the fault (or the first error) to the first step of the '
-            "attempt that took over; its parts telescope: detection + teardown + scheduling + restore "
-            "+ first step.</p>")
-    return section("recovery", "Recovery time", plot + note + table(parts, "recovery"))
+    return {"plot": plot, "table": table_data(parts, "recovery", links={
+        "scenario": ["#" + anchor(str(n)) for n in parts["scenario"]]})}
 
 
-def advice_section(folders: List[str]) -> str:
+def advice_data(folders: List[str]) -> Dict[str, Any]:
+    """The advice table; a value that could not be computed says so in its
+    cell, and `gaps` says why and which run would measure it."""
     a = advice.advise(folders)
-    rows = pd.DataFrame({"quantity": list(advice.LABELS.values()),
-                         "value": [_text(a.get(k), 3) for k in advice.LABELS]})
-    return section("advice", "Checkpoint interval (extrapolated)",
-                   f'<div class="extrapolated"><p><b>Extrapolated, not measured.</b> {escape(a["basis"])}</p>'
-                   f"{table(rows, 'advice')}</div>")
-
-
-def data_section(files: List[str], out_dir: str) -> str:
-    links = " ".join(f'<a href="{escape(os.path.relpath(f, out_dir))}">{escape(os.path.basename(f))}</a>'
-                     for f in files)
-    return section("data", "Data", f'<p class="note">The frames behind this report: {links}</p>')
+    gaps = advice.gaps(a)
+    values = [_text(a.get(k), 3) if k not in gaps or k == "checkpoint_cost_s" and a.get(k) is not None
+              else "not computed (see below)" for k in advice.LABELS]
+    rows = pd.DataFrame({"quantity": list(advice.LABELS.values()), "value": values})
+    data = table_data(rows, "advice")
+    for row, key in zip(data["rows"], advice.LABELS):
+        if key in gaps:
+            row["cells"][1]["cls"] = "missing"
+    return {"basis": a["basis"], "table": data,
+            "gaps": [{"label": advice.LABELS[k], "reason": gaps[k]} for k in advice.LABELS if k in gaps]}
 
 
 # ------------------------------------------------------------------------ page
@@ -389,7 +522,18 @@ def _meta(frames: Frames) -> str:
     versions = frames.scenarios.filter(like="versions.").head(1).dropna(axis=1)
     parts = [f"{len(frames.scenarios)} results folder(s)", f"generated {time.strftime('%Y-%m-%d %H:%M:%S')}"]
     parts += [f"{c.split('.', 1)[1]} {v}" for c, v in versions.iloc[0].items()] if len(versions) else []
-    return f'<p class="meta">{escape("; ".join(parts))}</p>'
+    return "; ".join(parts)
+
+
+def render_report(frames: Frames, config: Dict[str, str], files: List[str], out_dir: str) -> str:
+    """The page's HTML, from report.html.j2."""
+    return ENV.get_template("report.html.j2").render(
+        title="ftharness report", script=True, meta=_meta(frames), banner=banner_data(frames),
+        scenarios=scenario_data(frames, out_dir), summary=summary_table(frames),
+        recovery=recovery_data(frames, config), advice=advice_data(list(config)),
+        properties=properties_table(frames),
+        data=[{"name": os.path.basename(f), "href": os.path.relpath(f, out_dir).replace(os.sep, "/")}
+              for f in files])
 
 
 def write_report(results_paths: Iterable[PathLike], out_dir: PathLike, page_name: str = "index.html",
@@ -402,11 +546,8 @@ def write_report(results_paths: Iterable[PathLike], out_dir: PathLike, page_name
     frames = Frames.load(paths)
     data = os.path.join(out_dir, data_dir)
     files = frames.to_csv(data) + frames.to_parquet(data)
-    config = configurations(paths)
-    body = ("<h1>ftharness report</h1>" + _meta(frames) + banner(frames) + summary_section(frames) + timelines_section(frames)
-            + recovery_section(frames, config) + advice_section(list(config))
-            + properties_section(frames) + data_section(files, out_dir))
+    html = render_report(frames, configurations(paths), files, out_dir)
     path = os.path.join(out_dir, page_name)
     with open(path, "w", encoding="utf-8") as f:
-        f.write(page("ftharness report", body))
+        f.write(html)
     return path
