@@ -27,6 +27,8 @@ def test_list_names_every_kind_property_and_catalog_scenario():
     for name in (*FAULT_KINDS, *PROPERTIES, "kill-worker", "default"):
         line = next((l for l in r.stdout.splitlines() if l.split() and l.split()[0] == name), None)
         assert line and len(line.split()) > 1, f"{name} is not listed with a description"
+    assert "arguments: target, graceful" in r.stdout        # kill_worker's own spec
+    assert "arguments: which, how" in r.stdout             # corrupt_checkpoint takes no target
 
 
 def test_trace_writes_a_chrome_trace_and_refuses_a_non_results_folder(tmp_path):

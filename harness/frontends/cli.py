@@ -23,6 +23,7 @@ from harness.errors import ClusterError, ScenarioError
 from scenarios.schema import one_line
 
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports it
 
 
 def _fail(msg: str) -> int:
@@ -251,7 +252,9 @@ def cmd_list(args) -> int:
     if what in ("all", "faults"):
         print("fault kinds:")
         for kind, cls in REGISTRY.items():
+            args = [n for n in cls.Spec.model_fields if n not in ("kind", "at")]
             print(f"  {kind:<20} {_first_line(cls.__doc__)}")
+            print(f"  {'':<20}   arguments: {', '.join(args) or 'none'}")
     if what in ("all", "properties"):
         print("properties:")
         for name, module in PROPERTY_REGISTRY.items():
@@ -366,6 +369,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         return args.func(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `ftharness list | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except Exception as e:  # noqa: BLE001 - any command: one line, traceback kept, exit 4
         return internal_error(e, getattr(args, "out", None) if isinstance(getattr(args, "out", None), str) else None)
 
