@@ -1,0 +1,182 @@
+"""Cost of judging a long history: what `summary.json` costs, against the history's length.
+
+For each size N it plays a synthetic run of the reference workload
+(`scenarios.synthetic`) with 4 ranks, a checkpoint every 10 steps and a fault
+(worker kills and preemptions in turn, all retried) every ~25,000 events, sized
+to reach about N events; writes it as a complete, sealed `history.jsonl`; and
+then, in a fresh child process, does what a run does after fit() returns:
+`harness.history.records.read_history` and `scenarios.verdict.evaluate` (fault
+landings, the five properties, the final accumulators, `run_metrics`).
+
+One line per size:
+
+    100000 events: 1.9 s, 420 MB  (CPU 1.8 s; read 1.2 s; verdict PASS)
+
+The seconds are `evaluate` alone, wall clock (CPU: its process time); `read` is
+reading and verifying the file. The
+MB are the peak RSS of the child (`resource.getrusage(RUSAGE_SELF).ru_maxrss`),
+which holds the events read from the file and everything judging them needs.
+Then the ratio of CPU time per event between consecutive sizes (1.0: linear;
+CPU time, since wall time also counts whatever else the machine runs).
+
+    .venv/bin/python benchmarks/checks_scale.py                      # 10^4 and 10^5 events
+    .venv/bin/python benchmarks/checks_scale.py --events 1000000
+    .venv/bin/python benchmarks/checks_scale.py --keep /tmp/hist     # keep the histories ...
+    .venv/bin/python benchmarks/checks_scale.py --histories /tmp/hist --events 10000   # ... and judge them again
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+WORKERS = 4
+CHECKPOINT_EVERY = 10
+BATCH = 32
+EVENTS_PER_FAULT = 25_000
+
+
+def plan_for(n: int, epochs: int):
+    """A plan whose history holds about `n` events."""
+    from scenarios.reference_data import WorkloadConfig
+    from scenarios.synthetic import Fault, Plan
+
+    per_step = WORKERS + (2 + WORKERS) / CHECKPOINT_EVERY   # steps, and written+registered+reports
+    steps = max(2 * CHECKPOINT_EVERY, int(n / per_step))
+    faults = max(3, n // EVENTS_PER_FAULT)
+    every = max(CHECKPOINT_EVERY + 1, steps // (faults + 1))
+    plan_faults = [Fault("worker_group" if i % 2 == 0 else "preemption", after_steps=every + 3 + (i % 7),
+                         recovery_s=1.0 + (i % 5) * 0.5) for i in range(faults)]
+    cfg = WorkloadConfig(steps=steps, batch_size=BATCH, epochs=min(epochs, steps),
+                         checkpoint_every=CHECKPOINT_EVERY)
+    return Plan(cfg, num_workers=WORKERS, failure_config={"max_failures": -1, "max_preemption_failures": -1},
+                faults=plan_faults, step_s=0.05)
+
+
+def scenario_for(plan) -> dict:
+    cfg = plan.workload
+    kinds = {"worker_group": "kill_worker", "preemption": "preempt_node"}
+    return {
+        "name": "checks-scale",
+        "cluster": {"nodes": 4, "cpus_per_node": 1},
+        "workload": {"kind": "reference", "num_workers": plan.num_workers, "steps": cfg.steps,
+                     "batch_size": cfg.batch_size, "epochs": cfg.epochs, "checkpoint_every": cfg.checkpoint_every},
+        "failure_config": dict(plan.failure_config),
+        "faults": [{"kind": kinds[f.cls], "at": {"step": 1}, "target": {"rank": 1}} for f in plan.faults],
+        "expect": {"outcome": "succeeded"},
+    }
+
+
+def generate(n: int, epochs: int, folder: str) -> None:
+    """Write folder/history.jsonl (sealed), scenario.json and outcome.json."""
+    from harness.history.records import seal
+    from scenarios.synthetic import generate as play
+
+    plan = plan_for(n, epochs)
+    syn = play(plan)
+    os.makedirs(folder, exist_ok=True)
+    group = None
+    for e in syn.events:   # what the injector records it hit: rank 1 of the running group
+        if e["kind"] == "worker_group_started":
+            group = e
+        elif e["kind"] == "fault_injected" and group is not None:
+            w = next(w for w in group["workers"] if w["rank"] == min(1, len(group["workers"]) - 1))
+            e["target_hit"] = ({"pid": w["pid"], "node_id": w["node_id"], "rank": w["rank"], "how": "SIGKILL"}
+                               if e["fault_kind"] == "kill_worker" else
+                               {"node_id": w["node_id"], "ranks": [w["rank"]], "deadline_ms": 0})
+    digest = hashlib.sha256()
+    with open(os.path.join(folder, "history.jsonl"), "wb") as f:
+        for e in syn.events:
+            line = json.dumps(e).encode() + b"\n"
+            digest.update(line)
+            f.write(line)
+        end = {"seq": len(syn.events) + 1, "t": syn.events[-1]["t"], "kind": "history_end", "source": "history",
+               "run": "synthetic", "events": len(syn.events), "emitters": {}, "digest": digest.hexdigest()}
+        end["seal"] = seal(end)
+        f.write(json.dumps(end).encode() + b"\n")
+    with open(os.path.join(folder, "scenario.json"), "w") as f:
+        json.dump(scenario_for(plan), f)
+    with open(os.path.join(folder, "outcome.json"), "w") as f:
+        json.dump({"outcome": syn.context["outcome"], "error_type": syn.context["error_type"], "error": None,
+                   "return_value": {"acc": syn.context["final"]}}, f)
+
+
+def judge(folder: str) -> dict:
+    """Read and judge one history, as a run does after fit() returns (run in a fresh process)."""
+    import faults  # noqa: F401 - imported by evaluate on first use; not the judging's cost
+    from harness.history.records import read_history
+    from scenarios.schema import parse_scenario
+    from scenarios.verdict import evaluate
+
+    with open(os.path.join(folder, "scenario.json")) as f:
+        scenario = parse_scenario(json.load(f))
+    with open(os.path.join(folder, "outcome.json")) as f:
+        outcome = json.load(f)
+    t0, c0 = time.perf_counter(), time.process_time()
+    read = read_history(folder)
+    t1, c1 = time.perf_counter(), time.process_time()
+    summary = evaluate(scenario, read.events, outcome, read.problems)
+    t2, c2 = time.perf_counter(), time.process_time()
+    json.dumps(summary, default=str)
+    return {"events": len(read.events), "read_s": t1 - t0, "judge_s": t2 - t1, "judge_cpu_s": c2 - c1,
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "verdict": summary["verdict"], "why": (summary["mismatches"] + summary["inconclusive"])[:2]}
+
+
+def _child(*args: str) -> str:
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), *args], cwd=ROOT, check=True,
+                         stdout=subprocess.PIPE, text=True)
+    return out.stdout
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--events", type=int, nargs="+", default=[10_000, 100_000], help="history sizes (events)")
+    p.add_argument("--epochs", type=int, default=4, help="epochs of the reference workload (rows grow with N)")
+    p.add_argument("--keep", help="write the histories under this folder and keep them")
+    p.add_argument("--histories", help="judge the histories kept under this folder (no generation)")
+    p.add_argument("--generate", nargs=2, metavar=("N", "FOLDER"), help=argparse.SUPPRESS)
+    p.add_argument("--judge", metavar="FOLDER", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.generate:
+        generate(int(a.generate[0]), a.epochs, a.generate[1])
+        return 0
+    if a.judge:
+        print(json.dumps(judge(a.judge)))
+        return 0
+    base = a.histories or a.keep or tempfile.mkdtemp(prefix="checks_scale_")
+    rows = []
+    for n in a.events:
+        folder = os.path.join(base, str(n))
+        if not a.histories:
+            t = time.perf_counter()
+            _child("--generate", str(n), folder, "--epochs", str(a.epochs))
+            gen_s = time.perf_counter() - t
+        r = json.loads(_child("--judge", folder))
+        rows.append(r)
+        extra = f"; generated in {gen_s:.1f} s" if not a.histories else ""
+        why = f" ({'; '.join(r['why'])[:200]})" if r["verdict"] != "PASS" else ""
+        print(f"{r['events']} events: {r['judge_s']:.1f} s, {r['peak_mb']:.0f} MB  "
+              f"(CPU {r['judge_cpu_s']:.1f} s; read {r['read_s']:.1f} s; verdict {r['verdict']}{why}{extra})", flush=True)
+    for prev, cur in zip(rows, rows[1:]):   # on CPU time: wall time also counts other load on the machine
+        ratio = (cur["judge_cpu_s"] / cur["events"]) / (prev["judge_cpu_s"] / prev["events"])
+        print(f"CPU time per event, {cur['events']} vs {prev['events']} events: x{ratio:.2f}")
+    if not a.keep and not a.histories:
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
