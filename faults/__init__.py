@@ -46,9 +46,13 @@ def make_fault(index, spec):
 
 def landings(specs, events, final: bool = True):
     """[(spec, Landing)] for every fault of a scenario over a history."""
-    from faults.base import judge_landing
+    from faults.base import EventIndex, judge_landing
 
-    return [(spec, judge_landing(make_fault(i, spec), events, final)) for i, spec in enumerate(specs)]
+    try:
+        shared = EventIndex(events)   # one pass over the history for all the faults
+    except Exception:  # noqa: BLE001 - each fault meets the malformed history on its own
+        shared = None
+    return [(spec, judge_landing(make_fault(i, spec), events, final, shared)) for i, spec in enumerate(specs)]
 
 
 def discover(discover_system: bool = True):

@@ -151,13 +151,40 @@ class Landing:
     failure_seq: Optional[int] = None  # that failure
 
 
-class FaultView:
-    """One fault's events within a history (pure; what `landing` reads)."""
+class EventIndex:
+    """The events that fault views read, grouped in one pass (by `fault` and by
+    `kind`, each group in the order of `events`), so that the views of all the
+    faults of a run share it instead of each scanning the history."""
 
-    def __init__(self, index: int, events: List[Dict[str, Any]]):
+    KINDS = ("run_end", "failure", "worker_group_started", "worker_group_shutdown")
+
+    def __init__(self, events: List[Dict[str, Any]]):
+        self.events = events
+        self.by_fault: Dict[Any, List[Dict[str, Any]]] = {}
+        self.by_kind: Dict[str, List[Dict[str, Any]]] = {k: [] for k in self.KINDS}
+        for e in events:
+            fault, kind = e.get("fault"), e.get("kind")
+            if fault is not None:
+                try:
+                    self.by_fault.setdefault(fault, []).append(e)
+                except TypeError:   # unhashable: equal to no fault index
+                    pass
+            if type(kind) is str and kind in self.by_kind:
+                self.by_kind[kind].append(e)
+
+    def of_fault(self, index: int) -> List[Dict[str, Any]]:
+        return self.by_fault.get(index, [])
+
+
+class FaultView:
+    """One fault's events within a history (pure; what `landing` reads).
+    `shared`: an EventIndex of `events`, built once for many views."""
+
+    def __init__(self, index: int, events: List[Dict[str, Any]], shared: Optional[EventIndex] = None):
         self.index = index
         self.events = events
-        mine = [e for e in events if e.get("fault") == index]
+        self._ix = shared if shared is not None else EventIndex(events)
+        mine = self._ix.of_fault(index)
         self.injected = next((e for e in mine if e.get("kind") == "fault_injected"), None)
         self.skipped = next((e for e in mine if e.get("kind") == "fault_skipped"), None)
         self.actions = [e for e in mine if e.get("kind") == "fault_action"]
@@ -173,33 +200,33 @@ class FaultView:
 
     def fit_end(self, after_seq: int) -> Optional[Dict[str, Any]]:
         """The run_end of the fit() running at `after_seq`."""
-        return next((e for e in self.events if e.get("kind") == "run_end" and e.get("seq", 0) > after_seq), None)
+        return next((e for e in self._ix.by_kind["run_end"] if e.get("seq", 0) > after_seq), None)
 
     def failures_after(self, after_seq: int) -> List[Dict[str, Any]]:
         """Failure decisions after `after_seq`, up to the end of that fit()."""
         end = self.fit_end(after_seq)
         stop = end.get("seq", 0) if end else float("inf")
-        return [e for e in self.events if e.get("kind") == "failure" and after_seq < e.get("seq", 0) < stop]
+        return [e for e in self._ix.by_kind["failure"] if after_seq < e.get("seq", 0) < stop]
 
     def live_attempt_of(self, pid: Any, before_seq: int) -> Optional[str]:
         """The attempt id whose worker group held `pid` and had not shut down at `before_seq`."""
-        started = [e for e in self.events if e.get("kind") == "worker_group_started"
-                   and e.get("seq", 0) < before_seq and any(w.get("pid") == pid for w in e.get("workers") or [])]
+        started = [e for e in self._ix.by_kind["worker_group_started"]
+                   if e.get("seq", 0) < before_seq and any(w.get("pid") == pid for w in e.get("workers") or [])]
         if not started:
             return None
         aid = started[-1].get("attempt_id")
-        ended = any(e.get("kind") == "worker_group_shutdown" and e.get("attempt_id") == aid
-                    and e.get("seq", 0) < before_seq for e in self.events)
+        ended = any(e.get("attempt_id") == aid and e.get("seq", 0) < before_seq
+                    for e in self._ix.by_kind["worker_group_shutdown"])
         return None if ended else aid
 
     def ranks_on(self, node_id: Any, before_seq: int) -> List[int]:
         """Ranks of the attempt running at `before_seq` that sat on `node_id`."""
-        started = [e for e in self.events if e.get("kind") == "worker_group_started" and e.get("seq", 0) < before_seq]
+        started = [e for e in self._ix.by_kind["worker_group_started"] if e.get("seq", 0) < before_seq]
         if not started:
             return []
         aid = started[-1].get("attempt_id")
-        if any(e.get("kind") == "worker_group_shutdown" and e.get("attempt_id") == aid
-               and e.get("seq", 0) < before_seq for e in self.events):
+        if any(e.get("attempt_id") == aid and e.get("seq", 0) < before_seq
+               for e in self._ix.by_kind["worker_group_shutdown"]):
             return []
         return sorted(w.get("rank") for w in started[-1].get("workers") or [] if w.get("node_id") == node_id)
 
@@ -314,17 +341,19 @@ def _hit_text(hit: Dict[str, Any]) -> str:
     return ", ".join(parts) or "its target"
 
 
-def judge_landing(fault: Fault, events: List[Dict[str, Any]], final: bool = True) -> Landing:
+def judge_landing(fault: Fault, events: List[Dict[str, Any]], final: bool = True,
+                  shared: Optional[EventIndex] = None) -> Landing:
     """The landing of one fault over `events`. With `final` (the run is over),
-    a fault still pending did not land."""
+    a fault still pending did not land. `shared`: an EventIndex of `events`
+    for judging many faults."""
     try:
-        return _judge(fault, events, final)
+        return _judge(fault, events, final, shared)
     except Exception as e:  # noqa: BLE001 - malformed evidence proves nothing
         return Landing(MISSED, f"its evidence could not be read ({type(e).__name__}: {str(e)[:120]})")
 
 
-def _judge(fault: Fault, events: List[Dict[str, Any]], final: bool) -> Landing:
-    view = FaultView(fault.index, events)
+def _judge(fault: Fault, events: List[Dict[str, Any]], final: bool, shared: Optional[EventIndex] = None) -> Landing:
+    view = FaultView(fault.index, events, shared)
     if view.skipped is not None and view.injected is None:
         return Landing(MISSED, f"skipped: {view.skipped.get('reason')}")
     if view.injected is None:

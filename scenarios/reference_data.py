@@ -12,6 +12,7 @@ applied once.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional
 
@@ -51,17 +52,32 @@ class WorkloadConfig:
 
 
 def epoch_permutation(cfg: WorkloadConfig, epoch: int) -> np.ndarray:
-    return np.random.default_rng([cfg.seed, epoch]).permutation(cfg.rows)
+    """The order in which epoch `epoch` reads the rows (read-only: it is shared)."""
+    return _permutation(cfg.seed, cfg.rows, epoch)
+
+
+@functools.lru_cache(maxsize=8)
+def _permutation(seed: int, rows: int, epoch: int) -> np.ndarray:
+    # One draw per epoch, not per step: a run, its checks and its synthetic
+    # histories all ask for the batches of one epoch in turn.
+    perm = np.random.default_rng([seed, epoch]).permutation(rows)
+    perm.flags.writeable = False
+    return perm
 
 
 def global_batch(cfg: WorkloadConfig, step_index: int) -> np.ndarray:
-    """Row ids of 0-based lineage step `step_index`."""
+    """Row ids of 0-based lineage step `step_index` (a fresh array the caller may keep)."""
     epoch, i = divmod(step_index, cfg.steps_per_epoch)
     perm = epoch_permutation(cfg, epoch)
-    return perm[i * cfg.batch_size:(i + 1) * cfg.batch_size]
+    return perm[i * cfg.batch_size:(i + 1) * cfg.batch_size].copy()
 
 
 def rank_slice(batch: np.ndarray, rank: int, world_size: int) -> np.ndarray:
+    """This rank's part of a global batch: `np.array_split(batch, world_size)[rank]`."""
+    if type(rank) is int and type(world_size) is int and 0 <= rank < world_size and batch.ndim == 1:
+        each, extra = divmod(len(batch), world_size)   # the first `extra` ranks take one more
+        start = rank * each + min(rank, extra)
+        return batch[start:start + each + (rank < extra)]
     return np.array_split(batch, world_size)[rank]
 
 
@@ -71,10 +87,28 @@ def accumulate(ids: np.ndarray, epoch: int, rows: int) -> np.ndarray:
 
 
 def expected_accumulators(cfg: WorkloadConfig) -> List[float]:
-    """The accumulators a fault-free run ends with (resumable data)."""
+    """The accumulators a fault-free run ends with (resumable data).
+
+    The sum over steps of `accumulate(global_batch(cfg, s), ...)`, in step
+    order, computed one epoch at a time: each step's four sums are those
+    `accumulate` takes over its batch (a row of the epoch's permutation), and
+    they are added up in the same order, so the float64 result is the same to
+    the last bit even where the sums pass 2**53."""
     total = np.zeros(4, dtype=np.float64)
-    for s in range(cfg.steps):
-        total += accumulate(global_batch(cfg, s), s // cfg.steps_per_epoch, cfg.rows)
+    spe, b = cfg.steps_per_epoch, cfg.batch_size
+    per_step = []
+    for epoch in range(-(-cfg.steps // spe)):
+        n = min(spe, cfg.steps - epoch * spe)     # steps of this epoch that the run takes
+        ids = epoch_permutation(cfg, epoch)[:n * b].reshape(n, b).astype(np.float64)
+        sums = np.empty((n, 4), dtype=np.float64)
+        sums[:, 0] = b
+        sums[:, 1] = ids.sum(axis=1)
+        sums[:, 2] = (ids * ids).sum(axis=1)
+        sums[:, 3] = (epoch * cfg.rows + ids).sum(axis=1)
+        per_step.append(sums)
+    if per_step:
+        steps = np.concatenate([total[None, :]] + per_step)
+        total = np.add.accumulate(steps, axis=0)[-1]   # left to right, as `total += ...` per step
     return total.tolist()
 
 

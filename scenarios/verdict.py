@@ -130,8 +130,10 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None) -> Di
     }
 
 
-def run_properties(scenario, events, outcome, state, faults=None) -> Dict[str, Dict[str, Any]]:
-    results = run_checks(events, check_context(scenario, events, outcome, state, faults), list(PROPERTIES))
+def run_properties(scenario, events, outcome, state, faults=None, model=None) -> Dict[str, Dict[str, Any]]:
+    """Every property over the history (`model`: its History, when already built)."""
+    context = check_context(scenario, events, outcome, state, faults)
+    results = run_checks(events if model is None else model, context, list(PROPERTIES))
     return {name: {"status": r.status, "passed": r.passed, "explanation": r.explanation,
                    "findings": list(r.findings), "violations": list(r.violations)}
             for name, r in results.items()}
@@ -173,8 +175,8 @@ def evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str
     """
     state = _safe(lambda evs: final_state(scenario, evs, outcome), events, None)
     faults = fault_landings(scenario, events, fault_specs)
-    props = run_properties(scenario, events, outcome, state, faults)
-    model = _safe(History, events, events)  # one model for the figures; on a malformed history each fails alone
+    model = _safe(History, events, events)  # one model for all; on a malformed history each figure fails alone
+    props = run_properties(scenario, events, outcome, state, faults, model)
     expected = expected_properties(scenario)
     violated, unknown = [], [f"history: {p}" for p in history_problems or []]
     unknown += [f"fault {f['index']} ({f['kind']}) did not land: {f['evidence']}" for f in faults if not f["landed"]]

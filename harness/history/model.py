@@ -35,6 +35,7 @@ events of one source follows `seq`; across sources only `t` is meaningful.
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
@@ -264,8 +265,18 @@ class History:
         self._fit: Optional[int] = None
         self._recoveries: Optional[List[Recovery]] = None
         self._failure_copy: Dict[int, dict] = {}   # id of a failure event -> its copy with `_key`
-        for e in self.events:
+        self._open: Dict[Key, Attempt] = {}          # attempts without an end yet, in creation order
+        self._ordinals: Dict[Any, List[Any]] = {}    # fit -> [ordinals of its attempts not yet in the max, max]
+        self._kinds: Dict[Any, List[int]] = {}       # kind -> positions in `events`, in seq order
+        self._spans: Optional[List[StepSpan]] = None
+        for i, e in enumerate(self.events):
             self.placed.append(self._add(e))
+            try:
+                self._kinds.setdefault(e.get("kind"), []).append(i)
+            except TypeError:   # an unhashable kind is no kind we look for
+                pass
+        self._registered_seqs = [e.get("seq", 0) for e in self.registered]
+        self._registered_sorted = all(type(q) is int for q in self._registered_seqs)
 
     # -- building
     def _add(self, e: dict) -> Tuple[int, Optional[Key]]:
@@ -301,9 +312,12 @@ class History:
         return self.fits.setdefault(index, Fit(index))
 
     def _close_open_attempts(self, start: dict) -> None:
-        for att in self.attempts.values():
-            if att.end is None and att.attempt_id != start.get("attempt_id"):
+        for key, att in list(self._open.items()):
+            if att.end is not None:
+                del self._open[key]
+            elif att.attempt_id != start.get("attempt_id"):
                 att.end = start
+                del self._open[key]
 
     def _attempt_of(self, e: dict) -> Optional[Attempt]:
         source, aid = e.get("source"), e.get("attempt_id")
@@ -320,13 +334,26 @@ class History:
             if aid is not None:
                 self.key_of_id[aid] = key
         self._fit_of(key[0])
-        att = self.attempts.setdefault(key, Attempt(key, aid))
+        att = self.attempts.get(key)
+        if att is None:
+            att = self.attempts[key] = self._open[key] = Attempt(key, aid)
+            self._ordinals.setdefault(key[0], [None]).append(key[1])
         if att.first_seq is None:
             att.first_seq = e.get("seq", 0)
         return att
 
     def _next_ordinal(self) -> int:
-        return 1 + max((k[1] for k in self.attempts if k[0] == self.fit_index), default=0)
+        """1 + the highest ordinal of the fit's attempts (a running max: the
+        same comparisons, in the same order, as a max over all of them)."""
+        seen = self._ordinals.get(self.fit_index)
+        if seen is None:
+            return 1
+        best = seen[0]
+        for ordinal in seen[1:]:
+            best = ordinal if best is None else max(best, ordinal)
+        del seen[1:]
+        seen[0] = best
+        return 1 + (0 if best is None else best)
 
     @staticmethod
     def _file(att: Attempt, e: dict) -> None:
@@ -367,6 +394,10 @@ class History:
         return f"attempt {key[1]}"
 
     def latest_registered(self, before_seq: int) -> Optional[dict]:
+        """The last checkpoint_registered with a seq below `before_seq`."""
+        if self._registered_sorted and type(before_seq) is int:   # seqs ascend: a binary search
+            i = bisect.bisect_left(self._registered_seqs, before_seq)
+            return self.registered[i - 1] if i else None
         earlier = [e for e in self.registered if e.get("seq", 0) < before_seq]
         return earlier[-1] if earlier else None
 
@@ -387,7 +418,7 @@ class History:
 
     def last_step(self) -> int:
         """The highest step any worker recorded (0 for none)."""
-        return max((int(e.get("step") or 0) for e in self.events if e.get("kind") == "step"), default=0)
+        return max((int(e.get("step") or 0) for e, _, _ in self._of("step")), default=0)
 
     def failure_config(self) -> Dict[str, Any]:
         """The failure_config the first fit() ran with ({} when none was recorded)."""
@@ -400,14 +431,19 @@ class History:
                 for e, (fit, key) in zip(self.events, self.placed)]
 
     def _of(self, kind: str) -> List[Tuple[Event, int, Optional[Key]]]:
-        return [(e, fit, key) for e, (fit, key) in zip(self.events, self.placed) if e.get("kind") == kind]
+        return [(self.events[i], *self.placed[i]) for i in self._kinds.get(kind, ())]
+
+    def _positions(self, *kinds: str) -> List[int]:
+        """Positions in `events` of the events of these kinds, in seq order."""
+        return sorted(i for kind in kinds for i in self._kinds.get(kind, ()))
 
     # -- outages and recoveries
     def outages(self) -> List[Outage]:
         """Outages as the controller recorded them, in order (see the module doc)."""
         out: List[Outage] = []
         cur: Optional[Outage] = None
-        for e, (fit, key) in zip(self.events, self.placed):
+        for i in self._positions("attempt_start", "run_start", "controller_state", "failure"):
+            e, (fit, key) = self.events[i], self.placed[i]
             kind = e.get("kind")
             if kind in ("attempt_start", "run_start"):
                 cur = None
@@ -441,7 +477,8 @@ class History:
 
     def _measure(self) -> List[Recovery]:
         found = self.outages()
-        steps = sorted(((key, e) for e, _, key in self._of("step") if key is not None), key=lambda ke: ke[1]["t"])
+        steps = _Steps(sorted(((key, e) for e, _, key in self._of("step") if key is not None),
+                              key=lambda ke: ke[1]["t"]))
         out: List[Recovery] = []
         claimed = set()
         for e, fit, _ in self._of("fault_injected"):
@@ -462,7 +499,7 @@ class History:
         errors = att.errors if att is not None else []
         return min([e["t"] for e in errors if e["t"] <= outage.t] + [outage.t])
 
-    def _recover(self, r: Recovery, steps: List[Tuple[Key, Event]]) -> Recovery:
+    def _recover(self, r: Recovery, steps: "_Steps") -> Recovery:
         """Measure `r` on the attempt that made the first step after its outage
         (with a cascade of failed restarts that attempt is the last of them, and
         teardown covers the failed ones). Without an outage in its fit the fault
@@ -476,7 +513,7 @@ class History:
             later = r.outage is not None or key[0] > r.fit_index
             return later and any(s["t"] > since for s in self.attempts[key].starts)
 
-        key, step = next(((k, e) for k, e in steps if e["t"] > since and restarted(k)), (None, None))
+        key, step = steps.first_after(since, restarted)
         if step is None:
             return r
         att = self.attempts[key]
@@ -496,6 +533,11 @@ class History:
     # -- steps, lost work, budgets
     def step_spans(self) -> List[StepSpan]:
         """Steps as the worker groups did them, by (fit, attempt, step)."""
+        if self._spans is None:
+            self._spans = self._step_spans()
+        return list(self._spans)
+
+    def _step_spans(self) -> List[StepSpan]:
         ends: Dict[Tuple[int, int, int], float] = {}
         for e, _, key in self._of("step"):
             if key is not None and e.get("step") is not None:
@@ -594,6 +636,37 @@ class History:
             **self.ettr(),
             "budgets": self.budget_use(failure_config),
         }
+
+
+class _Steps:
+    """The step events of attempts, by time, and the first one after a moment
+    that an attempt matching a test made: what a scan of the list in order
+    finds, by a binary search per attempt."""
+
+    def __init__(self, steps: List[Tuple[Key, Event]]):
+        self.steps = steps
+        self.fast = all(type(e["t"]) in (int, float) and e["t"] == e["t"] for _, e in steps)
+        self.by_key: Dict[Key, Tuple[List[float], List[int]]] = {}
+        if self.fast:
+            for pos, (k, e) in enumerate(steps):
+                ts, where = self.by_key.setdefault(k, ([], []))
+                ts.append(e["t"])
+                where.append(pos)
+
+    def first_after(self, since: float, test) -> Tuple[Optional[Key], Optional[Event]]:
+        """(key, event) of the first step with t > since whose attempt passes `test`."""
+        if not self.fast or type(since) not in (int, float) or since != since:
+            return next(((k, e) for k, e in self.steps if e["t"] > since and test(k)), (None, None))
+        firsts = []
+        for k, (ts, where) in self.by_key.items():
+            i = bisect.bisect_right(ts, since)
+            if i < len(ts):
+                firsts.append(where[i])
+        for pos in sorted(firsts):   # attempts in the order a scan meets them; `test` once each
+            k, e = self.steps[pos]
+            if test(k):
+                return k, e
+        return None, None
 
 
 def _mean(values: List[float]) -> Optional[float]:

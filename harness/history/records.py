@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List
 
@@ -49,34 +50,31 @@ def history_path(path: str) -> str:
 def read_history(path: str) -> HistoryRead:
     """Events in `seq` order and every reason the record is not whole."""
     path = history_path(path)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        return HistoryRead([], [f"no history: {path} cannot be read ({e.strerror or e})"])
-    lines = raw.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
     events: List[Dict[str, Any]] = []
     problems: List[str] = []
-    digest = hashlib.sha256()
-    digests: List[str] = []  # digest of the lines before line i
-    for i, line in enumerate(lines):
-        digests.append(digest.hexdigest())
-        digest.update(line + b"\n")
-        if not line.strip():
-            continue
-        try:
-            e = json.loads(line.decode("utf-8"))
-            if not isinstance(e, dict):
-                raise ValueError("not an object")
-        except (ValueError, UnicodeDecodeError):
-            last = i == len(lines) - 1 and not raw.endswith(b"\n")
-            problems.append(f"line {i + 1}: {'torn last line dropped' if last else 'unreadable'}")
-            continue
-        e["_line"] = i
-        e["_digest_before"] = digests[i]
-        events.append(e)
+    digest = hashlib.sha256()   # of the lines read so far, each with its newline
+    try:
+        with open(path, "rb") as f:
+            for i, raw in enumerate(f):   # one line at a time: the file is never held whole
+                torn = not raw.endswith(b"\n")   # only the last line can lack its newline
+                line = raw if torn else raw[:-1]
+                if not line.strip():
+                    digest.update(line + b"\n")
+                    continue
+                try:
+                    e = json.loads(line.decode("utf-8"))
+                    if not isinstance(e, dict):
+                        raise ValueError("not an object")
+                except (ValueError, UnicodeDecodeError):
+                    problems.append(f"line {i + 1}: {'torn last line dropped' if torn else 'unreadable'}")
+                    digest.update(line + b"\n")
+                    continue
+                if e.get("kind") == "history_end":   # the manifest's digest covers the lines before it
+                    e["_digest_before"] = digest.hexdigest()
+                digest.update(line + b"\n")
+                events.append(e)
+    except OSError as e:
+        return HistoryRead([], [f"no history: {path} cannot be read ({e.strerror or e})"])
     try:
         problems += integrity_problems(events)
     except Exception as e:  # noqa: BLE001 - a record too damaged to check is incomplete
@@ -105,15 +103,15 @@ def _int(v: Any) -> int:
 def integrity_problems(events: List[Dict[str, Any]]) -> List[str]:
     """Gaps, duplicates and a missing or disagreeing `history_end`.
 
-    `events` in file order; each may carry `_line` and `_digest_before` (set by
-    `read_history`) for the digest check."""
+    `events` in file order; a `history_end` may carry `_digest_before` (set by
+    `read_history`: the digest of the lines before it) for the digest check."""
     if not events:
         return ["the history is empty"]
     problems: List[str] = []
     seqs = [_int(e.get("seq")) for e in events]
     if sorted(seqs) != list(range(1, len(seqs) + 1)):
         missing = sorted(set(range(1, max(seqs + [0]) + 1)) - set(seqs))
-        dups = sorted({s for s in seqs if seqs.count(s) > 1}) if len(set(seqs)) != len(seqs) else []
+        dups = sorted(s for s, n in Counter(seqs).items() if n > 1)
         what = []
         if missing:
             what.append(f"seq {_ranges(missing)} missing")

@@ -96,20 +96,23 @@ def lineage(h: History) -> Tuple[Dict[int, Optional[Key]], List[str]]:
     kept: Dict[int, Optional[Key]] = {}
     problems: List[str] = []
     started = False
+    order: List[int] = []   # the keys of `kept`, ascending: its max is the last, steps above r a tail
     for att in h.ordered():
         r = att.restored_step()
         if r is None:
             continue
-        top = max(kept, default=0)
+        top = order[-1] if order else 0
         if r > top and started:
             problems.append(f"{h.label(att.key)} restored step {r} but the lineage only reached "
                             f"step {top}: steps {top + 1}-{r} were never run")
         for s in range(top + 1, r + 1):
             kept[s] = None
-        for s in [s for s in kept if s > r]:
-            del kept[s]
+            order.append(s)
+        while order and order[-1] > r:
+            del kept[order.pop()]
         for s in sorted({e.get("step") for e in att.steps if (e.get("step") or 0) > r}):
             kept[s] = att.key
+            order.append(s)
         started = True
     return kept, problems
 

@@ -1,0 +1,150 @@
+"""The checks cost time linear in the history, and the shortcuts that make
+them so give what the plain computations give (benchmarks/checks_golden.py
+compares whole verdicts against the code before; benchmarks/checks_scale.py
+measures the time)."""
+
+import random
+
+import numpy as np
+import pytest
+
+from harness.history.model import History, _Steps
+from faults import landings
+from faults.base import EventIndex, FaultView
+from scenarios.properties import run_checks
+from scenarios import reference_data
+from scenarios.properties.base import lineage
+from scenarios.reference_data import (WorkloadConfig, accumulate, epoch_permutation, expected_accumulators,
+                                      global_batch, rank_slice)
+from scenarios.synthetic import Fault, Plan, generate
+
+
+def test_rank_slice_is_array_split():
+    for n in range(0, 40):
+        batch = np.arange(100, 100 + n)
+        for ws in range(1, 9):
+            for rank in list(range(ws)) + [-1]:
+                assert rank_slice(batch, rank, ws).tolist() == np.array_split(batch, ws)[rank].tolist()
+    with pytest.raises(IndexError):
+        rank_slice(np.arange(4), 3, 2)
+
+
+def per_step(cfg):
+    total = np.zeros(4, dtype=np.float64)
+    for s in range(cfg.steps):
+        total += accumulate(global_batch(cfg, s), s // cfg.steps_per_epoch, cfg.rows)
+    return total.tolist()
+
+
+def test_expected_accumulators_is_the_per_step_sum_to_the_bit():
+    rng = random.Random(7)
+    configs = [WorkloadConfig(steps=rng.randint(1, 50), batch_size=rng.choice([1, 3, 4, 32, 33]),
+                              epochs=rng.randint(1, 4), seed=rng.randint(0, 5),
+                              rows_per_epoch=rng.choice([None, None, 40, 1000])) for _ in range(60)]
+    # sums past 2**53, where the order of the additions shows in the last bits
+    configs += [WorkloadConfig(steps=40, batch_size=50_000, epochs=2),
+                WorkloadConfig(steps=3, batch_size=2_000, rows_per_epoch=4_000_000)]
+    for cfg in configs:
+        assert expected_accumulators(cfg) == per_step(cfg), cfg
+
+
+def test_global_batch_is_a_copy_of_one_permutation_per_epoch():
+    cfg = WorkloadConfig(steps=12, batch_size=4, epochs=3)
+    batch = global_batch(cfg, 5)
+    want = np.random.default_rng([cfg.seed, 1]).permutation(cfg.rows)[4:8]
+    assert batch.tolist() == want.tolist()
+    batch[:] = -1   # the caller's to keep or change
+    assert global_batch(cfg, 5).tolist() == want.tolist()
+    assert epoch_permutation(cfg, 1) is epoch_permutation(cfg, 1)
+    assert not epoch_permutation(cfg, 1).flags.writeable
+
+
+def test_first_step_after_is_what_a_scan_finds():
+    rng = random.Random(3)
+    for _ in range(200):
+        steps = [((rng.randint(1, 4), rng.randint(1, 3)), {"t": rng.choice([0.5, 1.0, 1.5, 2, 2.5, 3.0])})
+                 for _ in range(rng.randint(0, 30))]
+        steps.sort(key=lambda ke: ke[1]["t"])   # ties keep their order, as History sorts them
+        ok = {k for k, _ in steps if rng.random() < 0.5}
+        since = rng.choice([0, 0.5, 1.2, 2, 3.0, 4])
+        scan = next(((k, e) for k, e in steps if e["t"] > since and k in ok), (None, None))
+        found = _Steps(steps).first_after(since, lambda k: k in ok)
+        assert found[0] == scan[0] and found[1] is scan[1]
+
+
+def plans(n):
+    rng = random.Random(11)
+    for _ in range(n):
+        steps = rng.randint(4, 20)
+        cfg = WorkloadConfig(steps=steps, batch_size=rng.choice([4, 8]), epochs=rng.randint(1, 3),
+                             checkpoint_every=rng.randint(1, 3))
+        faults = [Fault(rng.choice(["worker_group", "preemption", "controller_kill", "controller"]),
+                        after_steps=rng.randint(0, steps), world_size=rng.choice([None, 1, 2, 3]))
+                  for _ in range(rng.randint(0, 4))]
+        yield Plan(cfg, num_workers=rng.randint(1, 4), failure_config={"max_failures": -1,
+                   "max_preemption_failures": -1, "controller_failure_limit": -1}, faults=faults)
+
+
+def plain_lineage(h):
+    """lineage() as it was first written (max and filter over the dict per attempt)."""
+    kept, problems, started = {}, [], False
+    for att in h.ordered():
+        r = att.restored_step()
+        if r is None:
+            continue
+        top = max(kept, default=0)
+        if r > top and started:
+            problems.append(f"{h.label(att.key)} restored step {r} but the lineage only reached "
+                            f"step {top}: steps {top + 1}-{r} were never run")
+        for s in range(top + 1, r + 1):
+            kept[s] = None
+        for s in [s for s in kept if s > r]:
+            del kept[s]
+        for s in sorted({e.get("step") for e in att.steps if (e.get("step") or 0) > r}):
+            kept[s] = att.key
+        started = True
+    return kept, problems
+
+
+def test_model_shortcuts_agree_with_plain_scans():
+    for plan in plans(40):
+        events = generate(plan).events
+        h = History(events)
+        assert lineage(h) == plain_lineage(h)
+        assert list(lineage(h)[0].items()) == list(plain_lineage(h)[0].items())
+        for q in range(0, len(events) + 2):
+            earlier = [e for e in h.registered if e.get("seq", 0) < q]
+            assert h.latest_registered(q) is (earlier[-1] if earlier else None)
+        assert h.step_spans() == h.step_spans() and h.step_spans() is not h.step_spans()
+        for kind in ("step", "failure", "attempt_start", "nothing"):
+            assert h._of(kind) == [(e, f, k) for e, (f, k) in zip(h.events, h.placed) if e.get("kind") == kind]
+
+
+def test_fault_views_on_a_shared_index_read_what_their_own_scans_read():
+    for plan in plans(30):
+        events = generate(plan).events
+        shared = EventIndex(events)
+        for i in range(len(plan.faults) + 1):
+            a, b = FaultView(i, events), FaultView(i, events, shared)
+            assert (a.injected, a.skipped, a.actions, a.healed) == (b.injected, b.skipped, b.actions, b.healed)
+            for seq in range(0, len(events) + 2, 3):
+                assert a.fit_end(seq) == b.fit_end(seq) and a.failures_after(seq) == b.failures_after(seq)
+                for pid in (1001, 1003, 1010):
+                    assert a.live_attempt_of(pid, seq) == b.live_attempt_of(pid, seq)
+                assert a.ranks_on("node-1", seq) == b.ranks_on("node-1", seq)
+    assert landings([{"kind": "kill_worker"}], ["not an event"])[0][1].status == "missed"
+
+
+def test_a_long_history_is_judged_in_one_pass():
+    """A history of ~30,000 events (4 ranks, a fault every ~150 steps) passes;
+    the permutation of an epoch is drawn once however many steps read it."""
+    cfg = WorkloadConfig(steps=6000, batch_size=32, epochs=2, checkpoint_every=10)
+    plan = Plan(cfg, num_workers=4, failure_config={"max_failures": -1, "max_preemption_failures": -1},
+                faults=[Fault("worker_group" if i % 2 else "preemption", after_steps=150 + i) for i in range(30)])
+    syn = generate(plan)
+    assert len(syn.events) > 25_000
+    info0 = reference_data._permutation.cache_info()
+    results = run_checks(syn.events, syn.context)
+    assert all(r.passed for r in results.values()), {n: r.explanation for n, r in results.items()}
+    info1 = reference_data._permutation.cache_info()
+    assert info1.misses - info0.misses <= 2   # each epoch drawn at most once (generate drew them already)
