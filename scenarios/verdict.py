@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from harness.history.model import History, as_history, charged
+from harness.history.records import gc_paused
 from scenarios.properties import PROPERTIES, Facts, applicable, run_checks
 from scenarios.reference_data import WorkloadConfig, expected_accumulators, expected_accumulators_ray_data
 from scenarios.schema import Scenario
@@ -173,6 +174,12 @@ def evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str
     - INCONCLUSIVE: the history has a gap, a fault did not land, or an expected
       property could not judge anything; each reason is named.
     """
+    with gc_paused():   # one pass over many objects: see harness.history.records.gc_paused
+        return _evaluate(scenario, events, outcome, history_problems, fault_specs)
+
+
+def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str, Any],
+              history_problems: Optional[List[str]], fault_specs: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
     state = _safe(lambda evs: final_state(scenario, evs, outcome), events, None)
     faults = fault_landings(scenario, events, fault_specs)
     model = _safe(History, events, events)  # one model for all; on a malformed history each figure fails alone

@@ -148,3 +148,68 @@ def test_a_long_history_is_judged_in_one_pass():
     assert all(r.passed for r in results.values()), {n: r.explanation for n, r in results.items()}
     info1 = reference_data._permutation.cache_info()
     assert info1.misses - info0.misses <= 2   # each epoch drawn at most once (generate drew them already)
+
+
+def plain_overlap(h):
+    """shard_reassignment._overlap_violations as first written: a dict entry per row."""
+    from collections import defaultdict
+    out = []
+    for att in h.ordered():
+        seen, dups = {}, defaultdict(list)
+        for e in att.steps:
+            here = (e.get("rank"), e.get("step"), e.get("seq"))
+            for row in e.get("rows") or []:
+                first = seen.setdefault((e.get("epoch"), row), here)
+                if first is not here:
+                    dups[e.get("epoch")].append(f"row {row} by rank {first[0]} step {first[1]} (seq {first[2]}) "
+                                                f"and rank {here[0]} step {here[1]} (seq {here[2]})")
+        out += [f"{h.label(att.key)} epoch {ep}: {len(d)} row(s) consumed twice, e.g. {d[0]}"
+                for ep, d in sorted(dups.items(), key=lambda kv: str(kv[0]))]
+    return out
+
+
+def plain_lineage_rows(h, kept, cfg):
+    """shard_reassignment._lineage_row_violations as first written: a tuple per row."""
+    from collections import Counter
+    from scenarios.properties.shard_reassignment import _epoch_kept, _lineage_rows
+    out = []
+    for epoch, rows in sorted(_lineage_rows(h, kept).items(), key=lambda kv: str(kv[0])):
+        counts = Counter(r for r, _, _ in rows)
+        twice = sorted(r for r, n in counts.items() if n > 1)
+        if twice:
+            steps = [s for r, s, _ in rows if r == twice[0]]
+            out.append(f"epoch {epoch}: {len(twice)} row(s) applied more than once in the kept "
+                       f"lineage, e.g. row {twice[0]} at steps {steps}")
+        if cfg is not None and _epoch_kept(kept, cfg, epoch):
+            missing = sorted(set(range(cfg.rows)) - set(counts))
+            if missing:
+                out.append(f"epoch {epoch}: {len(missing)} row(s) never consumed in the kept lineage, "
+                           f"e.g. row {missing[0]}")
+    return out
+
+
+def test_row_checks_agree_with_a_dict_per_row_whatever_the_rows():
+    """The array and set shortcuts answer only what they can answer exactly:
+    floats, bools, strings, huge ints and repeats go the row-by-row way."""
+    from scenarios.properties import shard_reassignment as sr
+    odd = [1.0, True, "3", 2 ** 70, 0, None, -1, 10 ** 6, 2.5]
+    rng = random.Random(5)
+    for plan in plans(40):
+        syn = generate(plan)
+        steps = [e for e in syn.events if e["kind"] == "step"]
+        for _ in range(3):
+            events = [dict(e) for e in syn.events]
+            for e in rng.sample([e for e in events if e["kind"] == "step"], min(3, len(steps))):
+                e["rows"] = list(e["rows"]) + [rng.choice(odd + e["rows"])]
+                if rng.random() < 0.3:
+                    e["rows"] = e["rows"][1:]
+            h = History(events)
+            kept, _ = lineage(h)
+            cfg = WorkloadConfig(**syn.context["workload"])
+            try:
+                want = plain_overlap(h), plain_lineage_rows(h, kept, cfg)
+            except TypeError as e:
+                with pytest.raises(TypeError, match=str(e)[:20]):
+                    sr._overlap_violations(h), sr._lineage_row_violations(h, kept, cfg)
+                continue
+            assert (sr._overlap_violations(h), sr._lineage_row_violations(h, kept, cfg)) == want

@@ -269,6 +269,10 @@ class History:
         self._ordinals: Dict[Any, List[Any]] = {}    # fit -> [ordinals of its attempts not yet in the max, max]
         self._kinds: Dict[Any, List[int]] = {}       # kind -> positions in `events`, in seq order
         self._spans: Optional[List[StepSpan]] = None
+        self._of_kind: Dict[str, List[Tuple[Event, int, Optional[Key]]]] = {}
+        #: views derived from the model that several readers share, computed once by the first
+        #: (e.g. scenarios.properties.base.lineage)
+        self.memo: Dict[str, Any] = {}
         for i, e in enumerate(self.events):
             self.placed.append(self._add(e))
             try:
@@ -309,7 +313,10 @@ class History:
         return self._fit or 1
 
     def _fit_of(self, index: int) -> Fit:
-        return self.fits.setdefault(index, Fit(index))
+        fit = self.fits.get(index)
+        if fit is None:
+            fit = self.fits[index] = Fit(index)
+        return fit
 
     def _close_open_attempts(self, start: dict) -> None:
         for key, att in list(self._open.items()):
@@ -431,7 +438,11 @@ class History:
                 for e, (fit, key) in zip(self.events, self.placed)]
 
     def _of(self, kind: str) -> List[Tuple[Event, int, Optional[Key]]]:
-        return [(self.events[i], *self.placed[i]) for i in self._kinds.get(kind, ())]
+        """(event, fit, attempt key) of the events of one kind, in seq order."""
+        found = self._of_kind.get(kind)
+        if found is None:
+            found = self._of_kind[kind] = [(self.events[i], *self.placed[i]) for i in self._kinds.get(kind, ())]
+        return list(found)
 
     def _positions(self, *kinds: str) -> List[int]:
         """Positions in `events` of the events of these kinds, in seq order."""

@@ -20,6 +20,8 @@ with any problem cannot support a PASS (design.md: INCONCLUSIVE).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
 import os
@@ -47,12 +49,34 @@ def history_path(path: str) -> str:
     return os.path.join(path, HISTORY_FILE) if os.path.isdir(path) else path
 
 
+@contextlib.contextmanager
+def gc_paused():
+    """Python's cycle collector off for one bulk pass over a history (reading
+    or judging it). Every full collection walks all the live objects, the
+    events included, so with a million events it would cost more than the
+    pass; reference counting still frees everything that holds no cycle, and
+    the collector resumes (when it was on) at the end."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def read_history(path: str) -> HistoryRead:
     """Events in `seq` order and every reason the record is not whole."""
+    with gc_paused():
+        return _read_history(path)
+
+
+def _read_history(path: str) -> HistoryRead:
     path = history_path(path)
     events: List[Dict[str, Any]] = []
     problems: List[str] = []
     digest = hashlib.sha256()   # of the lines read so far, each with its newline
+    strings: Dict[str, str] = {}   # one copy of each string value (kinds, sources, ids repeat on every line)
     try:
         with open(path, "rb") as f:
             for i, raw in enumerate(f):   # one line at a time: the file is never held whole
@@ -69,6 +93,9 @@ def read_history(path: str) -> HistoryRead:
                     problems.append(f"line {i + 1}: {'torn last line dropped' if torn else 'unreadable'}")
                     digest.update(line + b"\n")
                     continue
+                for k, v in e.items():
+                    if type(v) is str:
+                        e[k] = strings.setdefault(v, v)
                 if e.get("kind") == "history_end":   # the manifest's digest covers the lines before it
                     e["_digest_before"] = digest.hexdigest()
                 digest.update(line + b"\n")

@@ -93,6 +93,13 @@ def lineage(h: History) -> Tuple[Dict[int, Optional[Key]], List[str]]:
     """Kept lineage step -> the attempt whose copy of it survives (None: before
     this history, for a run resumed from elsewhere), and restores of steps the
     lineage never reached."""
+    if "lineage" not in h.memo:   # two properties read it
+        h.memo["lineage"] = _lineage(h)
+    kept, problems = h.memo["lineage"]
+    return dict(kept), list(problems)
+
+
+def _lineage(h: History) -> Tuple[Dict[int, Optional[Key]], List[str]]:
     kept: Dict[int, Optional[Key]] = {}
     problems: List[str] = []
     started = False
