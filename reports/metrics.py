@@ -19,7 +19,7 @@ from harness.history.model import DISRUPTED, PARTS, as_history, span, wall_time
 Event = Dict[str, Any]
 
 __all__ = ["DISRUPTED", "PARTS", "RECOVERY_COLUMNS", "STEP_COLUMNS", "TEXT_COLUMNS", "annotate", "budget_use",
-           "ettr", "lost_work", "outages", "recovery_table", "run_metrics", "span", "step_table", "wall_time"]
+           "ettr", "fault_kind_table", "lost_work", "outages", "recovery_table", "run_metrics", "span", "step_table", "wall_time"]
 
 RECOVERY_COLUMNS = [
     "source", "fault", "fault_kind", "fit_index", "attempt", "t0", "t_requested",
@@ -94,3 +94,37 @@ def run_metrics(events: Iterable[Event], summary: Optional[Dict[str, Any]] = Non
     run_start does when it has none.
     """
     return as_history(events).run_metrics((summary or {}).get("failure_config"))
+
+
+FAULT_KIND_COLUMNS = ["fault_kind", "recoveries", "recovered", "recovery_s_median", "recovery_s_p95",
+                      "recovery_s_max", "detection_s_median", "lost_steps", "lost_steps_per_recovery"]
+
+
+def fault_kind_table(events: Iterable[Event]) -> pd.DataFrame:
+    """Recovery time and lost work per fault kind over a whole run (a soak):
+    one row per kind of the recoveries; lost steps are those of the attempt
+    each recovery's outage ended (recoveries nobody injected are `failure`)."""
+    h = as_history(events)
+    recs = recovery_table(h)
+    if recs.empty:
+        return pd.DataFrame(columns=FAULT_KIND_COLUMNS)
+    steps = step_table(h)
+    lost = (steps[steps["lost"]].groupby(["fit_index", "attempt"]).size()
+            if not steps.empty else pd.Series(dtype=int))
+    recs["fault_kind"] = recs["fault_kind"].fillna(recs["source"])
+    recs["lost_steps"] = [int(lost.get((f, a), 0)) if pd.notna(a) else 0
+                          for f, a in zip(recs["fit_index"], recs["attempt"])]
+    rows = []
+    for kind, g in recs.groupby("fault_kind", sort=True):
+        r = g["recovery_s"].dropna()
+        rows.append({
+            "fault_kind": kind, "recoveries": len(g), "recovered": int(r.size),
+            "recovery_s_median": round(float(r.median()), 3) if r.size else None,
+            "recovery_s_p95": round(float(r.quantile(0.95)), 3) if r.size else None,
+            "recovery_s_max": round(float(r.max()), 3) if r.size else None,
+            "detection_s_median": (round(float(g["detection_s"].dropna().median()), 3)
+                                   if g["detection_s"].notna().any() else None),
+            "lost_steps": int(g["lost_steps"].sum()),
+            "lost_steps_per_recovery": round(float(g["lost_steps"].mean()), 3),
+        })
+    return pd.DataFrame(rows, columns=FAULT_KIND_COLUMNS)

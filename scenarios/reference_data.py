@@ -13,7 +13,7 @@ applied once.
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -36,6 +36,7 @@ class WorkloadConfig:
     step_delay_s: float = 0.0     # extra time per step, to stretch a run for fault timing
     jit_checkpoint: bool = False  # checkpoint as soon as a preemption notice arrives
     rows_per_epoch: Optional[int] = None  # default: enough rows for `steps` over `epochs`
+    stop_at: Optional[float] = None       # unix time: all ranks stop at the first step they agree is past it (soak)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -49,6 +50,14 @@ class WorkloadConfig:
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
+
+    def ended_at(self, final_step: Optional[int]) -> "WorkloadConfig":
+        """The config of a run that stopped at `final_step` on its deadline
+        (`stop_at`): `steps` is where it ended, and the epoch length stays what
+        the run trained with, so every check reads the same batches."""
+        if self.stop_at is None or final_step is None:
+            return self
+        return replace(self, steps=int(final_step), rows_per_epoch=self.steps_per_epoch * self.batch_size)
 
 
 def epoch_permutation(cfg: WorkloadConfig, epoch: int) -> np.ndarray:

@@ -52,6 +52,9 @@ class WorkloadSpec(_Strict):
     step_delay_s: float = Field(0.0, ge=0)
     jit_checkpoint: bool = False
     storage_path: Optional[str] = None
+    #: train for this long, then stop at a step every rank agrees on (`steps` is then a cap);
+    #: the epoch length is `rows_per_epoch`, by default 100 steps' rows
+    duration_s: Optional[float] = Field(None, gt=0, le=7 * 24 * 3600)
 
     @field_validator("num_workers", mode="before")
     @classmethod
@@ -80,6 +83,10 @@ class WorkloadSpec(_Strict):
         if self.kind == "entrypoint":
             if not self.entrypoint or ":" not in self.entrypoint:
                 raise ValueError("entrypoint: must be 'module:function'")
+            if self.duration_s is not None:
+                raise ValueError("duration_s: only the reference workload can stop on a deadline")
+        if self.duration_s is not None and self.rows_per_epoch is None:
+            self.rows_per_epoch = 100 * self.batch_size
         return self
 
     @property

@@ -38,6 +38,12 @@ def recovery_times(events: Events) -> List[float]:
     return [round(r.recovery_s, 3) for r in as_history(events).recoveries() if r.recovery_s is not None]
 
 
+def final_step(outcome: Dict[str, Any]) -> Optional[int]:
+    """The step a run that stopped on its deadline ended at (its return value)."""
+    step = (outcome.get("return_value") or {}).get("step")
+    return int(step) if isinstance(step, (int, float)) and not isinstance(step, bool) else None
+
+
 def final_state(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The reference workload's accumulators against what a fault-free run ends with."""
     if scenario.workload.kind != "reference":
@@ -45,8 +51,10 @@ def final_state(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[
     start = next((e for e in events if e.get("kind") == "run_start"), None)
     if start is None:
         return None
-    cfg = WorkloadConfig(**start["workload"])
-    if cfg.data == "ray_data":
+    cfg = WorkloadConfig(**start["workload"]).ended_at(final_step(outcome))
+    if cfg.stop_at is not None and final_step(outcome) is None:
+        expected = None      # stopped on a deadline without saying where: nothing exact to compare
+    elif cfg.data == "ray_data":
         sizes = {e.get("world_size") for e in events if e.get("kind") == "worker_group_started"}
         expected = expected_accumulators_ray_data(cfg, sizes.pop()) if len(sizes) == 1 else None
     else:
@@ -121,7 +129,8 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None) -> Di
         "failure_config": scenario.failure_config.model_dump(),
         "outcome": outcome.get("outcome"),
         "error_type": outcome.get("error_type"),
-        "workload": start.get("workload") if scenario.workload.kind == "reference" else None,
+        "workload": (WorkloadConfig(**start["workload"]).ended_at(final_step(outcome)).to_dict()
+                     if scenario.workload.kind == "reference" and start.get("workload") else None),
         "data": scenario.workload.data,
         "expected_final": (state or {}).get("expected"),
         "final": (state or {}).get("accumulators"),

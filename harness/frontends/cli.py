@@ -113,6 +113,55 @@ def cmd_run(args) -> int:
     return summary_exit(summary)
 
 
+def cmd_soak(args) -> int:
+    from harness.run.runner import RunOptions, exit_code as summary_exit
+    from harness.run.soak import run_soak
+    from scenarios.schema import default_scenario_path, load_scenario
+    from scenarios.soak import draw_plan, parse_duration, parse_mix, soak_scenario
+
+    out = args.out
+    try:
+        base = load_scenario(args.scenario or default_scenario_path())
+        plan = draw_plan(args.seed, parse_duration(args.duration, "--duration"),
+                         parse_duration(args.mtbf, "--mtbf"), parse_mix(args.mix))
+        scenario = soak_scenario(base, plan)
+        address = args.address or scenario.cluster.address
+        if address and not args.allow_destructive:
+            source = "--address" if args.address else "cluster.address"
+            return _fail(f"{source}: faults on a cluster ftharness did not start need --allow-destructive")
+        out = out or os.path.join("results", f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+        if os.path.exists(os.path.join(out, "summary.json")):
+            return _fail(f"--out {out}: already holds a run; choose another folder")
+        if base.faults:
+            print(f"ftharness: the {len(base.faults)} fault(s) of {base.name} are not used; "
+                  f"the soak draws its own", file=sys.stderr)
+        print(f"soak: {len(plan.draws)} fault(s) drawn (seed {plan.seed}); budgets sized to "
+              f"{scenario.failure_config.model_dump()}", file=sys.stderr)
+        options = RunOptions(out_dir=out, address=address, progress=not args.quiet,
+                             allow_destructive=args.allow_destructive)
+        summary = run_soak(scenario, plan, options)
+    except (ScenarioError, ClusterError) as e:
+        return _fail(str(e))
+    except KeyboardInterrupt:
+        print("ftharness: interrupted; cluster torn down", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as e:  # noqa: BLE001 - ftharness's own bug: one line, traceback kept
+        return internal_error(e, out)
+    print_summary(summary, out)
+    print_soak(summary.get("soak") or {})
+    write_reports(out)
+    return summary_exit(summary)
+
+
+def print_soak(soak) -> None:
+    injected = soak.get("injected") or []
+    print(f"soak: {len(injected)} of {soak.get('planned', 0)} planned fault(s) injected, "
+          f"{len(soak.get('not_reached') or [])} not reached before the end")
+    for row in soak.get("by_fault_kind") or []:
+        print(f"  {row['fault_kind']:<16} recoveries {row['recoveries']:>3}  recovery median "
+              f"{row['recovery_s_median']} s  p95 {row['recovery_s_p95']} s  lost steps {row['lost_steps']}")
+
+
 def cmd_suite(args) -> int:
     from harness.run.suite import collect, run_suite
 
@@ -323,6 +372,20 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--allow-destructive", action="store_true", help="allow faults on a cluster ftharness did not start")
     r.add_argument("--quiet", action="store_true", help="no live progress")
     r.set_defaults(func=cmd_run)
+
+    sk = sub.add_parser("soak", help="train for a duration while seeded random faults arrive; judge the whole run")
+    sk.add_argument("scenario", nargs="?", help="the cluster, workload and budgets to soak (default: the built-in "
+                    "scenario; its own faults are not used)")
+    sk.add_argument("--duration", default="10m", help="how long to train: 600, 90s, 10m, 1h (default 10m)")
+    sk.add_argument("--seed", type=int, default=0, help="draws the fault plan (default 0)")
+    sk.add_argument("--mtbf", default="60s", help="mean training time between faults (default 60s)")
+    sk.add_argument("--mix", default="kill_worker:3,preempt_node:2,kill_node:1",
+                    help="kinds and weights (default kill_worker:3,preempt_node:2,kill_node:1)")
+    sk.add_argument("--out", help="results folder (default: results/<scenario>-soak-<time>)")
+    sk.add_argument("--address", help="soak an existing cluster instead")
+    sk.add_argument("--allow-destructive", action="store_true", help="allow faults on a cluster ftharness did not start")
+    sk.add_argument("--quiet", action="store_true", help="no live progress")
+    sk.set_defaults(func=cmd_soak)
 
     st = sub.add_parser("suite", help="run a catalog of scenarios on one embedded cluster")
     st.add_argument("paths", nargs="*", help="scenario files or folders (default: the built-in catalog)")

@@ -78,7 +78,7 @@ class HistoryActor:
         self._attempt_ids: List[str] = []
         self._group_ready = threading.Condition(self._lock)
         self._fit_index = 0
-        self._progress: Dict[str, Any] = {"step": 0, "attempt": 0, "failures": 0, "ended": False}
+        self._progress: Dict[str, Any] = {"step": 0, "attempt": 0, "attempt_steps": 0, "failures": 0, "ended": False}
         self._triggers = TriggerBook()
         self._released = threading.Condition(self._lock)
         self._members: List[Dict[str, Any]] = []
@@ -125,8 +125,11 @@ class HistoryActor:
             if aid not in self._attempt_ids:
                 self._attempt_ids.append(aid)
             self._progress["attempt"] = self._attempt_ids.index(aid) + 1
+            self._progress["attempt_steps"] = 0
         elif kind == "step":
             self._progress["step"] = max(self._progress["step"], int(e.get("step") or 0))
+            if self._attempt_ids and e.get("attempt_id") == self._attempt_ids[self._progress["attempt"] - 1]:
+                self._progress["attempt_steps"] += 1   # steps of the current attempt (not a zombie's)
         elif kind == "failure":
             self._progress["failures"] += 1
         elif kind == "run_end":

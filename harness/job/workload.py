@@ -116,6 +116,16 @@ def train_loop(config: Dict[str, Any]) -> Dict[str, Any]:
             for s in range(step, cfg.steps):
                 yield s, s // cfg.steps_per_epoch, rank_slice(global_batch(cfg, s), rank, ws)
 
+    def deadline_passed() -> bool:
+        """Whether the run's deadline has passed, as every rank agrees: a rank
+        alone cannot stop (the others would wait in the next all-reduce)."""
+        import time
+
+        flag = torch.tensor([1.0 if time.time() >= cfg.stop_at else 0.0], device=device)
+        if dist.is_available() and dist.is_initialized():
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag.item())
+
     loss_value = float("nan")
     jit_done = False
     for s, epoch, ids in batches():
@@ -137,6 +147,9 @@ def train_loop(config: Dict[str, Any]) -> Dict[str, Any]:
         if cfg.step_delay_s:
             import time
             time.sleep(cfg.step_delay_s)
+        if cfg.stop_at is not None and deadline_passed():
+            save_and_report(step, loss_value, reason="deadline")
+            break
         if step % cfg.checkpoint_every == 0 or step == cfg.steps:
             save_and_report(step, loss_value)
         elif cfg.jit_checkpoint and not jit_done:

@@ -157,17 +157,23 @@ class Injector:
         """Inject a fault right away (a Chaos Toolkit action) and run its
         follow-ups (a preempted node's death, a replacement node) before
         returning. `spec` is a validated FaultSpec dump; returns what was recorded."""
-        index = len(self.specs)
-        spec = dict(spec, at=spec.get("at") or {"time_s": 0})
-        self.specs.append(spec)
-        self.faults[index] = make_fault(index, spec)
-        self.tick()  # fresh worker-group membership
-        record = self._fire(index, time.time(), {}, gated=False)
+        record = self.inject_now(spec)
+        index = record["fault"]
         deadline = time.time() + settle_s
         while time.time() < deadline and any(e[5] == index and e[4] != "none" for e in self._timeline):
             time.sleep(0.05)
             self.tick()
         return record
+
+    def inject_now(self, spec: Dict[str, Any]) -> Dict[str, Any]:
+        """Add a fault to the run and inject it now; its follow-ups run on later
+        ticks. `spec` is a validated FaultSpec dump; returns what was recorded."""
+        index = len(self.specs)
+        spec = dict(spec, at=spec.get("at") or {"time_s": 0})
+        self.specs.append(spec)
+        self.faults[index] = make_fault(index, spec)
+        self.tick()  # fresh worker-group membership
+        return self._fire(index, time.time(), {}, gated=False)
 
     def heal_all(self) -> List[int]:
         """Heal every active fault now (a Chaos Toolkit rollback); returns their indices."""

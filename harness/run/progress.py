@@ -13,7 +13,8 @@ from typing import Any, Dict
 
 class Progress:
     def __init__(self, scenario, enabled: bool = True):
-        self.total = scenario.workload.steps if scenario.workload.kind == "reference" else None
+        w = scenario.workload
+        self.total = w.steps if w.kind == "reference" and w.duration_s is None else None
         self.name = scenario.name
         self.enabled = enabled
         self.tty = sys.stderr.isatty()
@@ -40,9 +41,10 @@ class Progress:
     def line(self, p: Dict[str, Any]) -> str:
         step = f"{p.get('step', 0)}/{self.total}" if self.total else str(p.get("step", 0))
         held = f"  {p['held']} held until faults land" if p.get("held") else ""
+        note = f"  {p['note']}" if p.get("note") else ""
         return (f"[{self.name}] step {step}  attempt {p.get('attempt', 0)}  "
                 f"recoveries {p.get('failures', 0)}  events {p.get('events', 0)}{held}  "
-                f"{time.time() - self.t0:5.1f}s")
+                f"{time.time() - self.t0:5.1f}s{note}")
 
     def update(self, p: Dict[str, Any]) -> None:
         if not self.enabled:

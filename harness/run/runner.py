@@ -78,14 +78,14 @@ def resolve_train_fn(scenario: Scenario) -> Callable:
     return fn
 
 
-def workload_config(scenario: Scenario, use_gpu: bool) -> Dict[str, Any]:
+def workload_config(scenario: Scenario, use_gpu: bool, stop_at: Optional[float] = None) -> Dict[str, Any]:
     w = scenario.workload
     if w.kind != "reference":
         return dict(w.train_loop_config)
     return WorkloadConfig(
         steps=w.steps, batch_size=w.batch_size, epochs=w.epochs, rows_per_epoch=w.rows_per_epoch,
         checkpoint_every=w.checkpoint_every, model=w.model, data=w.data, use_gpu=use_gpu,
-        step_delay_s=w.step_delay_s, jit_checkpoint=w.jit_checkpoint,
+        step_delay_s=w.step_delay_s, jit_checkpoint=w.jit_checkpoint, stop_at=stop_at,
     ).to_dict()
 
 
@@ -151,8 +151,11 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
 class ScenarioRunner:
     """Drives one scenario on an open cluster; the caller owns the cluster."""
 
-    def __init__(self, scenario: Scenario, cluster, options: RunOptions):
+    def __init__(self, scenario: Scenario, cluster, options: RunOptions, driver=None):
         self.scenario = scenario
+        #: injects faults the scenario does not list, as the run goes (a soak's fault process):
+        #: `driver.tick(runner, progress)` on every progress poll
+        self.driver = driver
         self.cluster = cluster
         self.options = options
         self.out_dir = os.path.abspath(options.out_dir)
@@ -192,6 +195,9 @@ class ScenarioRunner:
                                  health_check_timeout_s=health)
         self.injector.arm()
         self.t0 = time.time()
+        # One deadline for the whole run: a second fit() (after a controller kill) keeps it.
+        duration = self.scenario.workload.duration_s
+        self.stop_at = None if duration is None else self.t0 + duration
 
     def submit(self):
         """Start one fit() of the run in a task on the head; returns its ref."""
@@ -231,7 +237,7 @@ class ScenarioRunner:
     # -- internals
     def _fit_spec(self, train_fn: Callable, use_gpu: bool) -> Dict[str, Any]:
         sc, w = self.scenario, self.scenario.workload
-        cfg = workload_config(sc, use_gpu)
+        cfg = workload_config(sc, use_gpu, getattr(self, "stop_at", None))
         return {
             "train_fn": train_fn,
             "explicit_steps": w.kind == "reference",
@@ -248,7 +254,7 @@ class ScenarioRunner:
             "train_env": self.cluster.train_env(),
             "crash_plans": crash_plans(sc),
             "storage_chaos": any(f.kind == "storage_errors" for f in sc.faults),
-            "hold_s": sc.timeout_s if (sc.faults and sc.landing_hold) else None,
+            "hold_s": sc.timeout_s if ((sc.faults or self.driver) and sc.landing_hold) else None,
         }
 
     def _wait(self, ref) -> Dict[str, Any]:
@@ -270,6 +276,8 @@ class ScenarioRunner:
                     except ray.exceptions.GetTimeoutError:
                         now = None
                     if now is not None:
+                        if self.driver is not None:
+                            now["note"] = self.driver.tick(self, now)
                         progress.update(now)
                         self.injector.resolve_hold(now)
                 if time.time() > deadline:
@@ -297,9 +305,12 @@ class ScenarioRunner:
                 "cluster_start_s": round(getattr(self.cluster, "start_time_s", 0.0) or 0.0, 3),
             },
         })
+        self.write_summary(summary)
+        return summary
+
+    def write_summary(self, summary: Dict[str, Any]) -> None:
         with open(os.path.join(self.out_dir, "summary.json"), "w") as f:
             json.dump(summary, f, indent=2, default=str)
-        return summary
 
 
 def versions() -> Dict[str, str]:

@@ -1,0 +1,149 @@
+"""Soak runs: a scenario trained for a wall-clock duration while faults arrive
+from a random process drawn from a seed (Jepsen's generator idea).
+
+Pure: this module draws the plan and builds the scenario; `harness.run.soak`
+injects the plan on a live cluster.
+
+The fault process runs on training time, not on wall time: after a fault the
+clock stops until the run is training again (a new attempt made a new step),
+and the next fault comes an exponential gap (mean `mtbf_s`) later. That is
+what MTBF means for hardware (time between a repair and the next failure),
+and it keeps every fault testable: a fault that arrives while the run is
+still restarting hits nothing, and a verdict on it would say nothing.
+
+The plan (gaps and kinds) is fixed by the seed before the run starts; how many
+of its faults are reached depends on how long recoveries take, so the summary
+names the faults injected and the ones the soak ended before.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Mapping, Optional
+
+from harness.errors import ScenarioError
+from scenarios.schema import Scenario
+
+#: fault kinds a soak can draw -> (the budget Ray charges, their spec beyond kind and target)
+SOAK_KINDS: Dict[str, tuple] = {
+    "kill_worker": ("worker_group", {}),
+    "kill_node": ("worker_group", {"replace": True}),
+    "preempt_node": ("preemption", {"replace": True}),
+    "hang_worker": ("worker_group", {}),
+    "partition_node": ("worker_group", {"duration_s": 8.0}),
+}
+DEFAULT_MIX = {"kill_worker": 3, "preempt_node": 2, "kill_node": 1}
+#: no fault is drawn this close to the end: its recovery and evidence need the time
+QUIET_TAIL_S = 45.0
+#: the longest gap the plan waits for a recovery before it moves on
+RECOVERY_WAIT_S = 180.0
+#: a base scenario without a step delay or checkpoint retention gets these (hours of steps
+#: at full speed would fill the history and the storage, not test more)
+SOAK_STEP_DELAY_S = 0.2
+SOAK_NUM_TO_KEEP = 3
+_UNITS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, name: str) -> float:
+    """'90', '90s', '10m', '1h' or '1.5h' -> seconds; bad input names the option."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d)?\s*", str(text))
+    if not m or float(m.group(1)) <= 0:
+        raise ScenarioError(f"{name}: {text!r} is not a duration (a positive number with s, m, h or d: 90s, 10m, 1h)")
+    return float(m.group(1)) * _UNITS[m.group(2) or ""]
+
+
+def parse_mix(text: str) -> Dict[str, int]:
+    """'kill_worker:3,preempt_node:2' -> {kind: weight}; unknown kinds are refused."""
+    mix: Dict[str, int] = {}
+    for part in [p for p in str(text).split(",") if p.strip()]:
+        kind, _, weight = part.strip().partition(":")
+        if kind not in SOAK_KINDS:
+            raise ScenarioError(f"--mix: {kind!r} is not a kind a soak can draw (allowed: {', '.join(SOAK_KINDS)})")
+        try:
+            w = int(weight or 1)
+        except ValueError:
+            w = -1
+        if w < 0:
+            raise ScenarioError(f"--mix: {part.strip()!r}: the weight must be a whole number >= 0")
+        mix[kind] = mix.get(kind, 0) + w
+    if not mix or not any(mix.values()):
+        raise ScenarioError("--mix: needs at least one kind with a weight above 0, e.g. kill_worker:3,preempt_node:2")
+    return mix
+
+
+@dataclass
+class Draw:
+    """One fault of the plan: it comes `gap_s` of training time after the last recovery."""
+
+    index: int
+    gap_s: float
+    kind: str
+    spec: Dict[str, Any]
+
+
+@dataclass
+class SoakPlan:
+    seed: int
+    duration_s: float
+    mtbf_s: float
+    mix: Dict[str, int]
+    draws: List[Draw] = field(default_factory=list)
+
+    def budgets(self) -> Dict[str, int]:
+        """Failures of each budget the plan can cause at most: limits sized to survive."""
+        counts = {"worker_group": 0, "preemption": 0}
+        for d in self.draws:
+            counts[SOAK_KINDS[d.kind][0]] += 1
+        return counts
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+def draw_plan(seed: int, duration_s: float, mtbf_s: float, mix: Optional[Mapping[str, int]] = None) -> SoakPlan:
+    """The faults of a soak, reproducible from `seed`: exponential gaps of mean
+    `mtbf_s` (training time) and kinds by weight, as many as fit before the
+    quiet tail if recoveries took no time (an upper bound on what is reached)."""
+    if mtbf_s <= 0 or duration_s <= 0:
+        raise ScenarioError("--mtbf and --duration must be positive")
+    mix = dict(mix or DEFAULT_MIX)
+    rng = random.Random(seed)
+    kinds = [k for k, w in mix.items() if w > 0]
+    weights = [mix[k] for k in kinds]
+    plan = SoakPlan(seed, duration_s, mtbf_s, mix)
+    t = 0.0
+    while True:
+        gap = rng.expovariate(1.0 / mtbf_s)
+        kind = rng.choices(kinds, weights)[0]
+        t += gap
+        if t > duration_s - QUIET_TAIL_S:
+            return plan
+        spec = {"kind": kind, "target": {"random": True}, "at": {"time_s": 0}, **SOAK_KINDS[kind][1]}
+        plan.draws.append(Draw(len(plan.draws), round(gap, 3), kind, spec))
+
+
+def soak_scenario(base: Scenario, plan: SoakPlan) -> Scenario:
+    """`base` trained for the plan's duration, with budgets sized to survive the
+    plan; its own faults are left out (the soak injects the plan's as they come)."""
+    if base.workload.kind != "reference":
+        raise ScenarioError("workload.kind: a soak runs the reference workload (it must stop on a deadline)")
+    budgets = plan.budgets()
+    data = base.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
+    data["name"] = f"{base.name}-soak"
+    data["description"] = (f"soak of {base.name}: {plan.duration_s:g} s, mtbf {plan.mtbf_s:g} s, "
+                           f"mix {','.join(f'{k}:{w}' for k, w in plan.mix.items())}, seed {plan.seed}")
+    workload = data["workload"]
+    workload.update(duration_s=plan.duration_s, steps=1_000_000)
+    if not workload.get("step_delay_s"):
+        workload["step_delay_s"] = SOAK_STEP_DELAY_S
+    workload.setdefault("num_to_keep", SOAK_NUM_TO_KEEP)
+    fc = data.setdefault("failure_config", {})
+    fc["max_failures"] = max(int(fc.get("max_failures") or 0), budgets["worker_group"])
+    fc["max_preemption_failures"] = max(int(fc.get("max_preemption_failures") or 0), budgets["preemption"])
+    data["faults"] = []
+    data["timeout_s"] = plan.duration_s + RECOVERY_WAIT_S + 300
+    expect = data.setdefault("expect", {})
+    expect["outcome"] = "succeeded"
+    return Scenario.model_validate(dict(data, base_dir=base.base_dir))
