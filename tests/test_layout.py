@@ -19,6 +19,7 @@ PACKAGES = ("harness", "scenarios", "faults", "reports")
 LAYERS = [
     ("contracts", ("harness.errors", "harness.history")),
     ("kinds", ("faults", "scenarios.properties", "scenarios.reference_data", "scenarios.policy_model")),
+    ("simulator", ("scenarios.simulator",)),
     ("language", ("scenarios.schema", "scenarios.strategies", "scenarios.synthetic", "scenarios.soak")),
     ("verdict", ("scenarios.verdict",)),
     ("cluster", ("harness.cluster",)),

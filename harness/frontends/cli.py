@@ -338,6 +338,56 @@ def cmd_trace(args) -> int:
     return EXIT_PASS
 
 
+def cmd_plan(args) -> int:
+    """Budgets, checkpoint cadence and failure limits of a job, simulated (reports/plan.py)."""
+    from reports.calibrate import from_results
+    from reports.plan import parse_rates, plan, text, write
+    from scenarios.simulator.calibration import DEFAULTS
+    from scenarios.simulator.engine import Job
+    from scenarios.simulator.rates import make_rates, rates_source
+
+    try:
+        for path in args.results:
+            if not os.path.exists(path):
+                return _fail(f"{path}: no such results folder")
+        cal = from_results(args.results) if args.results else DEFAULTS
+        cal = cal.with_figures(step_s=args.step_s, checkpoint_s=args.checkpoint_s, recovery_s=args.recovery_s,
+                               registration_lag_s=args.lag_s, drain_notice_s=args.notice_s,
+                               replacement_s=args.replacement_s)
+        overrides = parse_rates(args.rate)
+        rates = make_rates(overrides, args.mtbf, args.accelerators_per_node)
+        config = {"max_failures": args.max_failures, "max_preemption_failures": args.max_preemption_failures,
+                  "controller_failure_limit": args.controller_failure_limit}
+        for name, value in config.items():
+            if value is not None and value < -1:
+                return _fail(f"--{name.replace('_', '-')}: {value} is not -1 (unlimited) or a count >= 0")
+        if args.interval_s is not None and args.checkpoint_every is not None:
+            return _fail("--interval-s and --checkpoint-every: give one of them")
+        interval = args.interval_s if args.interval_s is not None else (args.checkpoint_every or 0) * cal.step_s
+        if not interval:
+            from reports.advice import young_interval
+            from reports.plan import job_mtbf_s
+
+            probe = Job(args.accelerators, args.days, 1.0, spot_fraction=args.spot_fraction,
+                        accelerators_per_node=args.accelerators_per_node)
+            mtbf = job_mtbf_s(probe, rates)
+            interval = young_interval(max(cal.checkpoint_s, 1e-9), mtbf) if mtbf != float("inf") else 3600.0
+        job = Job(args.accelerators, args.days, float(interval), config, args.spot_fraction,
+                  args.accelerators_per_node, args.elastic, not args.no_notice_checkpoint)
+        result = plan(job, cal, rates, runs=args.runs, seed=args.seed, target=args.target)
+    except (ValueError, OSError) as e:
+        return _fail(str(e))
+    source = rates_source(overrides, args.mtbf)
+    print(text(result, source))
+    if args.plan_out:
+        try:
+            paths = write(result, source, args.plan_out)
+        except OSError as e:
+            return _fail(f"--out {args.plan_out}: cannot be written ({e.strerror})")
+        print(f"plan: {os.path.abspath(args.plan_out)} ({', '.join(os.path.basename(p) for p in paths)})")
+    return EXIT_PASS
+
+
 def version_text() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -423,6 +473,35 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("results")
     tr.add_argument("--out", dest="trace_out", metavar="FILE", help="default: RESULTS/trace.json")
     tr.set_defaults(func=cmd_trace)
+
+    pl = sub.add_parser("plan", help="simulate a job's failures: budget exhaustion, checkpoint cadence, failure limits")
+    pl.add_argument("results", nargs="*", help="results folders to calibrate from (default: built-in calibration)")
+    pl.add_argument("--accelerators", type=int, required=True, help="accelerators in the job")
+    pl.add_argument("--days", type=float, required=True, help="wall-clock days the job holds the cluster")
+    pl.add_argument("--spot-fraction", type=float, default=0.0, help="share of accelerators on spot capacity")
+    pl.add_argument("--accelerators-per-node", type=int, default=8)
+    pl.add_argument("--rate", action="append", default=[], metavar="CAUSE=PER_ACC_HOUR",
+                    help="failure rate of a cause per accelerator-hour (gpu, host, network, maintenance, "
+                         "software, unknown, spot, controller, fatal); repeatable")
+    pl.add_argument("--mtbf", type=float, help="per-accelerator MTBF in hours of the Llama 3 causes together")
+    pl.add_argument("--max-failures", type=int, help="FailureConfig.max_failures (default: Ray's, 0)")
+    pl.add_argument("--max-preemption-failures", type=int, help="default: Ray's, -1")
+    pl.add_argument("--controller-failure-limit", type=int, help="default: Ray's, -1")
+    pl.add_argument("--interval-s", type=float, help="step work between checkpoints (default: Young's optimum)")
+    pl.add_argument("--checkpoint-every", type=int, help="steps between checkpoints, instead of --interval-s")
+    pl.add_argument("--step-s", type=float, help="given step time (s), instead of the measured one")
+    pl.add_argument("--checkpoint-s", type=float, help="given checkpoint cost (s)")
+    pl.add_argument("--recovery-s", type=float, help="given recovery time (s), for every fault kind")
+    pl.add_argument("--lag-s", type=float, help="given checkpoint registration lag (s)")
+    pl.add_argument("--notice-s", type=float, help="spot drain notice (s, default 120)")
+    pl.add_argument("--replacement-s", type=float, help="time to replace a lost node (s, default 0: spares)")
+    pl.add_argument("--elastic", action="store_true", help="the job runs on fewer workers until a node is replaced")
+    pl.add_argument("--no-notice-checkpoint", action="store_true", help="the job does not checkpoint on a drain notice")
+    pl.add_argument("--target", type=float, default=0.99, help="success probability for the recommended limits")
+    pl.add_argument("--runs", type=int, default=2000)
+    pl.add_argument("--seed", type=int, default=0)
+    pl.add_argument("--out", dest="plan_out", metavar="DIR", help="also write plan.txt, CSVs and plan.png here")
+    pl.set_defaults(func=cmd_plan)
     return p
 
 
