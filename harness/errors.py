@@ -29,3 +29,7 @@ class NoSession(FtharnessError, RuntimeError):
 
 class ChaosCrash(FtharnessError, RuntimeError):
     """Raised inside the train function by a crash_worker fault (the user-bug class)."""
+
+
+class InputError(FtharnessError, ValueError):
+    """A path or argument that cannot be used (it does not exist, it cannot be read); one line for the user."""

@@ -18,6 +18,7 @@ PACKAGES = ("harness", "scenarios", "faults", "reports")
 #: lowest first; a module may import only from its own layer or a lower one
 LAYERS = [
     ("contracts", ("harness.errors", "harness.history")),
+    ("doctor", ("harness.doctor",)),  # a pure leaf: parses user scripts, imports only the errors
     ("kinds", ("faults", "scenarios.properties", "scenarios.reference_data", "scenarios.policy_model")),
     ("simulator", ("scenarios.simulator",)),
     ("language", ("scenarios.schema", "scenarios.strategies", "scenarios.synthetic", "scenarios.soak")),

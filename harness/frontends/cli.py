@@ -4,7 +4,8 @@ Exit codes (design.md): 0 PASS; 1 FAIL (the outcome or an expected property
 does not match `expect`); 2 the scenario could not run (bad input, no cluster,
 refused by a guard); 3 INCONCLUSIVE (a fault did not land, the history has a
 gap, an expected property judged nothing); 4 an internal error of ftharness
-(one line here, the traceback in the results folder).
+(one line here, the traceback in the results folder). `doctor` exits 1 when a
+finding is an error, 2 for a path that does not exist.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import time
 import traceback
 from typing import List, Optional
 
-from scenarios.verdict import (EXIT_CANNOT_RUN, EXIT_INTERNAL, EXIT_PASS, exit_code, overall)
-from harness.errors import ClusterError, ScenarioError
+from scenarios.verdict import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_PASS, exit_code, overall)
+from harness.errors import ClusterError, InputError, ScenarioError
 from scenarios.schema import one_line
 
 EXIT_INTERRUPTED = 130
@@ -386,6 +387,26 @@ def cmd_plan(args) -> int:
             return _fail(f"--out {args.plan_out}: cannot be written ({e.strerror})")
         print(f"plan: {os.path.abspath(args.plan_out)} ({', '.join(os.path.basename(p) for p in paths)})")
     return EXIT_PASS
+def cmd_doctor(args) -> int:
+    """Static checks of Ray Train V2 scripts: exit 1 on an error-level finding, 2 on a bad path."""
+    from harness.doctor import RULES, analyse, python_files, render
+
+    if args.list_rules:
+        for r in RULES.values():
+            print(f"{r.id:<32} {r.severity:<8} {r.why}")
+        return EXIT_PASS
+    if not args.paths:
+        return _fail("doctor: name at least one file or folder (or --list-rules)")
+    try:
+        files = python_files(args.paths)
+        findings = analyse(files)
+    except InputError as e:
+        return _fail(str(e))
+    if args.json:
+        print(json.dumps([f.as_dict() for f in findings], indent=2))
+    else:
+        print(render(findings, len(files)))
+    return EXIT_FAIL if any(f.severity == "error" for f in findings) else EXIT_PASS
 
 
 def version_text() -> str:
@@ -468,6 +489,13 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="list fault kinds, properties and the built-in catalog")
     ls.add_argument("what", nargs="?", choices=("all", "faults", "properties", "catalog"), default="all")
     ls.set_defaults(func=cmd_list)
+
+    dr = sub.add_parser("doctor", help="find Ray Train V2 pitfalls in driver scripts and train modules "
+                                       "(static: nothing is imported or run)")
+    dr.add_argument("paths", nargs="*", metavar="PATH", help="Python files, or folders to search for *.py")
+    dr.add_argument("--json", action="store_true", help="print the findings as a JSON list")
+    dr.add_argument("--list-rules", action="store_true", help="list the rules with their severity and why")
+    dr.set_defaults(func=cmd_doctor)
 
     tr = sub.add_parser("trace", help="write a results folder's history as a Chrome trace (Perfetto)")
     tr.add_argument("results")
