@@ -13,12 +13,43 @@ import os
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
+from reports.calibrate import from_results
 from scenarios.schema import parse_scenario
+from scenarios.simulator.schedule import simulate_schedule
 from scenarios.strategies import save_failing, scenario_dicts
 
 EXAMPLES = int(os.environ.get("FTHARNESS_EXAMPLES", "3"))
 PHASES = [Phase.generate] + ([Phase.shrink] if os.environ.get("FTHARNESS_SHRINK") == "1" else [])
 FAILURES = os.environ.get("FTHARNESS_FAILURES", os.path.join("results", "hypothesis-failures"))
+DATA = os.path.join(os.path.dirname(__file__), "data")
+#: the simulator's stated error on a recovery time, calibrated from the two recorded runs and
+#: checked on this machine under load: |measured - simulated| <= RECOVERY_ABS_S + RECOVERY_REL * simulated
+RECOVERY_ABS_S, RECOVERY_REL = 15.0, 1.0
+
+
+def simulated(sc):
+    """The simulator's prediction for a scenario, or None for a kind it does not model."""
+    cal = from_results([os.path.join(DATA, "kill-worker"), os.path.join(DATA, "preempt-node")])
+    try:
+        return simulate_schedule(sc.failure_config.model_dump(),
+                                 [f.model_dump(mode="json", exclude_none=True) for f in sc.faults], cal,
+                                 steps=sc.workload.steps, checkpoint_every=sc.workload.checkpoint_every)
+    except ValueError:
+        return None
+
+
+def cross_validate(sc, summary):
+    """Real run and simulator: same outcome and budget counts, recoveries within the stated error."""
+    sim = simulated(sc)
+    if sim is None:
+        return
+    assert (summary["outcome"], summary["error_type"]) == (sim.outcome, sim.error_type), sim
+    assert summary["budgets"] == {b: sim.counts.get(b, 0) for b in summary["budgets"]}, sim
+    measured = summary["recovery_times_s"]
+    predicted = [r for r in sim.recovery_s if r is not None]
+    assert len(measured) == len(predicted), (measured, sim)
+    for m, p in zip(measured, predicted):
+        assert abs(m - p) <= RECOVERY_ABS_S + RECOVERY_REL * p, (measured, predicted)
 
 
 @pytest.mark.cluster
@@ -31,6 +62,23 @@ def test_generated_scenarios_keep_their_properties(run_scenario, scenario):
     if not summary["matches_expectation"]:
         path = save_failing(scenario, FAILURES)
         pytest.fail(f"{scenario['name']} (saved to {path}): {summary['mismatches']}")
+    cross_validate(parse_scenario(scenario), summary)
+
+
+@pytest.mark.parametrize("name", ["kill-worker", "preempt-node"])
+def test_simulator_agrees_with_the_recorded_runs(name):
+    import json
+
+    from harness.history.records import read_events
+    from scenarios.schema import load_scenario
+    from scenarios.verdict import budgets_used, recovery_times
+
+    folder = os.path.join(DATA, name)
+    with open(os.path.join(folder, "summary.json")) as f:
+        summary = json.load(f)
+    events = read_events(os.path.join(folder, "history.jsonl"))
+    summary.update(budgets=budgets_used(events), recovery_times_s=recovery_times(events))
+    cross_validate(load_scenario(os.path.join(folder, "scenario.yaml")), summary)
 
 
 @given(scenario=scenario_dicts(max_faults=3))
