@@ -38,6 +38,10 @@ class WorkloadSpec(_Strict):
     kind: Literal["reference", "entrypoint"] = "reference"
     entrypoint: Optional[str] = None
     train_loop_config: Dict[str, Any] = Field(default_factory=dict)
+    #: which Ray Train trainer runs the entrypoint (Lightning and Transformers jobs run in `torch`)
+    trainer: Literal["torch", "xgboost", "lightgbm"] = "torch"
+    #: 'module:function' returning {name: ray.data.Dataset}, called where fit() runs: the trainer's `datasets=`
+    datasets: Optional[str] = None
     num_workers: Union[int, Tuple[int, int]] = 2
     steps: int = Field(30, ge=1, le=1_000_000)
     batch_size: int = Field(32, ge=1)
@@ -85,6 +89,10 @@ class WorkloadSpec(_Strict):
                 raise ValueError("entrypoint: must be 'module:function'")
             if self.duration_s is not None:
                 raise ValueError("duration_s: only the reference workload can stop on a deadline")
+            if self.datasets is not None and ":" not in self.datasets:
+                raise ValueError("datasets: must be 'module:function'")
+        elif self.trainer != "torch" or self.datasets is not None:
+            raise ValueError("trainer, datasets: only for an entrypoint workload (the reference workload is a torch job)")
         if self.duration_s is not None and self.rows_per_epoch is None:
             self.rows_per_epoch = 100 * self.batch_size
         return self

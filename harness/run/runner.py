@@ -55,7 +55,18 @@ def resolve_train_fn(scenario: Scenario) -> Callable:
         from harness.job.workload import train_loop
 
         return train_loop
-    module_name, _, fn_name = w.entrypoint.partition(":")
+    return resolve_function(scenario, w.entrypoint, "workload.entrypoint")
+
+
+def resolve_datasets_fn(scenario: Scenario) -> Optional[Callable]:
+    """The function that builds the trainer's `datasets=` (workload.datasets), if any."""
+    ref = scenario.workload.datasets
+    return None if ref is None else resolve_function(scenario, ref, "workload.datasets")
+
+
+def resolve_function(scenario: Scenario, ref: str, field: str) -> Callable:
+    """'module:function', looked up in the scenario's folder first; shipped by value."""
+    module_name, _, fn_name = ref.partition(":")
     added = False
     if scenario.base_dir and scenario.base_dir not in sys.path:
         sys.path.insert(0, scenario.base_dir)
@@ -63,13 +74,13 @@ def resolve_train_fn(scenario: Scenario) -> Callable:
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
-        raise ScenarioError(f"workload.entrypoint: cannot import {module_name!r} ({e})") from None
+        raise ScenarioError(f"{field}: cannot import {module_name!r} ({e})") from None
     finally:
         if added:
             sys.path.remove(scenario.base_dir)
     fn = getattr(module, fn_name, None)
     if not callable(fn):
-        raise ScenarioError(f"workload.entrypoint: {module_name!r} has no function {fn_name!r}")
+        raise ScenarioError(f"{field}: {module_name!r} has no function {fn_name!r}")
     from ray import cloudpickle
 
     # Workers may not see the scenario folder (another machine): ship the code.
@@ -97,13 +108,27 @@ def resolve_use_gpu(scenario: Scenario) -> bool:
 
 
 # -------------------------------------------------------------------- fit task
+def trainer_class(name: str):
+    """The Ray Train V2 trainer of `workload.trainer`."""
+    if name == "xgboost":
+        from ray.train.xgboost import XGBoostTrainer
+
+        return XGBoostTrainer
+    if name == "lightgbm":
+        from ray.train.lightgbm import LightGBMTrainer
+
+        return LightGBMTrainer
+    from ray.train.torch import TorchTrainer
+
+    return TorchTrainer
+
+
 @ray.remote(num_cpus=0, max_retries=0)
 def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
     """Builds the TorchTrainer and runs fit(); returns the outcome as plain data."""
     os.environ.update(spec["train_env"])
     import ray.train
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
-    from ray.train.torch import TorchTrainer
 
     from harness.job.instrument import instrument
     from harness.job.recorder import ControllerRecorder
@@ -117,7 +142,9 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
     datasets = None
     if spec["data"] == "ray_data":
         datasets = {"train": ray.data.range(spec["rows"])}
-    trainer = TorchTrainer(
+    if spec.get("datasets_fn") is not None:
+        datasets = spec["datasets_fn"]()
+    trainer = trainer_class(spec.get("trainer", "torch"))(
         instrument(spec["train_fn"], spec["run_name"], explicit_steps=spec["explicit_steps"],
                    crash_plans=spec["crash_plans"], hold_s=spec["hold_s"]),
         train_loop_config=spec["train_loop_config"],
@@ -187,6 +214,7 @@ class ScenarioRunner:
         os.makedirs(self.out_dir, exist_ok=True)
         _write_scenario(self.scenario, os.path.join(self.out_dir, "scenario.yaml"))
         self.train_fn = resolve_train_fn(self.scenario)
+        self.datasets_fn = resolve_datasets_fn(self.scenario)
         self.use_gpu = resolve_use_gpu(self.scenario)
         self.history = store.start_history(self.history_path, self.run_name)
         health = float(self.cluster.train_env().get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600))
@@ -240,6 +268,8 @@ class ScenarioRunner:
         cfg = workload_config(sc, use_gpu, getattr(self, "stop_at", None))
         return {
             "train_fn": train_fn,
+            "trainer": w.trainer,
+            "datasets_fn": getattr(self, "datasets_fn", None),
             "explicit_steps": w.kind == "reference",
             "train_loop_config": cfg,
             "run_name": self.run_name,
