@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, List, Literal, Optional, Tuple, Union
+from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, Union
 
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
@@ -126,6 +126,11 @@ class ExpectSpec(_Strict):
     violations: List[PinnedViolation] = Field(default_factory=list)
     error_type: Optional[str] = Field(None, max_length=200)
     recovery_bound_s: Optional[float] = Field(None, gt=0)
+    #: most steps one restart may redo (bounded_lost_work); None: the largest gap between
+    #: reported checkpoints plus the registration lag
+    max_lost_steps: Optional[int] = Field(None, ge=0)
+    #: metrics the job reports that never decrease over the kept lineage (monotonic_counters)
+    monotonic: Optional[List[Annotated[str, Field(min_length=1, max_length=200)]]] = Field(None, max_length=64)
 
     @field_validator("violations", mode="before")
     @classmethod

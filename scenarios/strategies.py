@@ -67,14 +67,17 @@ def scenario_dicts(draw, max_faults: int = 2) -> Dict[str, Any]:
     schedule = draw(faults(steps, num_workers, max_faults))
     model = expected_outcome(fc, [failure_class_of(f) for f in schedule])
     schedule = schedule[:len(model.decisions)]  # faults after the run raised could never fire
-    props = [p for p in PROPERTIES if p != "recovers" or model.outcome == "succeeded"]
+    restarted = any(d.decision == "RETRY" for d in model.decisions)
+    props = [p for p in PROPERTIES if (p != "recovers" or model.outcome == "succeeded")
+             and (p != "bounded_lost_work" or restarted)]
     body = {
         "cluster": {"nodes": 3, "cpus_per_node": 1},
         "workload": {"num_workers": num_workers, "steps": steps,
                      "checkpoint_every": draw(st.integers(1, 3)), "step_delay_s": 0.05},
         "failure_config": fc,
         "faults": schedule,
-        "expect": {"outcome": model.outcome, "properties": props},
+        # the reference workload's metrics: its lineage step and row count only grow
+        "expect": {"outcome": model.outcome, "properties": props, "monotonic": ["step", "count"]},
     }
     digest = hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:8]
     return {"name": f"generated-{digest}", **body}

@@ -7,7 +7,10 @@ checks rely on is modelled: restores from the latest registered checkpoint,
 the failure policy (`scenarios.policy_model`), world sizes that change between
 attempts, both data sources, controller startup failures retried under the same
 attempt id, and a new fit() after the controller dies. The result is a valid
-history by construction; tests plant violations into it.
+history by construction; tests plant violations into it, or ask the generator
+for a job with a defect (`Plan.defect`, one of `DEFECTS`), which it then plays
+through consistently: the restarted attempts redo their steps from what they
+restored.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from scenarios.reference_data import WorkloadConfig, accumulate, expected_accumulators, global_batch, rank_slice
+from scenarios.reference_data import (ACC_FIELDS, WorkloadConfig, accumulate, expected_accumulators, global_batch,
+                                      rank_slice)
 from scenarios import policy_model
 
 #: fault class -> (injected fault kind, budget it should be charged to, error type)
@@ -30,6 +34,18 @@ FAULTS: Dict[str, Tuple[str, Optional[str], str]] = {
     "controller_kill": ("kill_controller", None, "ActorDiedError"),
 }
 STARTUP = ("controller", "controller_fatal")   # classes that strike while a group starts
+#: jobs with a defect the generator can play (`Plan.defect`):
+DEFECTS = {
+    # saves its model to a local path and hands no checkpoint to ray.train.report: every restart
+    # begins again from step 0
+    "no_checkpoints": "reports no checkpoint; restarts redo every step",
+    # Ray registers its checkpoints but a restart restores none of them
+    "restore_nothing": "restarts restore nothing although checkpoints were registered",
+    # a restart restores the oldest registered checkpoint, however many came after it
+    "restore_oldest": "restarts restore the oldest registered checkpoint",
+    # the job does not restore its sample counter: after a restart `count` counts from 0 again
+    "counter_reset": "restarts report the `count` metric from 0 again",
+}
 
 
 @dataclass
@@ -48,6 +64,7 @@ class Plan:
     failure_config: Dict[str, int] = field(default_factory=dict)
     faults: List[Fault] = field(default_factory=list)
     step_s: float = 0.1
+    defect: Optional[str] = None      # a key of DEFECTS: the job (or Ray) misbehaves that way
 
 
 @dataclass
@@ -71,6 +88,8 @@ class _Run:
         self.faults = list(plan.faults)
         self.injected: List[dict] = []
         self.latest: Optional[Tuple[str, int, np.ndarray]] = None  # name, step, accumulators
+        self.oldest: Optional[Tuple[str, int, np.ndarray]] = None  # the first registered checkpoint
+        self.counted_from = 0.0           # `count` at the restore: counter_reset reports count less it
         self.pending: List[dict] = []      # faults whose failure was retried, awaiting a first step
         self.recoveries: List[float] = []
         self.fit = 0
@@ -177,8 +196,9 @@ class _Run:
                     "world_size": ws} for r in range(ws)]
         self.emit("worker_group_started", "controller", attempt_id=aid, world_size=ws,
                   workers=[{k: w[k] for k in ("rank", "node_id", "pid", "actor_id")} for w in workers])
-        name, step, acc = self.latest or (None, 0, np.zeros(4))
+        name, step, acc = self.restore_point(ordinal)
         acc = acc.copy()
+        self.counted_from = float(acc[0]) if self.plan.defect == "counter_reset" else 0.0
         for w in workers:
             self._worker(w, "worker_start", restored_checkpoint=name, restored_step=step if name else None)
         fault = self.faults[0] if self.faults else None
@@ -219,15 +239,34 @@ class _Run:
             return "failed", error, None
         return None, None, fault.world_size
 
+    def restore_point(self, ordinal: int) -> Tuple[Optional[str], int, np.ndarray]:
+        """(checkpoint, step, accumulators) an attempt starts from: the latest registered one,
+        unless the plan's defect says otherwise."""
+        restart = ordinal > 1 or self.fit > 1
+        if self.latest is None or (restart and self.plan.defect == "restore_nothing"):
+            return None, 0, np.zeros(4)
+        if restart and self.plan.defect == "restore_oldest":
+            return self.oldest
+        return self.latest
+
     def checkpoint(self, aid: str, ordinal: int, workers: List[dict], step: int, acc: np.ndarray) -> None:
+        metrics = {"step": step, "loss": 1.0 / step, "reason": "cadence",
+                   **dict(zip(ACC_FIELDS, acc.tolist())), "ftharness_step": step}
+        metrics["count"] -= self.counted_from
+        if self.plan.defect == "no_checkpoints":
+            self._worker(workers[0], "checkpoint_written", step=step, local_path="/tmp/model.pt")
+            for w in workers:
+                self._worker(w, "report", step=step, checkpoint=None, metrics=dict(metrics))
+            return
         name = f"checkpoint_f{self.fit}_a{ordinal}_s{step:05d}"
         self._worker(workers[0], "checkpoint_written", step=step, local_path=f"/tmp/{name}")
         self.emit("checkpoint_registered", "controller", attempt_id=aid, checkpoint=name,
                   path=f"/tmp/synthetic/{name}", step=step)
         for w in workers:
             self._worker(w, "report", step=step, checkpoint=name if w["rank"] == 0 else None,
-                         metrics={"step": step})
+                         metrics=dict(metrics))
         self.latest = (name, step, acc.copy())
+        self.oldest = self.oldest or self.latest
 
     def batches(self, step: int, ws: int, ordinal: int):
         """(1-based step, epoch, rows per rank) from the restored step on, as the workload does."""

@@ -90,7 +90,8 @@ def facts(scenario: Scenario) -> Facts:
     return Facts(reference_workload=scenario.workload.kind == "reference",
                  restarts=any(REGISTRY[k].budget is not None or k == "kill_controller" for k in kinds),
                  retried=any(REGISTRY[k].budget is not None for k in kinds),
-                 expect_outcome=scenario.expect.outcome)
+                 expect_outcome=scenario.expect.outcome,
+                 monotonic=bool(scenario.expect.monotonic))
 
 
 def applicable_properties(scenario: Scenario) -> List[str]:
@@ -135,6 +136,8 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None) -> Di
         "expected_final": (state or {}).get("expected"),
         "final": (state or {}).get("accumulators"),
         "recovery_bound_s": scenario.expect.recovery_bound_s,
+        "max_lost_steps": scenario.expect.max_lost_steps,
+        "monotonic": list(scenario.expect.monotonic or []),
         "injected": [e for e in events if e.get("kind") == "fault_injected"],
         "expected_budgets": expected_budgets,
     }

@@ -96,8 +96,10 @@ def test_user_job_histories_without_rows_or_workload_pass(plan):
 def test_fault_free_run_explains_itself():
     syn = generate(Plan(WorkloadConfig(steps=6, batch_size=4, checkpoint_every=2)))
     results = run_checks(syn.events, syn.context)
-    assert all(r.passed and not r.findings for n, r in results.items() if n != "recovers")
-    assert results["recovers"].status == "not_judged"  # nothing to recover from: absence is no pass
+    nothing = ("recovers", "bounded_lost_work", "monotonic_counters")
+    assert all(r.passed and not r.findings for n, r in results.items() if n not in nothing)
+    # nothing to recover from, no restart, no counter declared: absence is no pass
+    assert all(results[n].status == "not_judged" for n in nothing)
     assert "attempt 1: 1-6" in results["exactly_once_restore"].explanation
 
 
@@ -401,7 +403,8 @@ def test_every_property_module_is_registered_in_order():
     modules = {f[:-3] for f in os.listdir(folder) if f.endswith(".py") and f not in ("__init__.py", "base.py")}
     assert set(props.REGISTRY) == modules
     assert props.PROPERTIES == tuple(CHECKS) == ("exactly_once_restore", "budget_accounting", "shard_reassignment",
-                                                 "no_zombie_writes", "recovers")
+                                                 "no_zombie_writes", "recovers", "bounded_lost_work",
+                                                 "monotonic_counters")
     for name, module in props.REGISTRY.items():
         assert module.__name__ == f"scenarios.properties.{name}" and CHECKS[name] is module.check
         assert callable(module.applies)

@@ -42,7 +42,7 @@ def make_results(folder, name, faults=(), failure_config=None, expect=None):
     syn = generate(Plan(cfg, num_workers=2, failure_config=fc, faults=list(faults)))
     scenario = parse_scenario({"name": name, "failure_config": fc,
                                "workload": {"steps": STEPS, "batch_size": 4, "checkpoint_every": 2},
-                               "expect": expect or {"properties": list(PROPERTIES)}})
+                               "expect": expect or {"properties": list(PROPERTIES), "monotonic": ["step", "count"]}})
     ctx = syn.context
     summary = evaluate(scenario, syn.events, {"outcome": ctx["outcome"], "error_type": ctx["error_type"],
                                               "error": None, "return_value": {"acc": ctx["final"]}})

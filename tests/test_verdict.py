@@ -154,7 +154,7 @@ def test_default_expectation_is_every_applicable_property():
     s = judged(scenario())
     assert s["verdict"] == "PASS", s["mismatches"] + s["inconclusive"]
     assert s["expected_properties"] == ["exactly_once_restore", "budget_accounting", "shard_reassignment",
-                                        "no_zombie_writes", "recovers"]
+                                        "no_zombie_writes", "recovers", "bounded_lost_work"]
 
 
 def test_a_fault_that_did_not_land_is_inconclusive():

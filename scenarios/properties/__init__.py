@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Optional
 
 from harness.history.model import as_history
-from scenarios.properties import (budget_accounting, exactly_once_restore, no_zombie_writes, recovers,
-                                  shard_reassignment)
+from scenarios.properties import (bounded_lost_work, budget_accounting, exactly_once_restore, monotonic_counters,
+                                  no_zombie_writes, recovers, shard_reassignment)
 from scenarios.properties.base import Check, CheckResult, Events, Facts, always, not_judged
 
 #: property name -> its module, in the order summaries list them
@@ -23,6 +23,8 @@ REGISTRY = {
     "shard_reassignment": shard_reassignment,
     "no_zombie_writes": no_zombie_writes,
     "recovers": recovers,
+    "bounded_lost_work": bounded_lost_work,
+    "monotonic_counters": monotonic_counters,
 }
 #: property name -> its check, in the same order
 CHECKS: Dict[str, Check] = {name: module.check for name, module in REGISTRY.items()}

@@ -18,6 +18,8 @@ optional and a check skips what it cannot judge without it:
 | `data` (`resumable` / `ray_data`) | shard_reassignment |
 | `expected_final`, `final` (accumulators) | exactly_once_restore |
 | `recovery_bound_s` | recovers |
+| `max_lost_steps` (most steps one restart may redo; None: from the checkpoint cadence) | bounded_lost_work |
+| `monotonic` [metric names] (`expect.monotonic`) | monotonic_counters |
 | `injected` [{kind, budget, fault?}] (the scenario's faults, in order) | budget_accounting |
 | `expected_budgets` {failure seq: (budget, fault kind)} (from the fault landings) | budget_accounting |
 
@@ -69,6 +71,7 @@ class Facts:
     restarts: bool             # a fault restarts the job: a worker group, or fit() itself
     retried: bool              # a fault is charged to a budget, so Ray may retry it
     expect_outcome: str        # `expect.outcome`
+    monotonic: bool = False    # `expect.monotonic` names counters
 
 
 def always(facts: Facts) -> bool:

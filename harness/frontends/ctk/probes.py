@@ -48,5 +48,7 @@ def property_holds(name: str) -> bool:
     events = session.events()
     start = next((e for e in events if e.get("kind") == "run_start"), {})
     context: Dict[str, Any] = {"failure_config": session.scenario.failure_config.model_dump(),
-                               "data": session.scenario.workload.data, "workload": start.get("workload")}
+                               "data": session.scenario.workload.data, "workload": start.get("workload"),
+                               "max_lost_steps": session.scenario.expect.max_lost_steps,
+                               "monotonic": list(session.scenario.expect.monotonic or [])}
     return run_checks(events, context, [name])[name].status != "failed"
