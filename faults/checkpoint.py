@@ -27,7 +27,7 @@ from pydantic import field_validator
 
 from faults.base import LANDED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
 from harness.errors import FaultSkipped
-from harness.history.records import MARKER, read_events
+from harness.history.records import is_marker, read_events
 
 SNAPSHOT = "checkpoint_manager_snapshot.json"
 
@@ -58,7 +58,7 @@ def settled_registrations(history_path: str, wait_s: float = REGISTRATION_WAIT_S
 
 
 def largest_file(directory: str) -> str:
-    files = [os.path.join(r, f) for r, _, fs in os.walk(directory) for f in fs if f != MARKER]
+    files = [os.path.join(r, f) for r, _, fs in os.walk(directory) for f in fs if not is_marker(f)]
     if not files:
         raise FaultSkipped(f"{directory} holds no file to damage")
     return max(files, key=os.path.getsize)

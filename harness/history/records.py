@@ -30,8 +30,19 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List
 
 HISTORY_FILE = "history.jsonl"
-#: a file written into every checkpoint the instrumentation sees (lineage step, digest)
-MARKER = ".ftharness.json"
+#: every rank that reports a checkpoint writes its own marker into it (lineage step, and the
+#: hash of each file it wrote): ranks' directories are merged into one checkpoint on upload,
+#: so one shared marker name would keep whichever rank uploaded last
+MARKER_PREFIX, MARKER_SUFFIX = ".ftharness-rank", ".json"
+
+
+def marker_name(rank: int) -> str:
+    return f"{MARKER_PREFIX}{rank}{MARKER_SUFFIX}"
+
+
+def is_marker(filename: str) -> bool:
+    """Whether a checkpoint file is one of ftharness's markers (never a file of the job's)."""
+    return filename.startswith(MARKER_PREFIX) and filename.endswith(MARKER_SUFFIX)
 MAX_PROBLEMS_SHOWN = 5
 
 

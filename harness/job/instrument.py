@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, List, Optional
 import ray
 
 from harness.cluster import ray_private as rp
-from harness.history.records import MARKER
+from harness.history.records import is_marker, marker_name
 from harness.history.store import Emitter
 from harness.errors import ChaosCrash
 
@@ -68,43 +68,65 @@ def checkpoint_written(step: int, local_path: str) -> None:
         _current.crash_point("after_checkpoint_write", step)
 
 
-def read_marker(checkpoint) -> Optional[Dict[str, Any]]:
-    """The ftharness marker inside a checkpoint, or None."""
+def read_markers(checkpoint) -> List[Dict[str, Any]]:
+    """The ftharness markers inside a checkpoint (one per rank that reported it)."""
     if checkpoint is None:
-        return None
+        return []
+    out = []
     try:
+        import pyarrow.fs
+
         fs = checkpoint.filesystem
-        with fs.open_input_stream(os.path.join(checkpoint.path, MARKER)) as f:
-            return json.loads(f.read().decode())
+        for info in fs.get_file_info(pyarrow.fs.FileSelector(checkpoint.path)):
+            if is_marker(os.path.basename(info.path)):
+                with fs.open_input_stream(info.path) as f:
+                    out.append(json.loads(f.read().decode()))
     except Exception:
-        return None
+        return out
+    return out
 
 
 DIGEST_LIMIT_BYTES = 512 * 1024 * 1024
 
 
-def digest_dir(directory: str) -> Optional[str]:
-    """sha256 over a checkpoint's files (names and contents, marker excluded);
-    None for checkpoints too large to hash cheaply."""
+def file_hashes(directory: str) -> Optional[Dict[str, str]]:
+    """sha256 of each file of a checkpoint directory (markers excluded); None
+    for checkpoints too large to hash cheaply."""
     files = sorted(os.path.relpath(os.path.join(r, f), directory)
-                   for r, _, fs in os.walk(directory) for f in fs if f != MARKER)
+                   for r, _, fs in os.walk(directory) for f in fs if not is_marker(f))
     if sum(os.path.getsize(os.path.join(directory, f)) for f in files) > DIGEST_LIMIT_BYTES:
         return None
-    h = hashlib.sha256()
+    out = {}
     for rel in files:
-        h.update(rel.encode() + b"\0")
+        h = hashlib.sha256()
         with open(os.path.join(directory, rel), "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
-    return h.hexdigest()
+        out[rel] = h.hexdigest()
+    return out
 
 
-def restored_digest(checkpoint) -> Optional[str]:
+def digest_of(hashes: Optional[Dict[str, str]]) -> Optional[str]:
+    """One digest over a rank's files (names and contents), for the history."""
+    if hashes is None:
+        return None
+    return hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()
+
+
+def restored_intact(checkpoint, markers: List[Dict[str, Any]]) -> Optional[bool]:
+    """Whether every file each rank reported is in the restored checkpoint with
+    the content it had; None when nothing was hashed or the files cannot be read."""
+    wanted = [m["files"] for m in markers if isinstance(m.get("files"), dict)]
+    if not wanted:
+        return None
     try:
         with checkpoint.as_directory() as d:
-            return digest_dir(d)
+            have = file_hashes(d)
     except Exception:
         return None
+    if have is None:
+        return None
+    return all(have.get(rel) == sha for files in wanted for rel, sha in files.items())
 
 
 def checkpoint_name(checkpoint) -> Optional[str]:
@@ -182,10 +204,11 @@ class WorkerRecorder:
         self._digest = None
         if checkpoint is not None:
             try:
-                self._digest = digest_dir(checkpoint.path)
-                with open(os.path.join(checkpoint.path, MARKER), "w") as f:
+                hashes = file_hashes(checkpoint.path)
+                self._digest = digest_of(hashes)
+                with open(os.path.join(checkpoint.path, marker_name(self.rank)), "w") as f:
                     json.dump({"step": self.step, "attempt": self.attempt, "rank": self.rank,
-                               "digest": self._digest}, f)
+                               "digest": self._digest, "files": hashes}, f)
             except Exception:
                 pass  # a remote or read-only checkpoint: the metrics still carry the step
 
@@ -221,15 +244,13 @@ def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
         rec = WorkerRecorder(run_name, explicit_steps, crash_plans)
         _set_current(rec)
         restored = ray.train.get_checkpoint()
-        marker = read_marker(restored)
-        rec.step = int(marker["step"]) if marker else 0
-        expected = (marker or {}).get("digest")
-        actual = restored_digest(restored) if expected else None
+        markers = read_markers(restored)
+        rec.step = max((int(m["step"]) for m in markers if "step" in m), default=0)
         rec.emit(
             "worker_start",
             restored_checkpoint=checkpoint_name(restored),
             restored_step=rec.step if restored is not None else None,
-            restored_intact=(actual == expected) if expected and actual else None,
+            restored_intact=restored_intact(restored, markers) if markers else None,
         )
         undo = rp.wrap_train_fn_utils(rec.before_report, rec.after_report)
         try:
