@@ -497,7 +497,30 @@ def recovery_data(frames: Frames, config: Dict[str, str]) -> Dict[str, Any]:
     parts = rec.assign(scenario=rec["results"].map(names))[
         ["scenario", "configuration", "source", "fault_kind", "budget", *PARTS, "recovery_s"]]
     return {"plot": plot, "table": table_data(parts, "recovery", links={
-        "scenario": ["#" + anchor(str(n)) for n in parts["scenario"]]})}
+        "scenario": ["#" + anchor(str(n)) for n in parts["scenario"]]}),
+        "by_kind": table_data(by_fault_kind(frames, names), "by-kind")}
+
+
+def by_fault_kind(frames: Frames, names: Dict[str, str]) -> pd.DataFrame:
+    """Recovery time and lost work per scenario and fault kind (a soak's many
+    faults at a glance); lost steps are those of the attempt each recovery ended."""
+    rec = frames.recovery
+    if rec.empty:
+        return pd.DataFrame(columns=["scenario", "fault kind", "recoveries", "median s", "p95 s", "max s",
+                                     "lost steps"])
+    steps = frames.steps
+    lost = (steps[steps["lost"].fillna(False).astype(bool)]
+            .drop_duplicates(["results", "fit_index", "attempt", "step"])
+            .groupby(["results", "fit_index", "attempt"]).size() if not steps.empty else pd.Series(dtype=int))
+    rows = []
+    for (results, kind), g in rec.assign(fault_kind=rec["fault_kind"].fillna(rec["source"])).groupby(
+            ["results", "fault_kind"], sort=False):
+        r = pd.to_numeric(g["recovery_s"], errors="coerce").dropna()
+        n_lost = sum(int(lost.get((results, f, a), 0)) for f, a in zip(g["fit_index"], g["attempt"]))
+        rows.append({"scenario": names.get(results, results), "fault kind": kind, "recoveries": len(g),
+                     "median s": r.median() if r.size else None, "p95 s": r.quantile(0.95) if r.size else None,
+                     "max s": r.max() if r.size else None, "lost steps": n_lost})
+    return pd.DataFrame(rows)
 
 
 def advice_data(folders: List[str]) -> Dict[str, Any]:

@@ -148,6 +148,15 @@ def test_corrupted_checkpoint_is_restored_silently(run_scenario):
     assert "digest mismatch" in s["properties"]["exactly_once_restore"]["explanation"]
 
 
+def test_elastic_group_goes_on_smaller_after_a_node_is_lost(run_scenario):
+    s, ev = run(run_scenario, "elastic-shrink")
+    assert s["matches_expectation"], s["mismatches"]
+    sizes = [e["world_size"] for e in kinds(ev, "worker_group_started")]
+    assert sizes[0] == 2 and sizes[-1] == 1, sizes
+    assert failures(ev) == [("worker_group", "RETRY")]
+    assert s["final_state"]["exact"] is True
+
+
 def test_checkpoint_upload_errors_fail_the_attempt(run_scenario):
     s, ev = run(run_scenario, "storage-errors")
     assert s["matches_expectation"], s["mismatches"]

@@ -395,6 +395,8 @@ def cmd_doctor(args) -> int:
         for r in RULES.values():
             print(f"{r.id:<32} {r.severity:<8} {r.why}")
         return EXIT_PASS
+    if args.run:
+        return doctor_probe(args)
     if not args.paths:
         return _fail("doctor: name at least one file or folder (or --list-rules)")
     try:
@@ -407,6 +409,31 @@ def cmd_doctor(args) -> int:
     else:
         print(render(findings, len(files)))
     return EXIT_FAIL if any(f.severity == "error" for f in findings) else EXIT_PASS
+
+
+def doctor_probe(args) -> int:
+    """`doctor --run`: one kill on the embedded cluster; exit as the probe's verdict."""
+    from harness.run.probe import probe_lines, probe_scenario
+    from harness.run.runner import RunOptions, exit_code as summary_exit, run_scenario
+
+    out = args.out or os.path.join("results", f"doctor-probe-{time.strftime('%Y%m%d-%H%M%S')}")
+    try:
+        config = json.loads(args.config) if args.config else {}
+        if not isinstance(config, dict):
+            return _fail("--config: must be a JSON object (the train_loop_config)")
+        scenario = probe_scenario(args.run, args.trainer, args.datasets, config)
+        summary = run_scenario(scenario, RunOptions(out_dir=out, progress=not args.quiet))
+    except json.JSONDecodeError as e:
+        return _fail(f"--config: not JSON ({e})")
+    except (ScenarioError, ClusterError) as e:
+        return _fail(str(e))
+    except KeyboardInterrupt:
+        print("ftharness: interrupted; cluster torn down", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    for line in probe_lines(summary):
+        print(line)
+    print(f"results: {os.path.abspath(out)}")
+    return summary_exit(summary)
 
 
 def version_text() -> str:
@@ -495,6 +522,14 @@ def build_parser() -> argparse.ArgumentParser:
     dr.add_argument("paths", nargs="*", metavar="PATH", help="Python files, or folders to search for *.py")
     dr.add_argument("--json", action="store_true", help="print the findings as a JSON list")
     dr.add_argument("--list-rules", action="store_true", help="list the rules with their severity and why")
+    dr.add_argument("--run", metavar="MODULE:FUNCTION", help="also probe the train function on the embedded "
+                    "cluster: rank 1 killed after report 3, one retry; prints lost work and the verdict")
+    dr.add_argument("--trainer", choices=("torch", "xgboost", "lightgbm"), default="torch",
+                    help="the trainer of --run (default torch)")
+    dr.add_argument("--datasets", metavar="MODULE:FUNCTION", help="builds the datasets= of --run")
+    dr.add_argument("--config", help="train_loop_config of --run, as a JSON object")
+    dr.add_argument("--out", help="results folder of --run (default: results/doctor-probe-<time>)")
+    dr.add_argument("--quiet", action="store_true", help="no live progress for --run")
     dr.set_defaults(func=cmd_doctor)
 
     tr = sub.add_parser("trace", help="write a results folder's history as a Chrome trace (Perfetto)")

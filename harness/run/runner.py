@@ -381,6 +381,8 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
     """Open the cluster, run the scenario, close the cluster; returns the summary."""
     if options.resume:
         _read_summary(options.resume)  # refuse before anything starts
+    resolve_train_fn(scenario)         # an entrypoint that does not import: refused before the cluster starts
+    resolve_datasets_fn(scenario)
     handle = open_cluster(scenario.cluster, options.address)
     with handle as cluster:
         return ScenarioRunner(scenario, cluster, options).run()
