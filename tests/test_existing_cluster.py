@@ -53,16 +53,47 @@ def operator_cluster(exclusive_ray):
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def test_run_on_operator_cluster_leaves_it_intact(operator_cluster, tmp_path):
-    """The default scenario (a worker is killed) on a cluster ftharness did not start."""
+def head_of(address):
+    code = ("import ray; ray.init(address=%r, logging_level='ERROR'); "
+            "print([n['NodeID'] for n in ray.nodes() if 'node:__internal_head__' in n['Resources']][0])" % address)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_run_on_operator_cluster_leaves_it_intact(operator_cluster, tmp_path, write_scenario):
+    """The default scenario (a worker is killed) on a cluster ftharness did not start:
+    refused without --allow-destructive from every address source, replace refused,
+    the GCS head found and recorded, and the cluster left as it was."""
+    import json
+
     assert alive_nodes(operator_cluster) == 3
     out = tmp_path / "res"
     refused = run_cli("run", "--address", operator_cluster, "--out", str(out), timeout=120)
-    assert refused.returncode == 2 and "--allow-destructive" in refused.stderr
+    assert refused.returncode == 2 and "--address" in refused.stderr and "--allow-destructive" in refused.stderr
+    by_env = run_cli("run", "--out", str(out), timeout=120, env={"RAY_ADDRESS": operator_cluster})
+    assert by_env.returncode == 2 and "RAY_ADDRESS" in by_env.stderr and "--allow-destructive" in by_env.stderr
+    in_file = write_scenario(f"""
+name: addressed
+cluster: {{address: "{operator_cluster}"}}
+workload: {{num_workers: 2, steps: 8}}
+failure_config: {{max_failures: 1}}
+faults: [{{kind: kill_worker, target: {{rank: 1}}, at: {{step: 3}}}}]
+""")
+    by_file = run_cli("run", in_file, "--out", str(out), timeout=120)
+    assert by_file.returncode == 2 and "cluster.address" in by_file.stderr
+    replace = run_cli("run", "scenarios/catalog/kill-node.yaml", "--address", operator_cluster,
+                      "--allow-destructive", "--out", str(out), timeout=120)
+    assert replace.returncode == 2 and "faults[0].replace" in replace.stderr, replace.stderr
+    assert not (out / "summary.json").exists() and alive_nodes(operator_cluster) == 3
+
     r = run_cli("run", "--address", operator_cluster, "--out", str(out), "--steps", "10", "--quiet",
                 "--allow-destructive", timeout=600, cwd=REPO)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "PASS default" in r.stdout and (out / "summary.json").exists()
+    settings = json.loads((out / "summary.json").read_text())["settings"]
+    assert settings["address"] == operator_cluster and settings["address_source"] == "--address"
+    assert settings["head_node_id"] == head_of(operator_cluster)
+    assert "Ray Core settings are the running cluster's own" in settings["profile"]
     assert alive_nodes(operator_cluster) == 3
 
 

@@ -345,6 +345,10 @@ def _remove_dir(path: str) -> None:
     _REMOVED_DIRS.append(path)
 
 
+#: the resource Ray puts on the head node only
+HEAD_RESOURCE = "node:__internal_head__"
+
+
 class ExistingCluster:
     """A cluster somebody else runs, reached by address; never torn down by us."""
 
@@ -392,7 +396,7 @@ class ExistingCluster:
         by_node: Dict[str, List[int]] = {}
         for a in rp.train_worker_actors():
             by_node.setdefault(a["node_id"], []).append(a["pid"])
-        head = ray.get_runtime_context().get_node_id()
+        head = self.head_node_id()
         out = []
         for i, n in enumerate(sorted(ray.nodes(), key=lambda n: n["NodeID"])):
             out.append(NodeInfo(i, n["NodeID"], bool(n.get("Alive")), n["NodeID"] == head, None,
@@ -400,7 +404,15 @@ class ExistingCluster:
         return out
 
     def head_node_id(self) -> str:
-        return ray.get_runtime_context().get_node_id()
+        """The GCS head: the live node carrying `node:__internal_head__` (not the
+        driver's node, which on a client or a worker node is another one)."""
+        for n in ray.nodes():
+            if n.get("Alive") and HEAD_RESOURCE in (n.get("Resources") or {}):
+                return n["NodeID"]
+        raise ClusterError(f"--address {self.address}: no live node carries {HEAD_RESOURCE}; is this a Ray cluster?")
+
+    def profile_in_force(self) -> str:
+        return f"{self.profile} (Train settings only: Ray Core settings are the running cluster's own)"
 
     def train_env(self) -> Dict[str, str]:
         # Ray Core settings of a running cluster cannot be changed from here;

@@ -21,6 +21,7 @@ from typing import List, Optional
 
 from scenarios.verdict import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_PASS, exit_code, overall)
 from harness.errors import ClusterError, InputError, ScenarioError
+from harness.run.guard import check_existing, cluster_address
 from scenarios.schema import one_line
 
 EXIT_INTERRUPTED = 130
@@ -92,14 +93,12 @@ def cmd_run(args) -> int:
             data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
             data["workload"]["steps"] = args.steps
             scenario = parse_scenario(data, source="--steps", base_dir=scenario.base_dir)
-        address = args.address or scenario.cluster.address
-        if address and scenario.faults and not args.allow_destructive:
-            source = "--address" if args.address else "cluster.address"
-            return _fail(f"{source}: faults on a cluster ftharness did not start need --allow-destructive")
+        address, source = cluster_address(args.address, scenario)
+        check_existing(scenario, address, source, args.allow_destructive)
         out = out or os.path.join("results", f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}")
         if os.path.exists(os.path.join(out, "summary.json")):
             return _fail(f"--out {out}: already holds a run; choose another folder")
-        options = RunOptions(out_dir=out, address=address, resume=args.resume,
+        options = RunOptions(out_dir=out, address=address, resume=args.resume, address_source=source,
                              progress=not args.quiet, allow_destructive=args.allow_destructive)
         summary = run_scenario(scenario, options)
     except (ScenarioError, ClusterError) as e:
@@ -126,10 +125,11 @@ def cmd_soak(args) -> int:
         plan = draw_plan(args.seed, parse_duration(args.duration, "--duration"),
                          parse_duration(args.mtbf, "--mtbf"), parse_mix(args.mix))
         scenario = soak_scenario(base, plan)
-        address = args.address or scenario.cluster.address
-        if address and not args.allow_destructive:
-            source = "--address" if args.address else "cluster.address"
-            return _fail(f"{source}: faults on a cluster ftharness did not start need --allow-destructive")
+        address, source = cluster_address(args.address, scenario)
+        check_existing(scenario, address, source, args.allow_destructive, has_faults=bool(plan.draws))
+        if address and any(d.spec.get("replace") for d in plan.draws):
+            return _fail(f"{source}: a soak replaces the nodes it kills; ftharness cannot add nodes to {address} "
+                         f"(use --mix without kill_node and preempt_node there)")
         out = out or os.path.join("results", f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}")
         if os.path.exists(os.path.join(out, "summary.json")):
             return _fail(f"--out {out}: already holds a run; choose another folder")
@@ -138,7 +138,7 @@ def cmd_soak(args) -> int:
                   f"the soak draws its own", file=sys.stderr)
         print(f"soak: {len(plan.draws)} fault(s) drawn (seed {plan.seed}); budgets sized to "
               f"{scenario.failure_config.model_dump()}", file=sys.stderr)
-        options = RunOptions(out_dir=out, address=address, progress=not args.quiet,
+        options = RunOptions(out_dir=out, address=address, progress=not args.quiet, address_source=source,
                              allow_destructive=args.allow_destructive)
         summary = run_soak(scenario, plan, options)
     except (ScenarioError, ClusterError) as e:
@@ -169,12 +169,11 @@ def cmd_suite(args) -> int:
     out = args.out
     try:
         scenarios = collect(args.paths)
-        guarded = [s for s in scenarios if s.faults and (args.address or s.cluster.address)]
-        if guarded and not args.allow_destructive:
-            where = "--address" if args.address else f"{guarded[0].name}: cluster.address"
-            return _fail(f"{where}: faults on a cluster ftharness did not start need --allow-destructive")
+        for s in scenarios:
+            check_existing(s, *cluster_address(args.address, s), args.allow_destructive)
         out = out or os.path.join("results", f"suite-{time.strftime('%Y%m%d-%H%M%S')}")
-        summaries = run_suite(scenarios, out, address=args.address, progress=not args.quiet)
+        summaries = run_suite(scenarios, out, address=args.address or os.environ.get("RAY_ADDRESS"),
+                              progress=not args.quiet)
     except (ScenarioError, ClusterError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
@@ -422,6 +421,8 @@ def doctor_probe(args) -> int:
         if not isinstance(config, dict):
             return _fail("--config: must be a JSON object (the train_loop_config)")
         scenario = probe_scenario(args.run, args.trainer, args.datasets, config)
+        address, source = cluster_address(None, scenario)
+        check_existing(scenario, address, source, allow_destructive=False)
         summary = run_scenario(scenario, RunOptions(out_dir=out, progress=not args.quiet))
     except json.JSONDecodeError as e:
         return _fail(f"--config: not JSON ({e})")

@@ -40,6 +40,7 @@ class RunOptions:
     resume: Optional[str] = None           # a previous results folder to resume
     progress: bool = True
     allow_destructive: bool = False        # faults on a cluster ftharness did not start
+    address_source: Optional[str] = None   # --address, cluster.address or RAY_ADDRESS (harness.run.guard)
 
 
 def new_run_name(scenario_name: str) -> str:
@@ -328,8 +329,11 @@ class ScenarioRunner:
             "results_dir": self.out_dir,
             "versions": versions(),
             "settings": {
-                "profile": self.scenario.cluster.profile,
+                "profile": (self.cluster.profile_in_force() if hasattr(self.cluster, "profile_in_force")
+                            else self.scenario.cluster.profile),
                 "address": self.options.address or "embedded",
+                "address_source": self.options.address_source,
+                "head_node_id": self.cluster.head_node_id(),
                 "train_env": self.cluster.train_env(),
                 "use_gpu": use_gpu,
                 "cluster_start_s": round(getattr(self.cluster, "start_time_s", 0.0) or 0.0, 3),
