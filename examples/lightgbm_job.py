@@ -17,7 +17,7 @@ def train_func(config):
         time.sleep(config.get("round_delay_s", 0.0))
 
     frame = ray.train.get_dataset_shard("train").materialize().to_pandas()
-    train_set = lightgbm.Dataset(frame.drop(columns="label"), label=frame["label"])
+    train_set = lightgbm.Dataset(frame.drop(columns=["label", "row_id"]), label=frame["label"])
     rounds, model = config.get("rounds", 20), None
     checkpoint = ray.train.get_checkpoint()
     if checkpoint is not None:

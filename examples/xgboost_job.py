@@ -17,6 +17,7 @@ def datasets():
     x = rng.normal(size=(2000, 8))
     frame = pd.DataFrame(x, columns=[f"f{i}" for i in range(8)])
     frame["label"] = (x[:, 0] + 0.5 * x[:, 1] > 0).astype(int)
+    frame["row_id"] = np.arange(len(frame))      # workload.row_id: lets ftharness see which rank read which row
     return {"train": ray.data.from_pandas(frame)}
 
 
@@ -33,7 +34,7 @@ def train_func(config):
             return False
 
     frame = ray.train.get_dataset_shard("train").materialize().to_pandas()
-    dtrain = xgboost.DMatrix(frame.drop(columns="label"), label=frame["label"])
+    dtrain = xgboost.DMatrix(frame.drop(columns=["label", "row_id"]), label=frame["label"])
     rounds, model = config.get("rounds", 20), None
     checkpoint = ray.train.get_checkpoint()
     if checkpoint is not None:

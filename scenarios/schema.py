@@ -42,6 +42,9 @@ class WorkloadSpec(_Strict):
     trainer: Literal["torch", "xgboost", "lightgbm"] = "torch"
     #: 'module:function' returning {name: ray.data.Dataset}, called where fit() runs: the trainer's `datasets=`
     datasets: Optional[str] = None
+    #: the column of the datasets that holds each row's id: rows read through get_dataset_shard are
+    #: then recorded and shard_reassignment judges the job
+    row_id: Optional[str] = Field(None, min_length=1, max_length=200)
     num_workers: Union[int, Tuple[int, int]] = 2
     steps: int = Field(30, ge=1, le=1_000_000)
     batch_size: int = Field(32, ge=1)
@@ -91,8 +94,11 @@ class WorkloadSpec(_Strict):
                 raise ValueError("duration_s: only the reference workload can stop on a deadline")
             if self.datasets is not None and ":" not in self.datasets:
                 raise ValueError("datasets: must be 'module:function'")
-        elif self.trainer != "torch" or self.datasets is not None:
-            raise ValueError("trainer, datasets: only for an entrypoint workload (the reference workload is a torch job)")
+            if self.row_id is not None and self.datasets is None:
+                raise ValueError("row_id: names a column of the datasets; give workload.datasets too")
+        elif self.trainer != "torch" or self.datasets is not None or self.row_id is not None:
+            raise ValueError("trainer, datasets, row_id: only for an entrypoint workload "
+                             "(the reference workload is a torch job with its own rows)")
         if self.duration_s is not None and self.rows_per_epoch is None:
             self.rows_per_epoch = 100 * self.batch_size
         return self

@@ -91,7 +91,8 @@ def facts(scenario: Scenario) -> Facts:
                  restarts=any(REGISTRY[k].budget is not None or k == "kill_controller" for k in kinds),
                  retried=any(REGISTRY[k].budget is not None for k in kinds),
                  expect_outcome=scenario.expect.outcome,
-                 monotonic=bool(scenario.expect.monotonic))
+                 monotonic=bool(scenario.expect.monotonic),
+                 row_ids=scenario.workload.kind == "entrypoint" and scenario.workload.row_id is not None)
 
 
 def applicable_properties(scenario: Scenario) -> List[str]:
@@ -132,7 +133,8 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None) -> Di
         "error_type": outcome.get("error_type"),
         "workload": (WorkloadConfig(**start["workload"]).ended_at(final_step(outcome)).to_dict()
                      if scenario.workload.kind == "reference" and start.get("workload") else None),
-        "data": scenario.workload.data,
+        "data": (scenario.workload.data if scenario.workload.kind == "reference"
+                 else "ray_data" if scenario.workload.datasets else None),
         "expected_final": (state or {}).get("expected"),
         "final": (state or {}).get("accumulators"),
         "recovery_bound_s": scenario.expect.recovery_bound_s,

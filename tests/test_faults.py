@@ -152,7 +152,7 @@ def test_elastic_group_goes_on_smaller_after_a_node_is_lost(run_scenario):
     s, ev = run(run_scenario, "elastic-shrink")
     assert s["matches_expectation"], s["mismatches"]
     sizes = [e["world_size"] for e in kinds(ev, "worker_group_started")]
-    assert sizes[0] == 2 and sizes[-1] == 1, sizes
+    assert sizes[0] == 3 and sizes[-1] == 2, sizes
     assert failures(ev) == [("worker_group", "RETRY")]
     assert s["final_state"]["exact"] is True
 

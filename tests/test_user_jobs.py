@@ -7,6 +7,8 @@ import os
 
 import pytest
 
+from harness.history.records import read_events
+
 pytestmark = pytest.mark.cluster
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
@@ -23,22 +25,30 @@ def judged(s):
     return {name: p["status"] for name, p in s["properties"].items() if name in s["expected_properties"]}
 
 
-@pytest.mark.parametrize("name, pkg", [
-    ("lightning-kill-worker", "pytorch_lightning"),
-    ("lightning-preempt-node", "pytorch_lightning"),
-    ("xgboost-kill-worker", "xgboost"),
-    ("xgboost-preempt-node", "xgboost"),
-    ("lightgbm-kill-worker", "lightgbm"),
-    ("transformers-kill-worker", "transformers"),
+ROWS = {"shard_reassignment"}   # the job's datasets carry row ids (workload.row_id)
+
+
+@pytest.mark.parametrize("name, pkg, also", [
+    ("lightning-kill-worker", "pytorch_lightning", set()),
+    ("lightning-preempt-node", "pytorch_lightning", set()),
+    ("xgboost-kill-worker", "xgboost", ROWS),
+    ("xgboost-preempt-node", "xgboost", ROWS),
+    ("lightgbm-kill-worker", "lightgbm", ROWS),
+    ("transformers-kill-worker", "transformers", set()),
+    ("torch-data-kill-worker", "torch", ROWS | {"monotonic_counters"}),
 ])
-def test_framework_job_survives_its_fault(run_scenario, name, pkg):
+def test_framework_job_survives_its_fault(run_scenario, name, pkg, also):
     pytest.importorskip(pkg)
     s = run(run_scenario, name)
     statuses = judged(s)
     assert s["verdict"] == "PASS", (s["mismatches"], s["inconclusive"], statuses)
-    assert {"exactly_once_restore", "budget_accounting", "bounded_lost_work"} <= set(statuses)
+    assert {"exactly_once_restore", "budget_accounting", "bounded_lost_work"} | also <= set(statuses)
     assert set(statuses.values()) == {"passed"}, statuses
     assert s["attempts"] >= 2
+    if ROWS <= also:   # every rank recorded the rows it read, and no two ranks read one row in an epoch
+        events = read_events(s["results_dir"])
+        ranks = {e["rank"] for e in events if e["kind"] == "step" and e.get("rows")}
+        assert ranks == {0, 1}, ranks
 
 
 def test_unreported_checkpoint_job_fails_bounded_lost_work(run_scenario):

@@ -188,13 +188,17 @@ def train_fn_utils():
 def wrap_train_fn_utils(
     before_report: Callable[[Dict[str, Any], Any], None],
     after_report: Callable[[Dict[str, Any], Any], None],
+    on_dataset_shard: Optional[Callable[[Any], Any]] = None,
 ) -> Callable[[], None]:
-    """Observe every `ray.train.report` of this worker, however it is imported.
+    """Observe every `ray.train.report` of this worker, however it is imported,
+    and (with `on_dataset_shard`) replace each `get_dataset_shard` iterator by
+    what it returns for it.
 
     Wraps the methods on the worker's TrainFnUtils instance; returns an undo.
     """
     utils = train_fn_utils()
     original = utils.report
+    original_shard = utils.get_dataset_shard
 
     def report(metrics, checkpoint=None, *args, **kwargs):
         before_report(metrics, checkpoint)
@@ -202,10 +206,16 @@ def wrap_train_fn_utils(
         after_report(metrics, checkpoint)
         return out
 
+    def get_dataset_shard(*args, **kwargs):
+        return on_dataset_shard(original_shard(*args, **kwargs))
+
     utils.report = report
+    if on_dataset_shard is not None:
+        utils.get_dataset_shard = get_dataset_shard
 
     def undo():
         utils.report = original
+        utils.get_dataset_shard = original_shard
 
     return undo
 

@@ -33,6 +33,7 @@ import ray
 from harness.cluster import ray_private as rp
 from harness.history.records import is_marker, marker_name
 from harness.history.store import Emitter
+from harness.job.rows import RecordedShard
 from harness.errors import ChaosCrash
 
 _current: Optional["WorkerRecorder"] = None
@@ -138,7 +139,11 @@ def checkpoint_name(checkpoint) -> Optional[str]:
 class WorkerRecorder:
     """Per-worker state: identity, attempt, lineage step; emits durably."""
 
-    def __init__(self, run_name: str, explicit_steps: bool, crash_plans: Optional[List[Dict[str, Any]]] = None):
+    def __init__(self, run_name: str, explicit_steps: bool, crash_plans: Optional[List[Dict[str, Any]]] = None,
+                 row_id: Optional[str] = None):
+        self.row_id = row_id            # the column of row ids a user job's datasets carry (workload.row_id)
+        self.rows: List[Any] = []       # ids read since the last report, and the pass they were read in
+        self.epoch = -1
         ctx = ray.train.get_context()
         self.rank = ctx.get_world_rank()
         self.world_size = ctx.get_world_size()
@@ -222,8 +227,20 @@ class WorkerRecorder:
         self.emit("report", step=self.step, checkpoint=persisted, digest=getattr(self, "_digest", None),
                   metrics={k: v for k, v in (metrics or {}).items() if _jsonable(v)})
         if not self.explicit_steps:
-            self.emit("step", step=self.step)
+            rows = {}
+            if self.row_id is not None:   # recorded even when empty: this step read no row
+                rows = {"rows": self.rows, "epoch": self.epoch if self.epoch >= 0 else None}
+                self.rows = []
+            self.emit("step", step=self.step, **rows)
             self.crash_point("after_step", self.step)
+
+    def new_pass(self) -> int:
+        """A new pass over a dataset shard: the job's next epoch."""
+        self.epoch += 1
+        return self.epoch
+
+    def consume(self, ids: List[Any], epoch: int) -> None:
+        self.rows.extend(ids)
 
 
 def _jsonable(v: Any) -> bool:
@@ -231,7 +248,8 @@ def _jsonable(v: Any) -> bool:
 
 
 def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
-               crash_plans: Optional[List[Dict[str, Any]]] = None, hold_s: Optional[float] = None) -> Callable:
+               crash_plans: Optional[List[Dict[str, Any]]] = None, hold_s: Optional[float] = None,
+               row_id: Optional[str] = None) -> Callable:
     """Wrap a train_loop_per_worker so that everything it does is recorded.
 
     With `hold_s`, a train function that returns waits (up to `hold_s`) until
@@ -241,7 +259,7 @@ def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
 
     @functools.wraps(train_fn)
     def wrapped(config: Optional[Dict[str, Any]] = None):
-        rec = WorkerRecorder(run_name, explicit_steps, crash_plans)
+        rec = WorkerRecorder(run_name, explicit_steps, crash_plans, row_id=row_id)
         _set_current(rec)
         restored = ray.train.get_checkpoint()
         markers = read_markers(restored)
@@ -252,7 +270,9 @@ def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
             restored_step=rec.step if restored is not None else None,
             restored_intact=restored_intact(restored, markers) if markers else None,
         )
-        undo = rp.wrap_train_fn_utils(rec.before_report, rec.after_report)
+        undo = rp.wrap_train_fn_utils(
+            rec.before_report, rec.after_report,
+            None if row_id is None else (lambda shard: RecordedShard(shard, row_id, rec.new_pass, rec.consume)))
         try:
             if restored is not None:
                 rec.crash_point("on_restore", rec.step)

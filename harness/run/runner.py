@@ -147,7 +147,7 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
         datasets = spec["datasets_fn"]()
     trainer = trainer_class(spec.get("trainer", "torch"))(
         instrument(spec["train_fn"], spec["run_name"], explicit_steps=spec["explicit_steps"],
-                   crash_plans=spec["crash_plans"], hold_s=spec["hold_s"]),
+                   crash_plans=spec["crash_plans"], hold_s=spec["hold_s"], row_id=spec.get("row_id")),
         train_loop_config=spec["train_loop_config"],
         scaling_config=ScalingConfig(
             num_workers=spec["num_workers"], use_gpu=spec["use_gpu"],
@@ -270,6 +270,7 @@ class ScenarioRunner:
         return {
             "train_fn": train_fn,
             "trainer": w.trainer,
+            "row_id": w.row_id,
             "datasets_fn": getattr(self, "datasets_fn", None),
             "explicit_steps": w.kind == "reference",
             "train_loop_config": cfg,

@@ -72,6 +72,7 @@ class Facts:
     retried: bool              # a fault is charged to a budget, so Ray may retry it
     expect_outcome: str        # `expect.outcome`
     monotonic: bool = False    # `expect.monotonic` names counters
+    row_ids: bool = False      # a user job whose datasets carry row ids (`workload.row_id`)
 
 
 def always(facts: Facts) -> bool:

@@ -16,7 +16,7 @@ from scenarios.reference_data import WorkloadConfig, global_batch, rank_slice
 
 
 def applies(facts: Facts) -> bool:
-    return facts.reference_workload
+    return facts.reference_workload or facts.row_ids
 
 
 def check(events: Events, context: dict) -> CheckResult:
