@@ -50,3 +50,57 @@ def test_doctor_run_refuses_an_entrypoint_that_does_not_import_before_any_cluste
     assert not out.exists()
     assert main(["doctor", "--run", "m:f", "--config", "[1]"]) == 2
     assert main(["doctor", "--run", "m:f", "--config", "{bad"]) == 2
+
+
+def test_row_ids_of_every_batch_format():
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import torch
+
+    from harness.job.rows import ids_of
+
+    assert ids_of({"id": np.array([3, 4])}, "id") == [3, 4]
+    assert ids_of({"id": torch.tensor([5, 6])}, "id") == [5, 6]
+    assert ids_of(pd.DataFrame({"id": [7, 8], "x": [0, 0]}), "id") == [7, 8]
+    assert ids_of(pa.table({"id": [9, 10]}), "id") == [9, 10]
+    assert ids_of({"id": 11, "x": 1.0}, "id") == [11]          # one row (iter_rows)
+
+
+def test_recorded_shard_counts_each_pass_as_an_epoch_and_passes_the_rest_through():
+    from harness.job.rows import RecordedShard
+
+    class Shard:
+        other = "kept"
+
+        def iter_batches(self, **kw):
+            yield {"id": [0, 1]}
+            yield {"id": [2]}
+
+        def iter_rows(self):
+            yield {"id": 0}
+
+    seen, epochs = [], []
+
+    def new_pass():
+        epochs.append(len(epochs))
+        return epochs[-1]
+
+    shard = RecordedShard(Shard(), "id", new_pass, lambda ids, ep: seen.append((ep, ids)))
+    assert shard.other == "kept"
+    assert list(shard.iter_batches(batch_size=2)) == [{"id": [0, 1]}, {"id": [2]}]
+    assert list(shard.iter_rows()) == [{"id": 0}]
+    assert seen == [(0, [0, 1]), (0, [2]), (1, [0])]
+
+
+def test_row_id_needs_datasets_and_makes_shard_reassignment_expected():
+    from scenarios.verdict import expected_properties
+
+    with pytest.raises(ScenarioError, match="row_id"):
+        parse_scenario({"name": "x", "workload": {"entrypoint": "m:f", "row_id": "id"}}, source="t")
+    base = {"name": "x", "workload": {"entrypoint": "m:f", "datasets": "m:d"},
+            "failure_config": {"max_failures": 1},
+            "faults": [{"kind": "kill_worker", "target": {"rank": 0}, "at": {"step": 2}}]}
+    assert "shard_reassignment" not in expected_properties(parse_scenario(base, source="t"))
+    with_ids = dict(base, workload=dict(base["workload"], row_id="id"))
+    assert "shard_reassignment" in expected_properties(parse_scenario(with_ids, source="t"))
