@@ -153,7 +153,9 @@ def test_elastic_group_goes_on_smaller_after_a_node_is_lost(run_scenario):
     assert s["matches_expectation"], s["mismatches"]
     sizes = [e["world_size"] for e in kinds(ev, "worker_group_started")]
     assert sizes[0] == 3 and sizes[-1] == 2, sizes
-    assert failures(ev) == [("worker_group", "RETRY")]
+    # the node's loss, then maybe startup timeouts while the coordinator still counted it
+    f = failures(ev)
+    assert f[0] == ("worker_group", "RETRY") and set(f[1:]) <= {("controller", "RETRY")}, f
     assert s["final_state"]["exact"] is True
 
 
