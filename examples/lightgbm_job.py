@@ -5,7 +5,7 @@ ftharness), and a restart continues from `get_model(get_checkpoint())`."""
 
 import time
 
-from xgboost_job import datasets  # noqa: F401 - the same small tabular dataset
+from xgboost_job import datasets  # noqa: F401 - the same small tabular dataset (workload.datasets)
 
 
 def train_func(config):

@@ -169,4 +169,4 @@ def test_faults_on_a_cluster_named_in_the_scenario_need_the_opt_in(tmp_path, fla
     if flag:  # past the guard: the cluster itself is unreachable, said in one line
         assert "--allow-destructive" not in r.stderr
     else:
-        assert "cluster.address: faults on a cluster ftharness did not start need --allow-destructive" in r.stderr
+        assert "cluster.address: 127.0.0.1:1 is a cluster ftharness did not start; its faults need --allow-destructive" in r.stderr
