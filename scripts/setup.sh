@@ -29,7 +29,7 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   fi
 fi
 echo "setup: installing ftharness and its dependencies into .venv"
-.venv/bin/python -m pip install -q -e ".[test,frameworks]" 2>&1 | quiet
+.venv/bin/python -m pip install -q -e ".[test,frameworks,s3]" 2>&1 | quiet
 .venv/bin/python -c "import harness, torch, ray
 print('setup: torch', torch.__version__, '(CUDA ' + torch.version.cuda + ')' if torch.version.cuda else '(CPU build)')"
 echo "$want" > "$stamp"

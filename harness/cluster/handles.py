@@ -315,6 +315,12 @@ class EmbeddedCluster:
     def head_node_id(self) -> str:
         return self._cluster.head_node.node_id
 
+    def adopt(self, pids: List[int]) -> None:
+        """Processes a run started beside the cluster (an S3 endpoint): the reaper
+        kills them with the cluster's if this process dies."""
+        if self._reaper is not None:
+            self._reaper.watch(pids)
+
     def train_env(self) -> Dict[str, str]:
         return dict(PROFILES[self.profile]["train_env"])
 

@@ -33,6 +33,9 @@ def check_existing(scenario, address: Optional[str], source: Optional[str], allo
     """Refuse, with one line, what must not happen on a cluster ftharness did not start."""
     if not address:
         return
+    if scenario.cluster.storage == "s3":
+        raise ScenarioError(f"cluster.storage: s3 starts an S3 endpoint beside an embedded cluster; on "
+                            f"{address} give workload.storage_path: s3://... (the cluster's own storage) instead")
     faulty = bool(scenario.faults) if has_faults is None else has_faults
     if faulty and not allow_destructive:
         raise ScenarioError(f"{source}: {address} is a cluster ftharness did not start; its faults "

@@ -135,7 +135,7 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
     from harness.job.recorder import ControllerRecorder
 
     fc = spec["failure_config"]
-    storage_filesystem = None
+    storage_filesystem = spec.get("storage_filesystem")
     if spec["storage_chaos"]:
         from faults.storage import chaos_filesystem
 
@@ -188,11 +188,16 @@ class ScenarioRunner:
         self.options = options
         self.out_dir = os.path.abspath(options.out_dir)
         self.resume_of = _read_summary(options.resume) if options.resume else None
+        if self.resume_of and scenario.cluster.storage == "s3":
+            raise ScenarioError("--resume: a run on cluster.storage: s3 cannot be resumed "
+                                "(its S3 endpoint stopped with it)")
         self.run_name = self.resume_of["run_name"] if self.resume_of else new_run_name(scenario.name)
         self.storage_path = (
             self.resume_of["storage_path"] if self.resume_of
-            else os.path.abspath(scenario.workload.storage_path or os.path.join(self.out_dir, "storage"))
+            else storage_location(scenario.workload.storage_path or os.path.join(self.out_dir, "storage"))
         )
+        self.s3 = None                     # the S3 endpoint of cluster.storage: s3, once started
+        self.storage_filesystem = None     # what Ray Train gets as storage_filesystem (with storage_path)
         self.history_path = os.path.join(self.out_dir, records.HISTORY_FILE)
         self.history = None
         self.injector = None
@@ -213,6 +218,16 @@ class ScenarioRunner:
     def start(self) -> None:
         """Results folder, history actor and armed injector; no training yet."""
         os.makedirs(self.out_dir, exist_ok=True)
+        if self.scenario.cluster.storage == "s3":
+            self._start_s3()
+        try:
+            self._start()
+        except BaseException:
+            if self.s3 is not None:
+                self.s3.close()
+            raise
+
+    def _start(self) -> None:
         _write_scenario(self.scenario, os.path.join(self.out_dir, "scenario.yaml"))
         self.train_fn = resolve_train_fn(self.scenario)
         self.datasets_fn = resolve_datasets_fn(self.scenario)
@@ -256,12 +271,27 @@ class ScenarioRunner:
             ref = self.submit()
 
     def close(self) -> None:
-        """Heal what is still broken and flush the history."""
+        """Heal what is still broken, flush the history, stop the S3 endpoint."""
         try:
             self.injector.finish()
         finally:
-            ray.get(self.history.close.remote())
-            ray.kill(self.history)
+            try:
+                ray.get(self.history.close.remote())
+                ray.kill(self.history)
+            finally:
+                if self.s3 is not None:
+                    self.s3.close()
+
+    def _start_s3(self) -> None:
+        """A real S3 endpoint on loopback; the run's checkpoints go to its bucket."""
+        from harness.cluster.s3 import BUCKET, S3Endpoint
+
+        self.s3 = S3Endpoint().start()
+        adopt = getattr(self.cluster, "adopt", None)
+        if adopt is not None:          # killed with the cluster if the harness dies
+            adopt([self.s3.proc.pid])
+        self.storage_filesystem = self.s3.filesystem()
+        self.storage_path = BUCKET     # a path on storage_filesystem, as Ray Train takes it
 
     # -- internals
     def _fit_spec(self, train_fn: Callable, use_gpu: bool) -> Dict[str, Any]:
@@ -276,6 +306,7 @@ class ScenarioRunner:
             "train_loop_config": cfg,
             "run_name": self.run_name,
             "storage_path": self.storage_path,
+            "storage_filesystem": self.storage_filesystem,
             "num_workers": w.num_workers,
             "use_gpu": use_gpu,
             "cpus_per_worker": w.cpus_per_worker,
@@ -325,7 +356,8 @@ class ScenarioRunner:
         summary.update({
             "run_name": self.run_name,
             "wall_time_s": round(wall, 3),
-            "storage_path": self.storage_path,
+            "storage_path": (f"s3://{self.storage_path} (endpoint http://{self.s3.endpoint}, stopped)"
+                             if self.s3 is not None else self.storage_path),
             "resume_of": self.options.resume if self.resume_of else None,
             "results_dir": self.out_dir,
             "versions": versions(),
@@ -346,6 +378,11 @@ class ScenarioRunner:
     def write_summary(self, summary: Dict[str, Any]) -> None:
         with open(os.path.join(self.out_dir, "summary.json"), "w") as f:
             json.dump(summary, f, indent=2, default=str)
+
+
+def storage_location(path: str) -> str:
+    """A local path made absolute; a URI (s3://, gs://, ...) as given, for Ray Train's pyarrow."""
+    return path if "://" in path else os.path.abspath(path)
 
 
 def versions() -> Dict[str, str]:

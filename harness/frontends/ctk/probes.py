@@ -43,12 +43,13 @@ def property_holds(name: str) -> bool:
     in the history so far. A property that has nothing to judge yet (no outcome before
     the run ends) holds here; the run's verdict at the end judges it on its evidence."""
     from scenarios.properties import run_checks
+    from scenarios.verdict import check_context
 
     session = current()
     events = session.events()
-    start = next((e for e in events if e.get("kind") == "run_start"), {})
-    context: Dict[str, Any] = {"failure_config": session.scenario.failure_config.model_dump(),
-                               "data": session.scenario.workload.data, "workload": start.get("workload"),
-                               "max_lost_steps": session.scenario.expect.max_lost_steps,
-                               "monotonic": list(session.scenario.expect.monotonic or [])}
+    # the verdict's own rules for data, workload and the expect keys; no outcome and no
+    # fault landings yet (those are the end-of-run verdict's)
+    full = check_context(session.scenario, events, {}, None)
+    context: Dict[str, Any] = {k: full[k] for k in ("failure_config", "data", "workload", "max_lost_steps",
+                                                    "monotonic")}
     return run_checks(events, context, [name])[name].status != "failed"
