@@ -173,3 +173,16 @@ def test_fault_kind_table_of_recorded_runs(name, kind):
 
 def test_fault_kind_table_of_a_run_without_recoveries_is_empty():
     assert fault_kind_table([]).empty
+
+
+def test_a_soak_that_injected_no_fault_is_inconclusive():
+    from harness.run.soak import no_fault_no_pass
+
+    empty = {"verdict": "PASS", "matches_expectation": True, "inconclusive": [],
+             "soak": {"injected": [], "planned": 2}}
+    s = no_fault_no_pass(empty)
+    assert s["verdict"] == "INCONCLUSIVE" and "injected no fault" in s["inconclusive"][0]
+    some = {"verdict": "PASS", "inconclusive": [], "soak": {"injected": [{"kind": "kill_worker"}], "planned": 2}}
+    assert no_fault_no_pass(some)["verdict"] == "PASS"
+    failed = {"verdict": "FAIL", "inconclusive": [], "soak": {"injected": [], "planned": 0}}
+    assert no_fault_no_pass(failed)["verdict"] == "FAIL"

@@ -111,5 +111,16 @@ def soak_on(cluster, scenario, plan: SoakPlan, options: RunOptions) -> Dict[str,
     summary = runner.run()
     events = records.read_history(runner.history_path).events
     summary["soak"] = dict(driver.summary(), by_fault_kind=fault_kind_table(events).to_dict("records"))
-    runner.write_summary(summary)
+    runner.write_summary(no_fault_no_pass(summary))
+    return summary
+
+
+def no_fault_no_pass(summary: Dict[str, Any]) -> Dict[str, Any]:
+    """A soak that injected no fault tested nothing: INCONCLUSIVE, never PASS."""
+    if not summary["soak"]["injected"] and summary.get("verdict") == "PASS":
+        summary["verdict"] = "INCONCLUSIVE"
+        summary["matches_expectation"] = False
+        summary.setdefault("inconclusive", []).append(
+            f"the soak injected no fault ({summary['soak']['planned']} planned, none reached): "
+            f"a longer --duration or a shorter --mtbf")
     return summary
