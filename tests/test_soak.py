@@ -160,15 +160,21 @@ def test_driver_injects_nothing_in_the_quiet_tail_and_gives_up_waiting(monkeypat
     assert driver.gate is None and len(driver.summary()["recovery_waits_given_up"]) == 1
 
 
-@pytest.mark.parametrize("name, kind", [("kill-worker", "kill_worker"), ("preempt-node", "preempt_node")])
-def test_fault_kind_table_of_recorded_runs(name, kind):
+@pytest.mark.parametrize("name, kind, lost", [("kill-worker", "kill_worker", 3), ("preempt-node", "preempt_node", 2)])
+def test_fault_kind_table_of_recorded_runs(name, kind, lost):
     events = read_history(os.path.join(DATA, name, "history.jsonl")).events
     table = fault_kind_table(events)
     assert list(table["fault_kind"]) == [kind]
     row = table.iloc[0]
     assert row["recoveries"] == 1 and row["recovered"] == 1
     assert row["recovery_s_median"] == row["recovery_s_max"] > 0
-    assert row["lost_steps"] >= 0
+    assert row["lost_steps"] == lost == events_lost(events)
+
+
+def events_lost(events):
+    from harness.history.model import as_history
+
+    return as_history(events).lost_work()["lost_steps"]
 
 
 def test_fault_kind_table_of_a_run_without_recoveries_is_empty():
