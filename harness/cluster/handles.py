@@ -158,6 +158,7 @@ class EmbeddedCluster:
             ray.init(address=self._cluster.address, _temp_dir=self._temp_dir,
                      logging_level="ERROR", log_to_driver=False, namespace="ftharness")
             self._install_sigterm()  # after ray.init, which installs its own handler
+            self.wait_idle()
         except Exception as e:
             self.close()
             first = (str(e).strip().splitlines() or [""])[0][:200]
@@ -273,7 +274,24 @@ class EmbeddedCluster:
         added = []
         while len(self._nodes) < self.num_nodes:
             added.append(self.add_node())
+        self.wait_idle()
         return added
+
+    def wait_idle(self, timeout_s: float = 60.0) -> None:
+        """Wait until every worker node's CPUs are free in the GCS view. The last run's
+        workers release theirs asynchronously, and a fresh node's appear late; an elastic
+        group started meanwhile is smaller than the scenario says, so its faults miss."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            free = rp.available_cpus_per_node()
+            busy = {nid: (free.get(nid, 0.0), total) for nid, total in rp.total_cpus_per_node().items()
+                    if free.get(nid, 0.0) < total}
+            if not busy:
+                return
+            if time.monotonic() > deadline:
+                shown = ", ".join(f"{nid[:8]} {f:g}/{t:g} CPUs free" for nid, (f, t) in busy.items())
+                raise ClusterError(f"embedded cluster: not idle after {timeout_s:g} s ({shown})")
+            time.sleep(0.1)
 
     def node(self, index: int):
         return self._nodes[index]
