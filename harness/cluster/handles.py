@@ -279,8 +279,9 @@ class EmbeddedCluster:
 
     def wait_idle(self, timeout_s: float = 60.0) -> None:
         """Wait until every worker node's CPUs are free in the GCS view. The last run's
-        workers release theirs asynchronously, and a fresh node's appear late; an elastic
-        group started meanwhile is smaller than the scenario says, so its faults miss."""
+        workers release theirs asynchronously, and a fresh node's appear late; a run started
+        meanwhile would meet a smaller cluster than its scenario describes. (It did not make
+        Ray 2.60's first elastic group full-size: elastic-shrink cannot rely on that.)"""
         deadline = time.monotonic() + timeout_s
         while True:
             free = rp.available_cpus_per_node()
