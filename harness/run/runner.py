@@ -217,6 +217,7 @@ class ScenarioRunner:
 
     def start(self) -> None:
         """Results folder, history actor and armed injector; no training yet."""
+        self.check_cluster()
         os.makedirs(self.out_dir, exist_ok=True)
         if self.scenario.cluster.storage == "s3":
             self._start_s3()
@@ -226,6 +227,26 @@ class ScenarioRunner:
             if self.s3 is not None:
                 self.s3.close()
             raise
+
+    def check_cluster(self) -> None:
+        """What only the cluster in hand can tell, refused with one line before anything starts:
+        node targets (id, IP, label) that name no live worker node, several, or the head; and
+        a local storage_path on an existing cluster whose nodes are on several hosts."""
+        from faults.targets import TargetError, check_node_targets, selector_of
+        from harness.cluster.handles import ExistingCluster
+        from harness.run.guard import check_shared_storage
+
+        specs = [f.model_dump(mode="json", exclude_none=True) for f in self.scenario.faults]
+        existing = isinstance(self.cluster, ExistingCluster)
+        if not existing and not any(selector_of(f.get("target") or {}) for f in specs):
+            return
+        nodes = self.cluster.nodes()
+        try:
+            check_node_targets(specs, nodes)
+        except TargetError as e:
+            raise ScenarioError(f"{self.scenario.name}: {e}") from None
+        if existing and self.scenario.cluster.storage != "s3":
+            check_shared_storage(self.scenario, nodes, storage_path=self.storage_path)
 
     def _start(self) -> None:
         _write_scenario(self.scenario, os.path.join(self.out_dir, "scenario.yaml"))
