@@ -171,7 +171,7 @@ class FaultContext:
     cluster: Any                       # EmbeddedCluster or ExistingCluster
     agents: Any                        # harness.cluster.agents.Agents
     members: List[Dict[str, Any]]      # current worker group: rank, node_id, pid, actor_id
-    storage_dir: str                   # <storage_path>/<run name>: the run's own storage
+    storage_dir: str                   # <storage_path>/<run name>: the run's own storage (on storage_fs)
     history_path: str
     event: Dict[str, Any] = field(default_factory=dict)  # the event that fired the trigger
     rng: random.Random = field(default_factory=random.Random)
@@ -179,6 +179,11 @@ class FaultContext:
     record: Any = None                 # callable(label, detail): record a fault_action now
     ops: Any = None                    # Ray operations (harness.cluster.ray_private), handed in so
                                        # that faults never import the cluster layer
+    storage_fs: Any = None             # the pyarrow filesystem storage_dir is a path on (None: local disk)
+
+    def storage(self):
+        """(filesystem, path): the run's own storage folder as a path on its pyarrow filesystem."""
+        return resolve_storage(self.storage_dir, self.storage_fs)
 
     def member(self, rank: int) -> Dict[str, Any]:
         for m in self.members:
@@ -186,6 +191,18 @@ class FaultContext:
                 return m
         raise FaultSkipped(f"rank {rank} is not in the current worker group "
                            f"(ranks {sorted(m['rank'] for m in self.members)})")
+
+
+def resolve_storage(path: str, fs: Any = None):
+    """(pyarrow filesystem, path on it) for a storage path: on `fs` when given, else a URI
+    (s3://, gs://, ...) resolved as Ray Train resolves it, else a path on local disk."""
+    import pyarrow.fs as pafs
+
+    if fs is not None:
+        return fs, path
+    if "://" in path:
+        return pafs.FileSystem.from_uri(path)
+    return pafs.LocalFileSystem(), path
 
 
 LANDED, PENDING, MISSED = "landed", "pending", "missed"

@@ -184,10 +184,6 @@ class ExpectSpec(_Strict):
         return self
 
 
-#: fault kinds that reach into checkpoint storage through the local file system
-LOCAL_STORAGE_FAULTS = ("corrupt_checkpoint", "storage_errors")
-
-
 class Scenario(_Strict):
     """An ftharness scenario: the cluster, the training workload, Ray Train's failure
     budgets, the faults to inject and what the run must show (`expect`)."""
@@ -234,9 +230,6 @@ class Scenario(_Strict):
                 raise ValueError(f"faults[{i}].at.step: {at.step} is never reached (workload.steps is {w.steps})")
             if at.time_s is not None and at.time_s >= self.timeout_s:
                 raise ValueError(f"faults[{i}].at.time_s: {at.time_s} is past timeout_s ({self.timeout_s})")
-            if c.storage == "s3" and f.kind in LOCAL_STORAGE_FAULTS:
-                raise ValueError(f"faults[{i}].kind: {f.kind} damages checkpoint files on local storage only "
-                                 f"(cluster.storage is s3)")
         if c.storage == "s3" and (c.address is not None or w.storage_path is not None):
             raise ValueError("cluster.storage: s3 starts an S3 endpoint for an embedded cluster; with "
                              "cluster.address or workload.storage_path, give storage_path: s3://... instead")
