@@ -21,6 +21,7 @@ takes the union of those models from the registry in faults/__init__.py.
 from __future__ import annotations
 
 import ipaddress
+import os
 import random
 import re
 from dataclasses import dataclass, field
@@ -203,6 +204,17 @@ def resolve_storage(path: str, fs: Any = None):
     if "://" in path:
         return pafs.FileSystem.from_uri(path)
     return pafs.LocalFileSystem(), path
+
+
+def join_storage(path: str, name: str) -> str:
+    """`name` under a storage path: a local path, or a URI whose query string (S3 options such
+    as `?endpoint_override=...`) stays at the end."""
+    if "://" not in path:
+        return os.path.join(path, name)
+    from urllib.parse import urlsplit, urlunsplit
+
+    u = urlsplit(path)
+    return urlunsplit(u._replace(path=u.path.rstrip("/") + "/" + name))
 
 
 LANDED, PENDING, MISSED = "landed", "pending", "missed"

@@ -18,7 +18,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from faults import make_fault
-from faults.base import FaultContext, resolve_storage
+from faults.base import FaultContext, join_storage, resolve_storage
 from faults.storage import CONTROL_FILE, HITS_DIR, chaos_filesystem, read_hits
 from harness.errors import FaultSkipped
 from harness.history.records import marker_name
@@ -187,12 +187,20 @@ def test_storage_errors_fault_on_an_s3_uri(endpoint, s3, monkeypatch):
     fs, path = resolve_storage(uri)
     assert (fs.type_name, path) == ("s3", "ftharness/base")
     fault = make_fault(1, {"kind": "storage_errors", "at": {"step": 3}})
-    run_dir = f"s3://ftharness/base/run-2?endpoint_override={endpoint.endpoint}&scheme=http&region=us-east-1"
+    run_dir = join_storage(uri, "run-2")           # as the runner hands it to the injector
+    assert run_dir == f"s3://ftharness/base/run-2?endpoint_override={endpoint.endpoint}&scheme=http&region=us-east-1"
     ctx, _ = fault_ctx(run_dir)
     hit = fault.inject(ctx)
     assert hit["path"] == f"ftharness/base/{CONTROL_FILE}" and s3.get_file_info(hit["path"]).type == pafs.FileType.File
     fault.heal(ctx)
     assert s3.get_file_info(hit["path"]).type == pafs.FileType.NotFound
+
+
+def test_join_storage_keeps_a_uri_s_query_at_the_end():
+    assert join_storage("/data/ckpt", "run") == "/data/ckpt/run"
+    assert join_storage("s3://b/x/", "run") == "s3://b/x/run"
+    assert join_storage("s3://b", "run") == "s3://b/run"
+    assert join_storage("gs://b/x?project=p", "run") == "gs://b/x/run?project=p"
 
 
 # ------------------------------------------------------------------ corrupt_checkpoint

@@ -26,6 +26,7 @@ import yaml
 from harness.history import records, store
 from harness.cluster.handles import open_cluster
 from harness.run.injector import Injector, crash_plans
+from faults.base import join_storage
 from scenarios.reference_data import WorkloadConfig
 from scenarios.schema import Scenario, one_line
 from harness.errors import ScenarioError
@@ -268,7 +269,7 @@ class ScenarioRunner:
         self.history = store.start_history(self.history_path, self.run_name)
         health = float(self.cluster.train_env().get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600))
         self.injector = Injector(self.scenario, self.cluster, self.history, self.run_name,
-                                 os.path.join(self.storage_path, self.run_name), self.history_path,
+                                 join_storage(self.storage_path, self.run_name), self.history_path,
                                  health_check_timeout_s=health, storage_fs=self.storage_filesystem)
         self.injector.arm()
         self.t0 = time.time()
