@@ -20,12 +20,16 @@ takes the union of those models from the registry in faults/__init__.py.
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Literal, Optional, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from faults.targets import TargetError, resolve_node, selector_of
 from harness.errors import FaultSkipped
 from harness.history.triggers import EVENT_TRIGGERS
 
@@ -60,20 +64,66 @@ class At(Strict):
         return self
 
 
+#: the keys of a target, in the order messages list them
+TARGET_KEYS = ("rank", "node", "node_id", "ip", "label", "random")
+
+
 class Target(Strict):
     """What a fault hits, resolved when it fires: a worker `rank`, a worker `node`
-    (0-based, head excluded), or `random: true` (a random rank)."""
+    (0-based, head excluded), a node by Ray's `node_id` (8 or more hex digits of
+    it), `ip` (the raylet's address) or `label` ({key: value} Ray node labels,
+    all matching), or `random: true` (a random rank). A node given by id, IP or
+    label must be exactly one live worker node (faults/targets.py)."""
 
     rank: Optional[int] = Field(None, ge=0)
     node: Optional[int] = Field(None, ge=0)
+    node_id: Optional[str] = None
+    ip: Optional[str] = None
+    label: Optional[Dict[str, str]] = None
     random: Optional[bool] = None
+
+    @field_validator("node_id")
+    @classmethod
+    def _node_id(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and not re.fullmatch(r"[0-9a-fA-F]{8,56}", v):
+            raise ValueError(f"node_id: must be 8 to 56 hex digits of a Ray node id (got {v[:60]!r})")
+        return None if v is None else v.lower()
+
+    @field_validator("ip")
+    @classmethod
+    def _ip(cls, v: Optional[str]) -> Optional[str]:
+        if v is None:
+            return v
+        try:
+            return str(ipaddress.ip_address(v.strip()))
+        except ValueError:
+            raise ValueError(f"ip: must be an IP address such as 10.0.0.5 (got {v[:60]!r})") from None
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _label(cls, v: Any) -> Any:
+        if isinstance(v, dict):  # YAML gives `{rack: 3}` an integer; Ray's labels are strings
+            return {k: str(x) if isinstance(x, int) and not isinstance(x, bool) else x for k, x in v.items()}
+        return v
+
+    @field_validator("label")
+    @classmethod
+    def _label_pairs(cls, v: Optional[Dict[str, str]]) -> Optional[Dict[str, str]]:
+        if v is not None and (not v or any(not k for k in v)):
+            raise ValueError("label: must be a mapping of one or more Ray node labels, such as {zone: us-east-1a}")
+        return v
 
     @model_validator(mode="after")
     def _one(self):
-        given = [k for k in ("rank", "node") if getattr(self, k) is not None] + (["random"] if self.random else [])
+        given = [k for k in TARGET_KEYS[:-1] if getattr(self, k) is not None] + (["random"] if self.random else [])
         if len(given) != 1:
-            raise ValueError("needs exactly one of rank, node, random")
+            raise ValueError(f"needs exactly one of {', '.join(TARGET_KEYS)}")
         return self
+
+    @property
+    def names_node(self) -> bool:
+        """The target names a node (by index, id, IP or label), not a rank."""
+        return any(getattr(self, k) is not None for k in ("node", "node_id", "ip", "label"))
 
 
 class FaultSpecBase(Strict):
@@ -104,7 +154,8 @@ class FaultSpecBase(Strict):
                                      f"(allowed: {', '.join(cls.arguments()) or 'none'})")
             target = cls.model_fields.get("target")
             if target is not None and target.is_required() and "target" not in data:
-                raise ValueError(f"target: {cls.kind_name()} needs a target (rank, node or random)")
+                raise ValueError(f"target: {cls.kind_name()} needs a target "
+                                 f"({', '.join(TARGET_KEYS[:-1])} or random)")
         return data
 
 
@@ -121,7 +172,7 @@ class FaultContext:
     cluster: Any                       # EmbeddedCluster or ExistingCluster
     agents: Any                        # harness.cluster.agents.Agents
     members: List[Dict[str, Any]]      # current worker group: rank, node_id, pid, actor_id
-    storage_dir: str                   # <storage_path>/<run name>: the run's own storage
+    storage_dir: str                   # <storage_path>/<run name>: the run's own storage (on storage_fs)
     history_path: str
     event: Dict[str, Any] = field(default_factory=dict)  # the event that fired the trigger
     rng: random.Random = field(default_factory=random.Random)
@@ -129,6 +180,11 @@ class FaultContext:
     record: Any = None                 # callable(label, detail): record a fault_action now
     ops: Any = None                    # Ray operations (harness.cluster.ray_private), handed in so
                                        # that faults never import the cluster layer
+    storage_fs: Any = None             # the pyarrow filesystem storage_dir is a path on (None: local disk)
+
+    def storage(self):
+        """(filesystem, path): the run's own storage folder as a path on its pyarrow filesystem."""
+        return resolve_storage(self.storage_dir, self.storage_fs)
 
     def member(self, rank: int) -> Dict[str, Any]:
         for m in self.members:
@@ -136,6 +192,29 @@ class FaultContext:
                 return m
         raise FaultSkipped(f"rank {rank} is not in the current worker group "
                            f"(ranks {sorted(m['rank'] for m in self.members)})")
+
+
+def resolve_storage(path: str, fs: Any = None):
+    """(pyarrow filesystem, path on it) for a storage path: on `fs` when given, else a URI
+    (s3://, gs://, ...) resolved as Ray Train resolves it, else a path on local disk."""
+    import pyarrow.fs as pafs
+
+    if fs is not None:
+        return fs, path
+    if "://" in path:
+        return pafs.FileSystem.from_uri(path)
+    return pafs.LocalFileSystem(), path
+
+
+def join_storage(path: str, name: str) -> str:
+    """`name` under a storage path: a local path, or a URI whose query string (S3 options such
+    as `?endpoint_override=...`) stays at the end."""
+    if "://" not in path:
+        return os.path.join(path, name)
+    from urllib.parse import urlsplit, urlunsplit
+
+    u = urlsplit(path)
+    return urlunsplit(u._replace(path=u.path.rstrip("/") + "/" + name))
 
 
 LANDED, PENDING, MISSED = "landed", "pending", "missed"
@@ -303,18 +382,24 @@ class Fault:
         t = self.target
         if t.get("rank") is not None:
             return ctx.member(int(t["rank"]))
-        if t.get("node") is not None:
-            node_id = node_id_of(ctx, int(t["node"]))
+        if t.get("node") is not None or selector_of(t) is not None:
+            node_id = self.victim_node(ctx)
             on_node = [m for m in ctx.members if m["node_id"] == node_id]
             if not on_node:
-                raise FaultSkipped(f"node {t['node']} hosts no worker of the current group")
+                named = f"node {t['node']}" if t.get("node") is not None else f"node {node_id[:8]}"
+                raise FaultSkipped(f"{named} hosts no worker of the current group")
             return sorted(on_node, key=lambda m: m["rank"])[0]
         return ctx.rng.choice(sorted(ctx.members, key=lambda m: m["rank"]))
 
     def victim_node(self, ctx: FaultContext) -> str:
-        """The node the target names: by index, or the node hosting a rank."""
+        """The node the target names: by index, by node id, IP or label, or the node hosting a rank."""
         if self.target.get("node") is not None:
             return node_id_of(ctx, int(self.target["node"]))
+        if selector_of(self.target) is not None:
+            try:
+                return resolve_node(self.target, ctx.cluster.nodes(), where=f"faults[{self.index}].target").node_id
+            except TargetError as e:
+                raise FaultSkipped(str(e)) from None
         return self.victim(ctx)["node_id"]
 
 

@@ -14,15 +14,22 @@ when the fault fires (retention deletes old ones); with none left the fault is
 skipped. It lands when the damage is read: a restart restores the damaged
 checkpoint, a resumed fit() reads the damaged snapshot, or the damaged
 in-flight files are reported.
+
+The storage is any pyarrow filesystem (local disk, a shared mount, S3): the
+damage is done through it (an object is read, changed and written back), and
+the evidence names the path on it, the filesystem, and the sha256 of the file
+before and after. In-flight files are a worker's local disk.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-import shutil
+import posixpath
 import time
-from typing import Any, Dict, List, Literal
+from typing import Any, Dict, List, Literal, Tuple
 
+import pyarrow.fs as pafs
 from pydantic import field_validator
 
 from faults.base import LANDED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
@@ -57,16 +64,33 @@ def settled_registrations(history_path: str, wait_s: float = REGISTRATION_WAIT_S
         time.sleep(0.05)
 
 
-def largest_file(directory: str) -> str:
-    files = [os.path.join(r, f) for r, _, fs in os.walk(directory) for f in fs if not is_marker(f)]
+def _local(fs: pafs.FileSystem) -> bool:
+    return fs.type_name == "local"
+
+
+def is_dir(fs: pafs.FileSystem, path: str) -> bool:
+    return fs.get_file_info(path).type == pafs.FileType.Directory
+
+
+def is_file(fs: pafs.FileSystem, path: str) -> bool:
+    return fs.get_file_info(path).type == pafs.FileType.File
+
+
+def largest_file(directory: str, fs: pafs.FileSystem = None) -> str:
+    fs = fs or pafs.LocalFileSystem()
+    files = [i for i in fs.get_file_info(pafs.FileSelector(directory, recursive=True, allow_not_found=True))
+             if i.type == pafs.FileType.File and not is_marker(i.base_name)]
     if not files:
         raise FaultSkipped(f"{directory} holds no file to damage")
-    return max(files, key=os.path.getsize)
+    return max(files, key=lambda i: i.size).path
 
 
-def inside(path: str, root: str) -> bool:
-    path, root = os.path.realpath(path), os.path.realpath(root)
-    return os.path.commonpath([path, root]) == root
+def inside(path: str, root: str, fs: pafs.FileSystem = None) -> bool:
+    if fs is None or _local(fs):
+        path, root = os.path.realpath(path), os.path.realpath(root)
+        return os.path.commonpath([path, root]) == root
+    path, root = posixpath.normpath("/" + path), posixpath.normpath("/" + root)
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 class CorruptCheckpointSpec(FaultSpecBase):
@@ -120,15 +144,20 @@ class CorruptCheckpoint(Fault):
         intact = {True: "files intact", False: "digest mismatch", None: "digest not checked"}[r.get("restored_intact")]
         return Landing(LANDED, f"{what}; rank {r.get('rank')} restored it at seq {r.get('seq')} ({intact})")
 
-    def _target_dir(self, ctx: FaultContext) -> str:
+    def _target_dir(self, ctx: FaultContext) -> Tuple[pafs.FileSystem, str]:
+        """(filesystem, checkpoint folder) the fault damages."""
         which = self.spec.get("which", "latest")
         if which == "in_flight":
             path = ctx.event.get("local_path")
             if not path or not os.path.isdir(path):
                 raise FaultSkipped("in_flight needs a checkpoint_written trigger whose files still exist")
-            return path
+            return pafs.LocalFileSystem(), path
+        fs, run_dir = storage_of(ctx)
         registered = settled_registrations(ctx.history_path)
-        paths = [p for p in registered if os.path.isdir(p)]  # retention deletes old ones
+        # retention deletes old ones: keep those still there (one listing of the run's folder)
+        there = {i.base_name for i in fs.get_file_info(pafs.FileSelector(run_dir, allow_not_found=True))
+                 if i.type == pafs.FileType.Directory}
+        paths = [p for p in registered if posixpath.basename(p.rstrip("/")) in there]
         if not paths:
             raise FaultSkipped("no registered checkpoint exists yet" if not registered else
                                f"none of the {len(registered)} registered checkpoints is still retained")
@@ -141,52 +170,79 @@ class CorruptCheckpoint(Fault):
             if not -len(paths) <= n < len(paths):
                 raise FaultSkipped(f"{which}: only {len(paths)} registered checkpoints are retained")
             path = paths[n]
-        if not inside(path, ctx.storage_dir):
-            raise FaultSkipped(f"{path} is outside the run's storage {ctx.storage_dir}")
-        return path
+        if not inside(path, run_dir, fs):
+            raise FaultSkipped(f"{path} is outside the run's storage {run_dir}")
+        return fs, path
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         how = self.spec.get("how", "bitflip")
         if how == "snapshot":
-            path = os.path.join(ctx.storage_dir, SNAPSHOT)
-            if not os.path.isfile(path):
+            fs, run_dir = storage_of(ctx)
+            path = posixpath.join(run_dir, SNAPSHOT)
+            if not is_file(fs, path):
                 raise FaultSkipped("the run has no checkpoint snapshot yet")
-            return {"path": path, "how": how, **truncate(path)}
-        directory = self._target_dir(ctx)
-        if not os.path.exists(directory):
+            return {"path": path, "how": how, "filesystem": fs.type_name, **truncate(path, fs)}
+        fs, directory = self._target_dir(ctx)
+        if not is_dir(fs, directory):
             raise FaultSkipped(f"{directory} is already gone (retention deleted it?)")
-        where = {"checkpoint": os.path.basename(directory)}
+        where = {"checkpoint": posixpath.basename(directory.rstrip("/")), "filesystem": fs.type_name}
         if self.spec.get("which") == "in_flight":
             where.update(in_flight=True, rank=ctx.event.get("rank"), step=ctx.event.get("step"),
                          attempt_id=ctx.event.get("attempt_id"))
         if how == "delete_dir":
-            shutil.rmtree(directory)
+            fs.delete_dir(directory)
             return {"path": directory, "how": how, **where}
-        path = largest_file(directory)
-        detail = {"bitflip": bitflip, "truncate": truncate, "delete_file": delete_file}[how](path)
+        path = largest_file(directory, fs)
+        detail = {"bitflip": bitflip, "truncate": truncate, "delete_file": delete_file}[how](path, fs)
         return {"path": path, "how": how, **where, **detail}
 
 
-def bitflip(path: str) -> Dict[str, Any]:
-    size = os.path.getsize(path)
-    if size == 0:
+def storage_of(ctx: FaultContext) -> Tuple[pafs.FileSystem, str]:
+    """(filesystem, the run's folder on it); a storage URI that cannot be opened skips the fault."""
+    try:
+        return ctx.storage()
+    except Exception as e:  # noqa: BLE001 - credentials, an unknown scheme, ...
+        raise FaultSkipped(f"the run's storage {ctx.storage_dir} cannot be opened ({type(e).__name__}: {e})") from None
+
+
+def _read(fs: pafs.FileSystem, path: str) -> bytes:
+    with fs.open_input_stream(path) as f:
+        return f.read()
+
+
+def _write(fs: pafs.FileSystem, path: str, data: bytes) -> None:
+    with fs.open_output_stream(path) as f:
+        f.write(data)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def bitflip(path: str, fs: pafs.FileSystem = None) -> Dict[str, Any]:
+    """Flip every bit of the middle byte of `path` (read, change, write back: an object
+    store has no in-place write)."""
+    fs = fs or pafs.LocalFileSystem()
+    data = bytearray(_read(fs, path))
+    if not data:
         raise FaultSkipped(f"{path} is empty")
-    offset = size // 2
-    with open(path, "r+b") as f:
-        f.seek(offset)
-        byte = f.read(1)[0]
-        f.seek(offset)
-        f.write(bytes([byte ^ 0xFF]))
-    return {"offset": offset, "size": size}
+    before = _sha(data)
+    offset = len(data) // 2
+    data[offset] ^= 0xFF
+    _write(fs, path, bytes(data))
+    return {"offset": offset, "size": len(data), "sha256_before": before, "sha256_after": _sha(data)}
 
 
-def truncate(path: str) -> Dict[str, Any]:
-    size = os.path.getsize(path)
-    with open(path, "r+b") as f:
-        f.truncate(size // 2)
-    return {"size": size, "new_size": size // 2}
+def truncate(path: str, fs: pafs.FileSystem = None) -> Dict[str, Any]:
+    fs = fs or pafs.LocalFileSystem()
+    data = _read(fs, path)
+    cut = data[: len(data) // 2]
+    _write(fs, path, cut)
+    return {"size": len(data), "new_size": len(cut), "sha256_before": _sha(data), "sha256_after": _sha(cut)}
 
 
-def delete_file(path: str) -> Dict[str, Any]:
-    os.remove(path)
-    return {}
+def delete_file(path: str, fs: pafs.FileSystem = None) -> Dict[str, Any]:
+    fs = fs or pafs.LocalFileSystem()
+    before = _sha(_read(fs, path))
+    fs.delete_file(path)
+    return {"sha256_before": before}

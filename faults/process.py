@@ -42,7 +42,7 @@ class CrashWorkerSpec(TargetedSpec):
 
     @model_validator(mode="after")
     def _inside_the_worker(self):
-        if self.target.node is not None:
+        if self.target.names_node:
             raise ValueError("target: crash_worker takes rank or random (it runs inside the worker)")
         if self.where != "on_restore" and self.at.step is None:
             raise ValueError(f"at: crash_worker {self.where} needs {{step: N}}")

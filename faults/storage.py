@@ -1,18 +1,22 @@
 """`storage_errors`: the checkpoint storage misbehaves.
 
 Runs whose scenario has this fault get `RunConfig(storage_filesystem=...)` set
-to a pyarrow filesystem (`ChaosFileSystemHandler`) over the real local one. It
-consults a small control file in the storage root, so every process of the run
-(controller and workers, on any node that sees the storage) switches behaviour
-at the same moment. While the fault is active, operations of the chosen kinds
-on paths matching `path_glob` fail with an I/O error at `error_rate` and/or
-wait `latency_s` first; with `partial: true` a failing write leaves half its
-bytes behind first (a torn file). Heal removes the control file.
+to a pyarrow filesystem (`ChaosFileSystemHandler`) over the run's real one:
+local disk, a shared mount, or S3 (any pyarrow FileSystem, with the storage
+root as a path on it). It consults a small control file in the storage root,
+read through the real filesystem, so every process of the run (controller and
+workers, on any node that sees the storage) switches behaviour at the same
+moment. While the fault is active, operations of the chosen kinds on paths
+matching `path_glob` fail with an I/O error at `error_rate` and/or wait
+`latency_s` first; with `partial: true` a failing write leaves half its bytes
+behind first (a torn file or object). Heal removes the control file.
 
-Every error and delay it hands to Ray is appended to a hits file beside the
-control file. The fault lands when at least one error (or, for a latency-only
-fault, one delay) was actually returned to Ray; the injector records the first
-one as it happens.
+Every error and delay a process hands to Ray is counted in a small hits file
+of its own, beside the control file (`.ftharness-storage-chaos.hits/<control
+id>/<pid>-<token>.json`, rewritten on each hit: object stores cannot append).
+The fault lands when at least one error (or, for a latency-only fault, one
+delay) was actually returned to Ray; the injector records the first one as it
+happens.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import posixpath
 import random
+import secrets
+import threading
 import time
 from typing import Any, Dict, List, Literal, Optional
 
@@ -31,38 +38,71 @@ from pydantic import Field
 from faults.base import LANDED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
 
 CONTROL_FILE = ".ftharness-storage-chaos.json"
-HITS_FILE = ".ftharness-storage-chaos.hits"
+HITS_DIR = ".ftharness-storage-chaos.hits"
 POLL_S = 0.25
 
 
-class ChaosFileSystemHandler(pafs.FileSystemHandler):
-    """A LocalFileSystem that injects errors and latency per the control file."""
+def _join(root: str, *parts: str) -> str:
+    return posixpath.join(root, *parts) if root else posixpath.join(*parts)
 
-    def __init__(self, storage_root: str):
+
+def write_atomic(fs: pafs.FileSystem, path: str, data: bytes, make_parent: bool = True) -> None:
+    """Write `data` at `path` on `fs`, readers seeing the old or the new content, never a part
+    (an object store's PUT already is; on disk, a temporary file renamed into place)."""
+    parent = posixpath.dirname(path)
+    if make_parent and parent:
+        fs.create_dir(parent, recursive=True)
+    if fs.type_name != "local":
+        with fs.open_output_stream(path) as f:
+            f.write(data)
+        return
+    tmp = f"{path}.{secrets.token_hex(4)}.tmp"
+    with fs.open_output_stream(tmp) as f:
+        f.write(data)
+    fs.move(tmp, path)
+
+
+def read_bytes(fs: pafs.FileSystem, path: str) -> bytes:
+    with fs.open_input_stream(path) as f:
+        return f.read()
+
+
+class ChaosFileSystemHandler(pafs.FileSystemHandler):
+    """A pyarrow filesystem (`inner`, local disk by default) that injects errors
+    and latency per the control file under `storage_root` (a path on `inner`)."""
+
+    def __init__(self, storage_root: str, inner: Optional[pafs.FileSystem] = None):
         self.root = storage_root
-        self.fs = pafs.LocalFileSystem()
+        self.fs = inner if inner is not None else pafs.LocalFileSystem()
+        self.token = secrets.token_hex(4)      # this instance's hits file (one per process and copy)
         self._cache: Optional[Dict[str, Any]] = None
         self._cache_t = 0.0
+        self._counts: Dict[str, Dict[str, Any]] = {}
+        self._made: set = set()               # hits folders this instance created
+        self._lock = threading.Lock()
 
     def __reduce__(self):
-        return (ChaosFileSystemHandler, (self.root,))
+        return (ChaosFileSystemHandler, (self.root, self.fs))
 
     # -- chaos
     def _control(self) -> Optional[Dict[str, Any]]:
         now = time.time()
         if now - self._cache_t > 0.1:
             try:
-                with open(os.path.join(self.root, CONTROL_FILE)) as f:
-                    self._cache = json.load(f)
-            except (OSError, ValueError):
+                control = json.loads(read_bytes(self.fs, _join(self.root, CONTROL_FILE)))
+                self._cache = control if isinstance(control, dict) else None
+            except Exception:  # noqa: BLE001 - no control file (or none readable): no chaos
                 self._cache = None
             self._cache_t = now
         return self._cache
 
+    def _own(self, path: str) -> bool:
+        return path.endswith(CONTROL_FILE) or HITS_DIR in path
+
     def _hit(self, op: str, path: str) -> bool:
         """Apply latency; True if this operation is to fail."""
         c = self._control()
-        if not c or op not in c.get("ops", []) or path.endswith(CONTROL_FILE):
+        if not c or op not in c.get("ops", []) or self._own(path):
             return False
         if c.get("path_glob") and not fnmatch.fnmatch(path, c["path_glob"]):
             return False
@@ -70,20 +110,28 @@ class ChaosFileSystemHandler(pafs.FileSystemHandler):
             time.sleep(float(c["latency_s"]))
         fail = random.random() < float(c.get("error_rate") or 0.0)
         if fail or c.get("latency_s"):
-            self._log_hit(op, path, fail)
+            self._log_hit(str(c.get("id") or "0"), op, path, fail)
         return fail
 
-    def _log_hit(self, op: str, path: str, error: bool) -> None:
-        """One line per error or delay handed to Ray: the fault's landing evidence."""
-        line = json.dumps({"t": time.time(), "op": op, "path": path[-200:], "error": error, "pid": os.getpid()})
-        try:
-            fd = os.open(os.path.join(self.root, HITS_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    def _log_hit(self, control_id: str, op: str, path: str, error: bool) -> None:
+        """Count an error or delay handed to Ray in this instance's hits file: the fault's landing evidence."""
+        hit = {"t": time.time(), "op": op, "path": path[-200:], "error": error, "pid": os.getpid()}
+        with self._lock:
+            counts = self._counts.setdefault(control_id, {"errors": 0, "delays": 0, "first": None,
+                                                          "first_error": None, "pid": os.getpid()})
+            counts["errors" if error else "delays"] += 1
+            counts["first"] = counts["first"] or hit
+            if error:
+                counts["first_error"] = counts["first_error"] or hit
+            folder = _join(self.root, HITS_DIR, control_id)
             try:
-                os.write(fd, (line + "\n").encode())
-            finally:
-                os.close(fd)
-        except OSError:
-            pass
+                if folder not in self._made:
+                    self.fs.create_dir(folder, recursive=True)
+                    self._made.add(folder)
+                write_atomic(self.fs, _join(folder, f"{os.getpid()}-{self.token}.json"), json.dumps(counts).encode(),
+                             make_parent=False)
+            except Exception:  # noqa: BLE001 - the evidence is lost, the fault still acts
+                pass
 
     def _chaos(self, op: str, path: str) -> None:
         if self._hit(op, path):
@@ -98,13 +146,15 @@ class ChaosFileSystemHandler(pafs.FileSystemHandler):
 
     # -- the FileSystemHandler interface, each op checked then delegated
     def get_type_name(self):
-        return "ftharness-chaos"
+        return f"ftharness-chaos+{self.fs.type_name}"
 
     def normalize_path(self, path):
         return self.fs.normalize_path(path)
 
     def equals(self, other):
-        return isinstance(other, ChaosFileSystemHandler) and other.root == self.root
+        other = getattr(other, "handler", other)   # pyarrow hands over the other PyFileSystem
+        return (isinstance(other, ChaosFileSystemHandler) and other.root == self.root
+                and other.fs.equals(self.fs))
 
     def get_file_info(self, paths):
         for p in paths:
@@ -184,25 +234,37 @@ class _TornWriter:
             self.stream.close()
 
 
-def chaos_filesystem(storage_root: str) -> pafs.PyFileSystem:
-    return pafs.PyFileSystem(ChaosFileSystemHandler(storage_root))
+def chaos_filesystem(storage_root: str, inner: Optional[pafs.FileSystem] = None) -> pafs.PyFileSystem:
+    """The run's storage filesystem `inner` (local disk by default), with chaos per the
+    control file under `storage_root` (a path on `inner`: the storage_path Ray Train gets)."""
+    return pafs.PyFileSystem(ChaosFileSystemHandler(storage_root, inner))
 
 
-def read_hits(path: str) -> Dict[str, Any]:
-    """Errors and delays handed to Ray so far, from a hits file."""
-    hits = []
+def read_hits(fs: pafs.FileSystem, storage_root: str, control_id: str) -> Dict[str, Any]:
+    """Errors and delays handed to Ray so far under one control (one injection), summed
+    over the hits files of every process."""
+    errors = delays = 0
+    firsts: List[Dict[str, Any]] = []
+    first_errors: List[Dict[str, Any]] = []
     try:
-        with open(path) as f:
-            for line in f:
-                try:
-                    hits.append(json.loads(line))
-                except ValueError:
-                    continue
-    except OSError:
-        pass
-    errors = [h for h in hits if h.get("error")]
-    first = (errors or hits or [None])[0]
-    return {"errors_returned": len(errors), "delays": len(hits) - len(errors), "first": first}
+        infos = fs.get_file_info(pafs.FileSelector(_join(storage_root, HITS_DIR, control_id), allow_not_found=True))
+    except Exception:  # noqa: BLE001 - storage unreachable: nothing is known to have been hit
+        infos = []
+    for info in infos:
+        if info.type != pafs.FileType.File or not info.path.endswith(".json"):
+            continue
+        try:
+            c = json.loads(read_bytes(fs, info.path))
+        except Exception:  # noqa: BLE001 - a file being replaced, or gone
+            continue
+        if not isinstance(c, dict):
+            continue
+        errors += int(c.get("errors") or 0)
+        delays += int(c.get("delays") or 0)
+        firsts += [c["first"]] if isinstance(c.get("first"), dict) else []
+        first_errors += [c["first_error"]] if isinstance(c.get("first_error"), dict) else []
+    first = min(first_errors or firsts, key=lambda h: h.get("t") or 0, default=None)
+    return {"errors_returned": errors, "delays": delays, "first": first}
 
 
 class StorageErrorsSpec(FaultSpecBase):
@@ -226,18 +288,27 @@ class StorageErrors(Fault):
     Spec = StorageErrorsSpec
     budget = None  # Ray charges it by who failed: a worker's upload, or the controller's snapshot
 
-    def control_path(self, ctx: FaultContext) -> str:
-        return os.path.join(os.path.dirname(ctx.storage_dir), CONTROL_FILE)
-
     _on = False
+    _control_id = "0"
 
-    def hits_path(self, ctx: FaultContext) -> str:
-        return os.path.join(os.path.dirname(ctx.storage_dir), HITS_FILE)
+    @staticmethod
+    def storage_of(ctx: FaultContext):
+        """(filesystem, root): the run's storage filesystem and the storage root on it,
+        where the control and hits files live (the folder above the run's own)."""
+        fs, run_dir = ctx.storage()
+        return fs, posixpath.dirname(run_dir.rstrip("/"))
+
+    def control_path(self, ctx: FaultContext) -> str:
+        return _join(self.storage_of(ctx)[1], CONTROL_FILE)
+
+    def hits(self, ctx: FaultContext) -> Dict[str, Any]:
+        fs, root = self.storage_of(ctx)
+        return read_hits(fs, root, self._control_id)
 
     def _watch(self, ctx: FaultContext) -> None:
         """Record the first error (or delay) handed to Ray, as it happens."""
         def poll() -> Dict[str, Any]:
-            hits = read_hits(self.hits_path(ctx))
+            hits = self.hits(ctx)
             if hits["errors_returned"] or (hits["delays"] and not self.spec.get("error_rate")):
                 ctx.record(f"storage fault {self.index} reached Ray", hits)
             elif self._on:
@@ -258,23 +329,22 @@ class StorageErrors(Fault):
         return Landing(PENDING, f"{what}; no operation of Ray's matched, no error was returned")
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
-        control = {"ops": self.spec.get("ops") or ["write"], "path_glob": self.spec.get("path_glob"),
-                   "error_rate": self.spec.get("error_rate", 1.0), "latency_s": self.spec.get("latency_s", 0.0),
-                   "partial": bool(self.spec.get("partial"))}
+        self._control_id = f"{self.index}-{secrets.token_hex(3)}"   # this injection's hits, apart from others'
+        control = {"id": self._control_id, "ops": self.spec.get("ops") or ["write"],
+                   "path_glob": self.spec.get("path_glob"), "error_rate": self.spec.get("error_rate", 1.0),
+                   "latency_s": self.spec.get("latency_s", 0.0), "partial": bool(self.spec.get("partial"))}
+        fs, _ = self.storage_of(ctx)
         path = self.control_path(ctx)
-        os.makedirs(os.path.dirname(path), exist_ok=True)  # the run may not have written anything yet
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(control, f)
-        os.replace(tmp, path)
+        write_atomic(fs, path, json.dumps(control).encode())  # the run may not have written anything yet
         self._on = True
         self._watch(ctx)
-        return {"path": path, **control}
+        return {"path": path, "filesystem": fs.type_name, **control}
 
     def heal(self, ctx: FaultContext) -> Optional[Dict[str, Any]]:
         self._on = False
+        fs, _ = self.storage_of(ctx)
         try:
-            os.remove(self.control_path(ctx))
+            fs.delete_file(self.control_path(ctx))
         except FileNotFoundError:
             pass
-        return {"how": "control file removed", **read_hits(self.hits_path(ctx))}
+        return {"how": "control file removed", **self.hits(ctx)}

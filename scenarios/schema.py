@@ -22,6 +22,16 @@ from scenarios.properties import PROPERTIES
 
 
 
+def ray_client_refusal(address: Optional[str]) -> Optional[str]:
+    """Why a Ray Client address (ray://) cannot be used, from any source (cluster.address,
+    --address, RAY_ADDRESS); None for any other address."""
+    if not address or not address.strip().lower().startswith("ray://"):
+        return None
+    return ("Ray Client (ray://) runs the driver remotely, but the history and fault agents need a driver "
+            "on the cluster: run ftharness on the head (--address auto or HOST:6379) or as a Ray job "
+            "(ray job submit -- ftharness run ...)")
+
+
 MAX_FILE_BYTES = 1 << 20    # a scenario is a page of YAML, not a data file
 MAX_DEPTH = 32              # nesting deeper than this is no scenario
 
@@ -35,6 +45,14 @@ class ClusterSpec(_Strict):
     #: where checkpoints go: `local` (the results folder, or workload.storage_path) or `s3`
     #: (a real S3 endpoint on loopback that the run starts, with a bucket of its own)
     storage: Literal["local", "s3"] = "local"
+
+    @field_validator("address")
+    @classmethod
+    def _not_ray_client(cls, v: Optional[str]) -> Optional[str]:
+        why = ray_client_refusal(v)
+        if why:
+            raise ValueError(f"address: {v[:80]}: {why}")
+        return v
 
 
 class WorkloadSpec(_Strict):
@@ -62,6 +80,10 @@ class WorkloadSpec(_Strict):
     step_delay_s: float = Field(0.0, ge=0)
     jit_checkpoint: bool = False
     storage_path: Optional[str] = None
+    #: the local storage_path (or the results folder) is a mount every node of the cluster shares
+    #: (NFS and the like): on an existing cluster whose nodes are on several hosts, a local path is
+    #: refused without it (harness.run.guard.check_shared_storage)
+    storage_shared: bool = False
     #: train for this long, then stop at a step every rank agrees on (`steps` is then a cap);
     #: the epoch length is `rows_per_epoch`, by default 100 steps' rows
     duration_s: Optional[float] = Field(None, gt=0, le=7 * 24 * 3600)
@@ -102,6 +124,10 @@ class WorkloadSpec(_Strict):
         elif self.trainer != "torch" or self.datasets is not None or self.row_id is not None:
             raise ValueError("trainer, datasets, row_id: only for an entrypoint workload "
                              "(the reference workload is a torch job with its own rows)")
+        if self.storage_shared and self.storage_path and "://" in self.storage_path \
+                and not self.storage_path.lower().startswith("file://"):
+            raise ValueError("storage_shared: declares a local storage_path a shared mount; "
+                             f"{self.storage_path[:80]} is a URI, shared already")
         if self.duration_s is not None and self.rows_per_epoch is None:
             self.rows_per_epoch = 100 * self.batch_size
         return self
@@ -158,10 +184,6 @@ class ExpectSpec(_Strict):
         return self
 
 
-#: fault kinds that reach into checkpoint storage through the local file system
-LOCAL_STORAGE_FAULTS = ("corrupt_checkpoint", "storage_errors")
-
-
 class Scenario(_Strict):
     """An ftharness scenario: the cluster, the training workload, Ray Train's failure
     budgets, the faults to inject and what the run must show (`expect`)."""
@@ -208,9 +230,6 @@ class Scenario(_Strict):
                 raise ValueError(f"faults[{i}].at.step: {at.step} is never reached (workload.steps is {w.steps})")
             if at.time_s is not None and at.time_s >= self.timeout_s:
                 raise ValueError(f"faults[{i}].at.time_s: {at.time_s} is past timeout_s ({self.timeout_s})")
-            if c.storage == "s3" and f.kind in LOCAL_STORAGE_FAULTS:
-                raise ValueError(f"faults[{i}].kind: {f.kind} damages checkpoint files on local storage only "
-                                 f"(cluster.storage is s3)")
         if c.storage == "s3" and (c.address is not None or w.storage_path is not None):
             raise ValueError("cluster.storage: s3 starts an S3 endpoint for an embedded cluster; with "
                              "cluster.address or workload.storage_path, give storage_path: s3://... instead")

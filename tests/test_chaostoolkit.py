@@ -41,7 +41,7 @@ def test_example_validates():
 @pytest.mark.parametrize("change, message", [
     (lambda p: p.update(func="meteor_strike"), "unknown fault kind 'meteor_strike'"),
     (lambda p: p["arguments"].update(target={"rank": 7}), "target.rank: 7 does not exist"),
-    (lambda p: p["arguments"].update(target={"rank": 0, "node": 1}), "exactly one of rank, node, random"),
+    (lambda p: p["arguments"].update(target={"rank": 0, "node": 1}), "exactly one of rank, node, node_id, ip, label, random"),
     (lambda p: p["arguments"].update(notice_s=-1), "notice_s"),
 ])
 def test_bad_action_arguments_fail_validation_in_one_line(change, message):

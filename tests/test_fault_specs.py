@@ -100,7 +100,7 @@ def test_an_argument_of_another_kind_is_refused_by_name(kind):
 def test_a_kind_that_needs_a_target_is_refused_without_one(kind):
     fault = minimal(kind)
     del fault["target"]
-    assert error_of(fault) == f"s.yaml: faults[0].target: {kind} needs a target (rank, node or random)"
+    assert error_of(fault) == f"s.yaml: faults[0].target: {kind} needs a target (rank, node, node_id, ip, label or random)"
 
 
 @pytest.mark.parametrize("kind", sorted(set(FAULT_KINDS) - set(TARGETED)))

@@ -55,6 +55,8 @@ PROFILES: Dict[str, Dict[str, Any]] = {
 }
 
 NODE_OBJECT_STORE_BYTES = 80 * 1024 * 1024
+#: the Ray node label each embedded worker node carries: its harness index
+NODE_LABEL = "ftharness.io/node"
 
 
 @dataclass
@@ -66,6 +68,17 @@ class NodeInfo:
     raylet_pid: Optional[int]
     resources: Dict[str, float] = field(default_factory=dict)
     train_worker_pids: List[int] = field(default_factory=list)
+    ip: Optional[str] = None      # the raylet's address (Ray's NodeManagerAddress)
+    labels: Dict[str, str] = field(default_factory=dict)   # Ray node labels
+
+
+def node_info(index: int, record: Dict[str, Any], is_head: bool, raylet_pid: Optional[int] = None,
+              train_worker_pids: Optional[List[int]] = None, node_id: Optional[str] = None) -> NodeInfo:
+    """A NodeInfo from one `ray.nodes()` record (an empty record: a node Ray no longer lists)."""
+    return NodeInfo(index, node_id or record["NodeID"], bool(record.get("Alive")), is_head, raylet_pid,
+                    dict(record.get("Resources") or {}),
+                    sorted(train_worker_pids or []), record.get("NodeManagerAddress") or None,
+                    {str(k): str(v) for k, v in (record.get("Labels") or {}).items()})
 
 
 class _Reaper:
@@ -238,17 +251,19 @@ class EmbeddedCluster:
         return self._temp_dir
 
     def add_node(self, wait: bool = True, cpus: Optional[int] = None) -> int:
-        """Start one more worker node (main thread only); returns its index."""
+        """Start one more worker node (main thread only); returns its index. The node
+        carries the Ray label `ftharness.io/node: <index>` (a fault may target it by label)."""
+        index = self._next_index
         node = self._cluster.add_node(
             wait=wait,
             num_cpus=self.cpus_per_node if cpus is None else cpus,
             num_gpus=self.gpus_per_node,
             resources={"ftharness_worker": 1},
+            labels={NODE_LABEL: str(index)},
             temp_dir=self._temp_dir,
             object_store_memory=NODE_OBJECT_STORE_BYTES,
         )
         self._watch(node)
-        index = self._next_index
         self._next_index += 1
         self._nodes[index] = node
         return index
@@ -314,14 +329,12 @@ class EmbeddedCluster:
         by_node: Dict[str, List[int]] = {}
         for a in rp.train_worker_actors():
             by_node.setdefault(a["node_id"], []).append(a["pid"])
-        alive = {n["NodeID"]: n for n in ray.nodes() if n.get("Alive")}
-        out = [NodeInfo(-1, self._cluster.head_node.node_id, self._cluster.head_node.node_id in alive,
-                        True, rp.raylet_pid(self._cluster.head_node),
-                        alive.get(self._cluster.head_node.node_id, {}).get("Resources", {}))]
+        known = _latest_records(ray.nodes())
+        head = self._cluster.head_node
+        out = [node_info(-1, known.get(head.node_id, {}), True, rp.raylet_pid(head), node_id=head.node_id)]
         for i, n in sorted(self._nodes.items()):
-            out.append(NodeInfo(i, n.node_id, n.node_id in alive, False, rp.raylet_pid(n),
-                                alive.get(n.node_id, {}).get("Resources", {}),
-                                sorted(by_node.get(n.node_id, []))))
+            out.append(node_info(i, known.get(n.node_id, {}), False, rp.raylet_pid(n),
+                                 by_node.get(n.node_id, []), node_id=n.node_id))
         return out
 
     def all_pids(self) -> List[int]:
@@ -370,6 +383,15 @@ def _remove_dir(path: str) -> None:
     _REMOVED_DIRS.append(path)
 
 
+def _latest_records(records: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """`ray.nodes()` by node id; a live record wins over a dead one of the same id."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for r in records:
+        if r.get("NodeID") and (r["NodeID"] not in out or r.get("Alive")):
+            out[r["NodeID"]] = r
+    return out
+
+
 #: the resource Ray puts on the head node only
 HEAD_RESOURCE = "node:__internal_head__"
 
@@ -396,12 +418,17 @@ class ExistingCluster:
 
     def _probe(self, timeout_s: float = 5.0) -> None:
         """Fail fast: ray.init keeps retrying an address nobody listens on."""
+        from scenarios.schema import ray_client_refusal
+
+        client = ray_client_refusal(self.address)
+        if client:
+            raise ClusterError(f"--address {self.address}: {client}")
         if self.address == "auto":
             return
         hostport = self.address.split("://", 1)[-1]
         host, _, port = hostport.rpartition(":")
         if not host or not port.isdigit():
-            raise ClusterError(f"--address {self.address}: expected 'auto', 'HOST:PORT' or 'ray://HOST:PORT'")
+            raise ClusterError(f"--address {self.address}: expected 'auto' or 'HOST:PORT' (the GCS address)")
         try:
             socket.create_connection((host, int(port)), timeout=timeout_s).close()
         except OSError as e:
@@ -422,11 +449,8 @@ class ExistingCluster:
         for a in rp.train_worker_actors():
             by_node.setdefault(a["node_id"], []).append(a["pid"])
         head = self.head_node_id()
-        out = []
-        for i, n in enumerate(sorted(ray.nodes(), key=lambda n: n["NodeID"])):
-            out.append(NodeInfo(i, n["NodeID"], bool(n.get("Alive")), n["NodeID"] == head, None,
-                                n.get("Resources", {}), sorted(by_node.get(n["NodeID"], []))))
-        return out
+        return [node_info(i, n, n["NodeID"] == head, None, by_node.get(n["NodeID"], []))
+                for i, n in enumerate(sorted(_latest_records(ray.nodes()).values(), key=lambda n: n["NodeID"]))]
 
     def head_node_id(self) -> str:
         """The GCS head: the live node carrying `node:__internal_head__` (not the

@@ -465,7 +465,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run one scenario (default: the built-in one) and write a results folder")
     r.add_argument("scenario", nargs="?", help="scenario YAML file (default: scenarios/catalog/default.yaml)")
     r.add_argument("--out", help="results folder (default: results/<scenario>-<time>)")
-    r.add_argument("--address", help="run on an existing cluster: 'auto', 'HOST:PORT' or 'ray://HOST:10001'")
+    r.add_argument("--address", help="run on an existing cluster: 'auto' or the GCS 'HOST:PORT' (not ray://: "
+                   "ftharness needs its driver on the cluster)")
     r.add_argument("--resume", metavar="RESULTS", help="resume the run of a previous results folder (same run name and storage)")
     r.add_argument("--steps", type=int, help="override workload.steps")
     r.add_argument("--allow-destructive", action="store_true", help="allow faults on a cluster ftharness did not start")

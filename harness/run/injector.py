@@ -57,10 +57,11 @@ def crash_plans(scenario, seed: int = 0) -> List[Dict[str, Any]]:
 
 class Injector:
     def __init__(self, scenario, cluster, history, run_name: str, storage_dir: str, history_path: str,
-                 seed: int = 0, health_check_timeout_s: float = 600.0):
+                 seed: int = 0, health_check_timeout_s: float = 600.0, storage_fs=None):
         self.cluster = cluster
         self.history = history
         self.storage_dir = storage_dir
+        self.storage_fs = storage_fs    # the pyarrow filesystem storage_dir is on (None: local disk)
         self.history_path = history_path
         self.emitter = Emitter(run_name, "injector")
         self.agents = Agents()
@@ -200,7 +201,7 @@ class Injector:
 
         return FaultContext(cluster=self.cluster, agents=self.agents, members=list(self._members),
                             storage_dir=self.storage_dir, history_path=self.history_path, event=event,
-                            rng=self.rng, schedule=schedule, record=record, ops=rp)
+                            rng=self.rng, schedule=schedule, record=record, ops=rp, storage_fs=self.storage_fs)
 
     def _fire(self, index: int, t_requested: float, event: Dict[str, Any], gated: bool) -> Dict[str, Any]:
         fault = self.faults[index]

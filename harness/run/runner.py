@@ -26,8 +26,9 @@ import yaml
 from harness.history import records, store
 from harness.cluster.handles import open_cluster
 from harness.run.injector import Injector, crash_plans
+from faults.base import join_storage
 from scenarios.reference_data import WorkloadConfig
-from scenarios.schema import Scenario
+from scenarios.schema import Scenario, one_line
 from harness.errors import ScenarioError
 
 TICK_S = 0.05  # how often the injector looks for fired triggers
@@ -135,11 +136,6 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
     from harness.job.recorder import ControllerRecorder
 
     fc = spec["failure_config"]
-    storage_filesystem = spec.get("storage_filesystem")
-    if spec["storage_chaos"]:
-        from faults.storage import chaos_filesystem
-
-        storage_filesystem = chaos_filesystem(spec["storage_path"])
     datasets = None
     if spec["data"] == "ray_data":
         datasets = {"train": ray.data.range(spec["rows"])}
@@ -156,7 +152,7 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
         run_config=RunConfig(
             name=spec["run_name"],
             storage_path=spec["storage_path"],
-            storage_filesystem=storage_filesystem,
+            storage_filesystem=spec.get("storage_filesystem"),
             failure_config=FailureConfig(**fc),
             checkpoint_config=CheckpointConfig(num_to_keep=spec["num_to_keep"]),
             callbacks=[ControllerRecorder(spec["run_name"], fc)],
@@ -217,6 +213,7 @@ class ScenarioRunner:
 
     def start(self) -> None:
         """Results folder, history actor and armed injector; no training yet."""
+        self.check_cluster()
         os.makedirs(self.out_dir, exist_ok=True)
         if self.scenario.cluster.storage == "s3":
             self._start_s3()
@@ -227,7 +224,44 @@ class ScenarioRunner:
                 self.s3.close()
             raise
 
+    def check_cluster(self) -> None:
+        """What only the cluster in hand can tell, refused with one line before anything starts:
+        node targets (id, IP, label) that name no live worker node, several, or the head; and
+        a local storage_path on an existing cluster whose nodes are on several hosts."""
+        from faults.targets import TargetError, check_node_targets, selector_of
+        from harness.cluster.handles import ExistingCluster
+        from harness.run.guard import check_shared_storage
+
+        specs = [f.model_dump(mode="json", exclude_none=True) for f in self.scenario.faults]
+        existing = isinstance(self.cluster, ExistingCluster)
+        if not existing and not any(selector_of(f.get("target") or {}) for f in specs):
+            return
+        nodes = self.cluster.nodes()
+        try:
+            check_node_targets(specs, nodes)
+        except TargetError as e:
+            raise ScenarioError(f"{self.scenario.name}: {e}") from None
+        if existing and self.scenario.cluster.storage != "s3":
+            check_shared_storage(self.scenario, nodes, storage_path=self.storage_path)
+
+    def storage_for_ray(self):
+        """(storage_path, storage_filesystem) for Ray Train's RunConfig. With a storage_errors
+        fault, the run's real filesystem (local disk, a URI's, the S3 endpoint's) wrapped in
+        the chaos filesystem, and storage_path a path on it."""
+        if not any(f.kind == "storage_errors" for f in self.scenario.faults):
+            return self.storage_path, self.storage_filesystem
+        from faults.base import resolve_storage
+        from faults.storage import chaos_filesystem
+
+        try:
+            fs, root = resolve_storage(self.storage_path, self.storage_filesystem)
+        except Exception as e:  # noqa: BLE001 - credentials, an unknown scheme, ...
+            raise ScenarioError(one_line(f"workload.storage_path: {self.storage_path} cannot be opened for "
+                                         f"storage_errors ({type(e).__name__}: {e})", 300)) from None
+        return root, chaos_filesystem(root, fs)
+
     def _start(self) -> None:
+        self.ray_storage = self.storage_for_ray()
         _write_scenario(self.scenario, os.path.join(self.out_dir, "scenario.yaml"))
         self.train_fn = resolve_train_fn(self.scenario)
         self.datasets_fn = resolve_datasets_fn(self.scenario)
@@ -235,8 +269,8 @@ class ScenarioRunner:
         self.history = store.start_history(self.history_path, self.run_name)
         health = float(self.cluster.train_env().get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600))
         self.injector = Injector(self.scenario, self.cluster, self.history, self.run_name,
-                                 os.path.join(self.storage_path, self.run_name), self.history_path,
-                                 health_check_timeout_s=health)
+                                 join_storage(self.storage_path, self.run_name), self.history_path,
+                                 health_check_timeout_s=health, storage_fs=self.storage_filesystem)
         self.injector.arm()
         self.t0 = time.time()
         # One deadline for the whole run: a second fit() (after a controller kill) keeps it.
@@ -297,6 +331,7 @@ class ScenarioRunner:
     def _fit_spec(self, train_fn: Callable, use_gpu: bool) -> Dict[str, Any]:
         sc, w = self.scenario, self.scenario.workload
         cfg = workload_config(sc, use_gpu, getattr(self, "stop_at", None))
+        ray_storage = getattr(self, "ray_storage", None) or (self.storage_path, self.storage_filesystem)
         return {
             "train_fn": train_fn,
             "trainer": w.trainer,
@@ -305,8 +340,8 @@ class ScenarioRunner:
             "explicit_steps": w.kind == "reference",
             "train_loop_config": cfg,
             "run_name": self.run_name,
-            "storage_path": self.storage_path,
-            "storage_filesystem": self.storage_filesystem,
+            "storage_path": ray_storage[0],
+            "storage_filesystem": ray_storage[1],
             "num_workers": w.num_workers,
             "use_gpu": use_gpu,
             "cpus_per_worker": w.cpus_per_worker,
