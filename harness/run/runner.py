@@ -420,7 +420,12 @@ def _write_scenario(scenario: Scenario, path: str) -> None:
 
 
 def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
-    """Open the cluster, run the scenario, close the cluster; returns the summary."""
+    """Open the cluster, run the scenario, close the cluster; returns the summary.
+    A `workload.runtime: torchrun` scenario starts no Ray cluster (harness.run.torchrun_runner)."""
+    if scenario.workload.runtime == "torchrun":
+        from harness.run.torchrun_runner import run_torchrun
+
+        return run_torchrun(scenario, options)
     if options.resume:
         _read_summary(options.resume)  # refuse before anything starts
     resolve_train_fn(scenario)         # an entrypoint that does not import: refused before the cluster starts
