@@ -122,6 +122,9 @@ def cmd_soak(args) -> int:
     out = args.out
     try:
         base = load_scenario(args.scenario or default_scenario_path())
+        if base.workload.runtime != "ray_train":
+            return _fail(f"workload.runtime: a soak runs on Ray Train (ray_train); {base.workload.runtime} "
+                         f"soaks are not built")
         plan = draw_plan(args.seed, parse_duration(args.duration, "--duration"),
                          parse_duration(args.mtbf, "--mtbf"), parse_mix(args.mix))
         scenario = soak_scenario(base, plan)

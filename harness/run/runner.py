@@ -180,6 +180,9 @@ class ScenarioRunner:
     """Drives one scenario on an open cluster; the caller owns the cluster."""
 
     def __init__(self, scenario: Scenario, cluster, options: RunOptions, driver=None):
+        if scenario.workload.runtime != "ray_train":
+            raise ScenarioError(f"workload.runtime: {scenario.workload.runtime} runs without a Ray cluster; run it "
+                                f"with `ftharness run` or `ftharness suite` (harness.run.torchrun_runner)")
         self.scenario = scenario
         #: injects faults the scenario does not list, as the run goes (a soak's fault process):
         #: `driver.tick(runner, progress)` on every progress poll

@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import socket
 import socketserver
 import threading
 import time
@@ -64,10 +65,13 @@ class _Handler(socketserver.StreamRequestHandler):
 
     def handle(self) -> None:
         ops: Dict[str, Callable] = self.server.ops  # type: ignore[attr-defined]
+        self.server.connections.add(self.request)  # type: ignore[attr-defined]
         try:
             self._serve(ops)
         except OSError:
             pass   # the process at the other end died (a fault killed it): its events so far are on disk
+        finally:
+            self.server.connections.discard(self.request)  # type: ignore[attr-defined]
 
     def _serve(self, ops: Dict[str, Callable]) -> None:
         for line in self.rfile:
@@ -85,6 +89,18 @@ class _Handler(socketserver.StreamRequestHandler):
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True          # a worker held at a gate never blocks close()
     allow_reuse_address = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.connections: set = set()
+
+    def drop_connections(self) -> None:
+        """Cut every open connection: an emitter that is still alive gets an error, never a late append."""
+        for sock in list(self.connections):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 class Collector:
@@ -169,4 +185,5 @@ class Collector:
         self._closed = True
         self._server.shutdown()
         self._server.server_close()
+        self._server.drop_connections()
         self.book.close()
