@@ -230,6 +230,7 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
     verdict = FAIL if violated else INCONCLUSIVE if unknown else PASS
     return {
         "scenario": scenario.name,
+        "runtime": scenario.workload.runtime,
         "verdict": verdict,
         "outcome": outcome.get("outcome"),
         "error": outcome.get("error"),

@@ -294,3 +294,29 @@ def test_ray_runner_refuses_torchrun_and_torchrun_runner_refuses_ray_options(tmp
         TorchrunRunner(sc, RunOptions(out_dir=str(tmp_path), resume=str(tmp_path)))
     with pytest.raises(ScenarioError, match="--address"):
         TorchrunRunner(sc, RunOptions(out_dir=str(tmp_path), address="auto"))
+
+
+# ------------------------------------------- recorded torchrun runs: re-judged, compared with Ray's
+from harness.frontends.cli import main as cli_main  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+@pytest.mark.parametrize("name", ["torchrun-kill-worker", "torchrun-kill-node"])
+def test_recorded_torchrun_runs_pass_ftharness_check(name, capsys):
+    assert cli_main(["check", os.path.join(DATA, name)]) == 0
+    out = capsys.readouterr().out
+    assert "PASS budget_accounting" in out and "max_restarts" in out and out.strip().endswith(
+        f"PASS {name.replace('torchrun-', '')}-torchrun")
+
+
+def test_compare_works_across_runtimes(tmp_path, capsys):
+    out = tmp_path / "compare"
+    code = cli_main(["compare", f"ray={os.path.join(DATA, 'kill-worker')}",
+                     f"torchrun={os.path.join(DATA, 'torchrun-kill-worker')}", "--out", str(out)])
+    assert code == 0
+    table = capsys.readouterr().out
+    rows = {tuple(line.split()[:2]) for line in table.splitlines() if line.split()}
+    for metric in ("recovery_s", "detection_s", "lost_steps", "ettr", "wall_time_s"):
+        assert (metric, "ray") in rows and (metric, "torchrun") in rows, table
+    assert (out / "compare.csv").exists()

@@ -227,7 +227,6 @@ class TorchrunRunner:
             "resume_of": None,
             "results_dir": self.out_dir,
             "versions": versions(),
-            "runtime": "torchrun",
             "agents": outcome.get("agents", []),
             "settings": {
                 "runtime": "torchrun",
