@@ -16,7 +16,7 @@ from harness.history.records import read_history
 from harness.run.runner import RunOptions
 from harness.run.suite import catalog_dir
 from harness.run.torchrun_runner import run_torchrun
-from scenarios.schema import load_scenario
+from scenarios.schema import load_scenario, parse_scenario
 
 pytestmark = pytest.mark.torchrun
 
@@ -92,6 +92,33 @@ def test_kill_node_under_torchrun_kills_the_agent_and_its_workers_and_a_replacem
     assert len(summary["agents"]) == 3          # two nodes and the replacement
     groups = [e for e in events if e["kind"] == "worker_group_started"]
     assert killed[0]["node_id"] not in {w["node_id"] for w in groups[-1]["workers"]}
+
+
+def test_crash_worker_and_an_exhausted_max_restarts_under_torchrun(tmp_path):
+    """A raise in the train loop is charged like a kill; with --max-restarts 0 the agents raise
+    ChildFailedError, the run fails as expected, and no recovery is owed."""
+    base = {"cluster": {"nodes": 2}, "workload": {"runtime": "torchrun", "num_workers": 2, "steps": 10,
+                                                  "checkpoint_every": 2}}
+    crash = parse_scenario({**base, "name": "crash-torchrun", "failure_config": {"max_failures": 1},
+                            "faults": [{"kind": "crash_worker", "target": {"rank": 0},
+                                        "where": "after_checkpoint_write", "at": {"step": 4}}]})
+    summary = run_torchrun(crash, RunOptions(out_dir=str(tmp_path / "crash"), progress=False))
+    assert_recovered_and_clean(summary, str(tmp_path / "crash"))
+    assert "crash_worker hit rank 0" in summary["faults"][0]["evidence"]
+
+    out = str(tmp_path / "exhausted")
+    exhausted = parse_scenario({**base, "name": "exhausted-torchrun", "failure_config": {"max_failures": 0},
+                                "faults": [{"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 3}}],
+                                "expect": {"outcome": "failed"}})
+    summary = run_torchrun(exhausted, RunOptions(out_dir=out, progress=False))
+    assert summary["verdict"] == "PASS", summary["mismatches"] + summary["inconclusive"]
+    assert (summary["outcome"], summary["error_type"]) == ("failed", "ChildFailedError")
+    assert summary["properties"]["budget_accounting"]["status"] == "passed"
+    assert "no recovery owed" in summary["properties"]["recovers"]["explanation"]
+    raises = [e for e in read_history(out).events if e["kind"] == "failure" and e["decision"] == "RAISE"]
+    assert any(e["budget"] == "max_restarts" and e["count"] == 1 for e in raises)
+    assert {e["budget"] for e in raises} <= {"max_restarts", "none"}   # `none`: a rendezvous closed under it
+    assert summary["settings"]["leftover_pids"] == [] and wait_gone(out, 5) == []
 
 
 def test_ctrl_c_and_a_killed_harness_leave_no_process_behind(tmp_path):

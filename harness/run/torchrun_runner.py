@@ -161,7 +161,7 @@ class TorchrunRunner:
                     return self._outcome(note=f"agents {self.launcher.running()} still running {FOLLOW_S:.0f} s "
                                               f"after one finished; stopped")
                 if now > deadline:
-                    return {"outcome": "failed", "error_type": "ScenarioTimeout",
+                    return {"outcome": "failed", "error_type": "ScenarioTimeout", "agents": self.agents_report(),
                             "error": f"the agents did not finish within timeout_s={self.scenario.timeout_s}"}
                 time.sleep(TICK_S)
 
