@@ -320,3 +320,40 @@ def test_compare_works_across_runtimes(tmp_path, capsys):
     for metric in ("recovery_s", "detection_s", "lost_steps", "ettr", "wall_time_s"):
         assert (metric, "ray") in rows and (metric, "torchrun") in rows, table
     assert (out / "compare.csv").exists()
+
+
+# ------------------------------------------------ the one reference loop, driven by Ray Train's side
+def test_ray_train_side_drives_the_shared_loop_as_before(monkeypatch, tmp_path):
+    """RayTrainSide with Ray Train's API stood in (no Ray started): the loop reads the
+    context, restores, reports a checkpoint on rank 0 at the cadence, and ends exact."""
+    import ray.train
+    import ray.train.torch
+    import torch
+
+    from harness.job import workload
+    from scenarios.reference_data import WorkloadConfig, expected_accumulators
+
+    class Ctx:
+        def get_world_rank(self):
+            return 0
+
+        def get_world_size(self):
+            return 1
+
+    reports = []
+
+    def report(metrics, checkpoint=None):
+        saved = None
+        if checkpoint is not None:
+            saved = torch.load(os.path.join(checkpoint.path, "state.pt"), weights_only=False)["step"]
+        reports.append((metrics["step"], saved))
+
+    monkeypatch.setattr(ray.train, "get_context", lambda: Ctx())
+    monkeypatch.setattr(ray.train, "get_checkpoint", lambda: None)
+    monkeypatch.setattr(ray.train, "report", report)
+    monkeypatch.setattr(ray.train.torch, "get_device", lambda: torch.device("cpu"))
+    monkeypatch.setattr(ray.train.torch, "prepare_model", lambda m: m)
+    cfg = WorkloadConfig(steps=6, checkpoint_every=2).to_dict()
+    out = workload.train_loop(cfg)
+    assert reports == [(2, 2), (4, 4), (6, 6)]
+    assert out["step"] == 6 and out["acc"] == expected_accumulators(WorkloadConfig(**cfg))
