@@ -357,3 +357,19 @@ def test_ray_train_side_drives_the_shared_loop_as_before(monkeypatch, tmp_path):
     out = workload.train_loop(cfg)
     assert reports == [(2, 2), (4, 4), (6, 6)]
     assert out["step"] == 6 and out["acc"] == expected_accumulators(WorkloadConfig(**cfg))
+
+
+def test_cli_run_of_a_torchrun_scenario_refuses_address_and_ignores_ray_address(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "t.yaml"
+    path.write_text("name: t\nworkload: {runtime: torchrun}\nfaults:\n"
+                    "  - {kind: kill_worker, target: {rank: 1}, at: {step: 2}}\n")
+    assert cli_main(["run", str(path), "--address", "auto", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ftharness: error: --address: workload.runtime torchrun") and err.count("\n") == 1
+    started = []
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")   # a Ray cluster of someone else's: not ours to read
+    monkeypatch.setattr("harness.run.torchrun_runner.run_torchrun",
+                        lambda sc, options: started.append(options.address) or {"verdict": "PASS"})
+    monkeypatch.setattr("harness.frontends.cli.print_summary", lambda *a: None)
+    monkeypatch.setattr("harness.frontends.cli.write_reports", lambda *a: None)
+    assert cli_main(["run", str(path), "--out", str(tmp_path / "o")]) == 0 and started == [None]
