@@ -24,6 +24,18 @@ that failure exhausts it:
 
 The policy is asked once per failure; after a RAISE the run is over, so later
 failures are never reached. A run with no RAISE is expected to succeed.
+
+TorchElastic (`workload.runtime: torchrun`) has another rule, `torchrun_expectation`:
+one budget, `--max-restarts` (`failure_config.max_failures`), which every
+node's agent counts for its own worker group. An agent retries the k-th failure
+of its group while k <= max_restarts and raises ChildFailedError when k >
+max_restarts; preemptions and controller errors are no classes of their own
+(every failure counts together). An agent whose rendezvous times out or closes
+raises at once, charged to no budget. An agent that only sees another node
+leave restarts without counting (a membership change), so agents' counts may
+differ; such a restart is recorded charged to `membership` (RETRY, no count).
+The run fails at the first RAISE; the other agents may still record failures
+while they go down, and those are no violations.
 """
 
 from __future__ import annotations
@@ -31,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional
 
-from harness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE
+from harness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, TORCHRUN_BUDGET
 
 #: failure class -> (budget, error type fit() raises when it is the last failure)
 CLASSES: Dict[str, tuple] = {
@@ -114,3 +126,65 @@ def failure_class(budget: Optional[str], error_type: Optional[str]) -> Optional[
     if budget in ("worker_group", "controller"):
         return budget
     return None
+
+
+# --------------------------------------------------------------- TorchElastic
+# TORCHRUN_BUDGET (harness.history.model): `max_restarts`, counted per agent (its node's worker group)
+#: what a torchrun agent raises when its group fails with no restart left
+TORCHRUN_RAISED = "ChildFailedError"
+#: a torchrun restart that counts against nothing: the agent saw nodes waiting (membership change)
+TORCHRUN_MEMBERSHIP = "membership"
+
+
+def is_torchrun(context: Optional[Mapping] = None, failures: Iterable[Mapping] = ()) -> bool:
+    """Whether a history is a torchrun run's: the context says so, or a failure is charged to max_restarts."""
+    if context and context.get("runtime"):
+        return context["runtime"] == "torchrun"
+    return any(f.get("budget") == TORCHRUN_BUDGET for f in failures)
+
+
+def torchrun_limit(failure_config: Optional[Mapping]) -> int:
+    """`--max-restarts`: the scenario's `failure_config.max_failures` (0 when not given)."""
+    value = (failure_config or {}).get("max_failures")
+    return 0 if value is None else int(value)
+
+
+def torchrun_expectation(failure_config: Optional[Mapping], failures: Iterable[Mapping]) -> Expectation:
+    """Decisions for recorded torchrun failures, in order: each a mapping with
+    `agent` (the node whose agent decided) and `budget` (`max_restarts`;
+    `membership` for a restart TorchElastic does not count; `none` for an
+    agent's own fatal error)."""
+    limit = torchrun_limit(failure_config)
+    failures = list(failures)
+    per_agent: Dict[object, int] = {}
+    decisions: List[Decision] = []
+    for f in failures:
+        if f.get("budget") == TORCHRUN_BUDGET:
+            agent = f.get("agent")
+            per_agent[agent] = per_agent.get(agent, 0) + 1
+            k = per_agent[agent]
+            decisions.append(Decision(TORCHRUN_BUDGET, TORCHRUN_BUDGET, "RETRY" if k <= limit else "RAISE",
+                                      k, limit, {TORCHRUN_BUDGET: k}))
+        elif f.get("budget") == TORCHRUN_MEMBERSHIP:
+            decisions.append(Decision(TORCHRUN_MEMBERSHIP, TORCHRUN_MEMBERSHIP, "RETRY", 0, limit, {}))
+        else:
+            decisions.append(Decision("agent_fatal", NOT_RETRYABLE, "RAISE", 0, 0, {}))
+    raised = next((i for i, d in enumerate(decisions) if d.decision == "RAISE"), None)
+    total = {TORCHRUN_BUDGET: max(per_agent.values(), default=0)}
+    if raised is None:
+        return Expectation(decisions, total, "succeeded", None)
+    error = (TORCHRUN_RAISED if decisions[raised].budget == TORCHRUN_BUDGET
+             else (failures[raised].get("error_type") if raised < len(failures) else None))
+    return Expectation(decisions, total, "failed", error)
+
+
+def fit_expectation(failure_config: Optional[Mapping], failures: List[Mapping],
+                    context: Optional[Mapping] = None):
+    """(Expectation, the failures it decided, in the same order) for the
+    recorded failure events of one fit, by the rule of the runtime that ran it;
+    failures of a class the rule does not know are left out."""
+    if is_torchrun(context, failures):
+        known = [f for f in failures if f.get("budget") in (TORCHRUN_BUDGET, TORCHRUN_MEMBERSHIP, NOT_RETRYABLE)]
+        return torchrun_expectation(failure_config, known), known
+    known = [f for f in failures if failure_class(f.get("budget"), f.get("error_type"))]
+    return expected_outcome(failure_config, [failure_class(f.get("budget"), f.get("error_type")) for f in known]), known

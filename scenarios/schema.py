@@ -87,6 +87,9 @@ class WorkloadSpec(_Strict):
     #: train for this long, then stop at a step every rank agrees on (`steps` is then a cap);
     #: the epoch length is `rows_per_epoch`, by default 100 steps' rows
     duration_s: Optional[float] = Field(None, gt=0, le=7 * 24 * 3600)
+    #: what runs the workload: Ray Train V2 (`ray_train`) or TorchElastic (`torchrun`: one
+    #: `python -m torch.distributed.run` agent per node, no Ray; see harness/torchrun)
+    runtime: Literal["ray_train", "torchrun"] = "ray_train"
 
     @field_validator("num_workers", mode="before")
     @classmethod
@@ -184,6 +187,63 @@ class ExpectSpec(_Strict):
         return self
 
 
+#: fault kinds a `workload.runtime: torchrun` run can inject (local processes, no Ray)
+TORCHRUN_FAULTS = ("kill_worker", "crash_worker", "kill_node")
+#: every other kind, and why a torchrun run cannot have it
+TORCHRUN_REFUSED = {
+    "hang_worker": "is not available under torchrun (no worker health check: a stopped worker is only "
+                   "noticed when a collective times out)",
+    "preempt_node": "is Ray-only (a drain through Ray's GCS; TorchElastic gets no notice)",
+    "partition_node": "is Ray-only (it stops a raylet)",
+    "corrupt_checkpoint": "is not ported to torchrun (its targets and landing read Ray Train's snapshot)",
+    "storage_errors": "is Ray-only (it wraps Ray Train's storage filesystem)",
+    "starve_resources": "is Ray-only (hog actors hold Ray resources)",
+    "kill_controller": "is Ray-only (torchrun has no Train controller)",
+}
+
+
+def torchrun_problem(sc: "Scenario") -> Optional[str]:
+    """Why a `workload.runtime: torchrun` scenario cannot run, as `field: reason`, or None."""
+    c, w, fc = sc.cluster, sc.workload, sc.failure_config
+    allowed = f"under workload.runtime torchrun allowed: {', '.join(TORCHRUN_FAULTS)}"
+    for i, f in enumerate(sc.faults):
+        if f.kind not in TORCHRUN_FAULTS:
+            return f"faults[{i}].kind: {f.kind} {TORCHRUN_REFUSED.get(f.kind, 'acts through Ray')}; {allowed}"
+        if getattr(f, "graceful", None):
+            return (f"faults[{i}].graceful: Ray-only (ray.kill / a raylet's SIGTERM); under torchrun "
+                    f"{f.kind} is a SIGKILL")
+    if c.address is not None:
+        return ("cluster.address: torchrun starts its own agents on this machine and uses no Ray cluster; "
+                "drop cluster.address (or use workload.runtime: ray_train)")
+    if c.storage != "local":
+        return "cluster.storage: s3 is Ray-only; torchrun workers write checkpoints to a local path"
+    if w.storage_path is not None and "://" in w.storage_path:
+        return f"workload.storage_path: torchrun workers write checkpoints to a local path, not {w.storage_path}"
+    if w.kind != "reference":
+        return "workload.entrypoint: a Ray Train train function needs Ray; under torchrun only the reference workload runs"
+    if w.data != "resumable":
+        return "workload.data: ray_data needs Ray Data; under torchrun allowed: resumable"
+    if w.jit_checkpoint:
+        return "workload.jit_checkpoint: it waits for Ray's preemption notice; torchrun has none"
+    if w.use_gpu is True or c.gpus_per_node:
+        return "workload.use_gpu: torchrun runs here on CPU with gloo; allowed: false or auto"
+    if w.cpus_per_worker != c.cpus_per_node:
+        return (f"workload.cpus_per_worker: torchrun runs one worker per node (--nproc-per-node 1), so it must "
+                f"equal cluster.cpus_per_node ({c.cpus_per_node})")
+    if w.min_workers > c.nodes:
+        return (f"workload.num_workers: {w.min_workers} workers need {w.min_workers} nodes under torchrun "
+                f"(one worker per node); cluster.nodes is {c.nodes}")
+    if fc.max_failures < 0:
+        return "failure_config.max_failures: torchrun's --max-restarts is a finite count; allowed: 0 or more"
+    for name in ("max_preemption_failures", "controller_failure_limit"):
+        if getattr(fc, name):
+            return (f"failure_config.{name}: a Ray Train budget; torchrun counts every failure against "
+                    f"max_failures (--max-restarts)")
+    if fc.preemption_grace_s or fc.relax_collectives_on_preemption:
+        return "failure_config: preemption settings are Ray-only; torchrun has no preemption notice"
+    return None
+
+
 class Scenario(_Strict):
     """An ftharness scenario: the cluster, the training workload, Ray Train's failure
     budgets, the faults to inject and what the run must show (`expect`)."""
@@ -206,7 +266,11 @@ class Scenario(_Strict):
     @model_validator(mode="after")
     def _fits(self):
         c, w = self.cluster, self.workload
-        if c.address is None:
+        if w.runtime == "torchrun":
+            problem = torchrun_problem(self)
+            if problem:
+                raise ValueError(problem)
+        if c.address is None and w.runtime == "ray_train":
             per_node = c.cpus_per_node // w.cpus_per_worker
             capacity = per_node * c.nodes
             if w.min_workers > capacity:

@@ -11,6 +11,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from harness.history.model import History, as_history, charged
 from harness.history.records import gc_paused
+from scenarios.policy_model import TORCHRUN_BUDGET
 from scenarios.properties import PROPERTIES, Facts, applicable, run_checks
 from scenarios.reference_data import WorkloadConfig, expected_accumulators, expected_accumulators_ray_data
 from scenarios.schema import Scenario
@@ -115,11 +116,15 @@ def fault_landings(scenario: Scenario, events: List[Dict[str, Any]],
 
     if specs is None:
         specs = [f.model_dump(mode="json", exclude_none=True) for f in scenario.faults]
+    torchrun = scenario.workload.runtime == "torchrun"
     out = []
     for i, (spec, landing) in enumerate(landings(specs, events)):
+        budget = landing.budget
+        if torchrun and budget is not None:   # TorchElastic charges every failure to its one budget
+            budget = TORCHRUN_BUDGET
         out.append({"index": i, "kind": spec["kind"], "landed": landing.status == "landed",
                     "status": landing.status, "evidence": landing.evidence,
-                    "expected_budget": landing.budget, "failure_seq": landing.failure_seq})
+                    "expected_budget": budget, "failure_seq": landing.failure_seq})
     return out
 
 
@@ -128,6 +133,7 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None) -> Di
     expected_budgets = {f["failure_seq"]: (f["expected_budget"], f["kind"]) for f in faults or []
                         if f["landed"] and f["expected_budget"] and f["failure_seq"] is not None}
     return {
+        "runtime": scenario.workload.runtime,
         "failure_config": scenario.failure_config.model_dump(),
         "outcome": outcome.get("outcome"),
         "error_type": outcome.get("error_type"),
@@ -224,6 +230,7 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
     verdict = FAIL if violated else INCONCLUSIVE if unknown else PASS
     return {
         "scenario": scenario.name,
+        "runtime": scenario.workload.runtime,
         "verdict": verdict,
         "outcome": outcome.get("outcome"),
         "error": outcome.get("error"),

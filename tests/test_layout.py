@@ -25,6 +25,7 @@ LAYERS = [
     ("verdict", ("scenarios.verdict",)),
     ("cluster", ("harness.cluster",)),
     ("job", ("harness.job",)),
+    ("torchrun", ("harness.torchrun",)),  # the torchrun runtime: agents, Ray-free worker, collector
     ("reports", ("reports",)),
     ("run", ("harness.run",)),
     ("frontends", ("harness.frontends",)),

@@ -93,8 +93,14 @@ def cmd_run(args) -> int:
             data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
             data["workload"]["steps"] = args.steps
             scenario = parse_scenario(data, source="--steps", base_dir=scenario.base_dir)
-        address, source = cluster_address(args.address, scenario)
-        check_existing(scenario, address, source, args.allow_destructive)
+        if scenario.workload.runtime == "torchrun":   # no Ray cluster, so RAY_ADDRESS is not ours to read
+            if args.address:
+                return _fail(f"--address: workload.runtime torchrun starts its own agents and uses no Ray "
+                             f"cluster ({args.address})")
+            address, source = None, None
+        else:
+            address, source = cluster_address(args.address, scenario)
+            check_existing(scenario, address, source, args.allow_destructive)
         out = out or os.path.join("results", f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}")
         if os.path.exists(os.path.join(out, "summary.json")):
             return _fail(f"--out {out}: already holds a run; choose another folder")
@@ -122,6 +128,9 @@ def cmd_soak(args) -> int:
     out = args.out
     try:
         base = load_scenario(args.scenario or default_scenario_path())
+        if base.workload.runtime != "ray_train":
+            return _fail(f"workload.runtime: a soak runs on Ray Train (ray_train); {base.workload.runtime} "
+                         f"soaks are not built")
         plan = draw_plan(args.seed, parse_duration(args.duration, "--duration"),
                          parse_duration(args.mtbf, "--mtbf"), parse_mix(args.mix))
         scenario = soak_scenario(base, plan)
@@ -170,7 +179,8 @@ def cmd_suite(args) -> int:
     try:
         scenarios = collect(args.paths)
         for s in scenarios:
-            check_existing(s, *cluster_address(args.address, s), args.allow_destructive)
+            if s.workload.runtime == "ray_train":   # a torchrun scenario never touches the cluster
+                check_existing(s, *cluster_address(args.address, s), args.allow_destructive)
         out = out or os.path.join("results", f"suite-{time.strftime('%Y%m%d-%H%M%S')}")
         summaries = run_suite(scenarios, out, address=args.address or os.environ.get("RAY_ADDRESS"),
                               progress=not args.quiet)

@@ -61,11 +61,18 @@ DISRUPTED = frozenset({"PREEMPTING", "RESTARTING", "RESCHEDULING", "ERRORED"})
 PARTS = ("detection_s", "teardown_s", "scheduling_s", "restore_s", "first_step_s")
 
 
+#: TorchElastic's one budget (`--max-restarts`, counted by each node's agent), for torchrun runs
+TORCHRUN_BUDGET = "max_restarts"
+
+
 def charged(events: Iterable[Event]) -> Dict[str, int]:
-    """Failure events charged to each budget (never raises on a malformed event)."""
+    """Failure events charged to each budget (never raises on a malformed event);
+    `max_restarts` appears only when a torchrun agent charged something to it."""
     used = {b: 0 for b in BUDGETS}
     for e in events:
-        if e.get("kind") == "failure" and e.get("budget") in used:
+        if e.get("kind") == "failure" and e.get("budget") == TORCHRUN_BUDGET:
+            used[TORCHRUN_BUDGET] = used.get(TORCHRUN_BUDGET, 0) + 1
+        elif e.get("kind") == "failure" and e.get("budget") in used:
             used[e["budget"]] += 1
     return used
 
@@ -607,10 +614,13 @@ class History:
         config = failure_config or {}
         failures = [(e, fit) for e, fit, _ in self._of("failure")]
         out = {}
-        for cls in (*BUDGETS, NOT_RETRYABLE):
-            limit_key = LIMIT_FIELD.get(cls)
+        torchrun = any(e.get("budget") == TORCHRUN_BUDGET for e, _ in failures)
+        for cls in (*BUDGETS, NOT_RETRYABLE, *((TORCHRUN_BUDGET,) if torchrun else ())):
+            limit_key = LIMIT_FIELD.get(cls, "max_failures" if cls == TORCHRUN_BUDGET else None)
             mine = [(e, fit) for e, fit in failures if e.get("budget") == cls]
-            retries = Counter(fit for e, fit in mine if e.get("decision") == "RETRY")
+            # a torchrun agent counts its own failures: the most retries of one agent use the budget
+            retries = Counter((fit, e.get("agent")) if cls == TORCHRUN_BUDGET else fit
+                              for e, fit in mine if e.get("decision") == "RETRY")
             limit = config.get(limit_key) if limit_key else None
             out[cls] = {
                 "limit": limit,

@@ -57,8 +57,7 @@ KINDS: Dict[str, tuple] = {
 }
 
 
-@ray.remote(num_cpus=0, max_concurrency=1, concurrency_groups={"join": 16, "hold": 256})
-class HistoryActor:
+class HistoryBook:
     """Appends events to a JSONL file in arrival order; answers progress queries.
 
     Appends run one at a time (`max_concurrency=1`), so the events of one
@@ -66,6 +65,10 @@ class HistoryActor:
     Also maps worker pids to attempts: the controller callback announces each
     worker group, and a worker asks which attempt it belongs to (`join`, in its
     own thread group because it waits for that announcement).
+
+    A plain class, thread-safe on its own lock: Ray runs it as `HistoryActor`;
+    a torchrun run (harness.torchrun.collector) serves the same book from the
+    harness process over loopback TCP, so both runtimes write one format.
     """
 
     def __init__(self, path: str):
@@ -235,6 +238,11 @@ class HistoryActor:
             os.fsync(self._file.fileno())
             self._file.close()
             return self._seq
+
+
+@ray.remote(num_cpus=0, max_concurrency=1, concurrency_groups={"join": 16, "hold": 256})
+class HistoryActor(HistoryBook):
+    """The book as a Ray actor: the history of a ray_train run, pinned to the driver's node."""
 
 
 def actor_name(run_name: str) -> str:

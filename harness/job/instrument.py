@@ -20,7 +20,6 @@ reads when it registers the checkpoint.
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
 import json
 import os
@@ -33,6 +32,7 @@ import ray
 from harness.cluster import ray_private as rp
 from harness.history.records import is_marker, marker_name
 from harness.history.store import Emitter
+from harness.job.digests import digest_of, file_hashes
 from harness.job.rows import RecordedShard
 from harness.errors import ChaosCrash
 
@@ -85,33 +85,6 @@ def read_markers(checkpoint) -> List[Dict[str, Any]]:
     except Exception:
         return out
     return out
-
-
-DIGEST_LIMIT_BYTES = 512 * 1024 * 1024
-
-
-def file_hashes(directory: str) -> Optional[Dict[str, str]]:
-    """sha256 of each file of a checkpoint directory (markers excluded); None
-    for checkpoints too large to hash cheaply."""
-    files = sorted(os.path.relpath(os.path.join(r, f), directory)
-                   for r, _, fs in os.walk(directory) for f in fs if not is_marker(f))
-    if sum(os.path.getsize(os.path.join(directory, f)) for f in files) > DIGEST_LIMIT_BYTES:
-        return None
-    out = {}
-    for rel in files:
-        h = hashlib.sha256()
-        with open(os.path.join(directory, rel), "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        out[rel] = h.hexdigest()
-    return out
-
-
-def digest_of(hashes: Optional[Dict[str, str]]) -> Optional[str]:
-    """One digest over a rank's files (names and contents), for the history."""
-    if hashes is None:
-        return None
-    return hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()
 
 
 def restored_intact(checkpoint, markers: List[Dict[str, Any]]) -> Optional[bool]:

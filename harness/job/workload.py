@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import numpy as np
 
@@ -46,18 +46,83 @@ def dataset(cfg: WorkloadConfig):
 # ----------------------------------------------------------------- train loop
 def train_loop(config: Dict[str, Any]) -> Dict[str, Any]:
     """`train_loop_per_worker` of the reference workload (runs on every rank)."""
+    return run_loop(config, RayTrainSide())
+
+
+class RayTrainSide:
+    """What the training loop needs from its runtime, on Ray Train V2: the rank
+    and device from the train context, the checkpoint Ray hands back, DDP by
+    `prepare_model`, `ray.train.report`, and the instrumentation's hooks.
+    (harness.torchrun.worker has the same methods for TorchElastic.)"""
+
+    def __init__(self):
+        import ray.train
+        import ray.train.torch
+
+        from harness.job import instrument
+
+        ctx = ray.train.get_context()
+        self.rank, self.world_size = ctx.get_world_rank(), ctx.get_world_size()
+        self.device = ray.train.torch.get_device()
+        self._instrument = instrument
+
+    def restore(self) -> Optional[Dict[str, Any]]:
+        """The state a restart resumes from (None for a fresh start)."""
+        import ray.train
+        import torch
+
+        ckpt = ray.train.get_checkpoint()
+        if ckpt is None:
+            return None
+        with ckpt.as_directory() as d:
+            return torch.load(os.path.join(d, "state.pt"), weights_only=False)
+
+    def prepare_model(self, model):
+        import ray.train.torch
+
+        return ray.train.torch.prepare_model(model)
+
+    def report(self, metrics: Dict[str, Any], directory: Optional[str]) -> None:
+        """Report metrics, and the checkpoint in `directory` (rank 0) or none."""
+        import ray.train
+        from ray.train import Checkpoint
+
+        ray.train.report(metrics, checkpoint=Checkpoint.from_directory(directory) if directory else None)
+
+    def dataset_shard(self, name: str):
+        import ray.train
+
+        return ray.train.get_dataset_shard(name)
+
+    def preemption_info(self):
+        import ray.train
+
+        return ray.train.get_preemption_info()
+
+    def step_begin(self, step: int) -> None:
+        self._instrument.step_begin(step)
+
+    def step_done(self, step: int, rows=None, **fields: Any) -> None:
+        self._instrument.step_done(step, rows=rows, **fields)
+
+    def checkpoint_written(self, step: int, local_path: str) -> None:
+        self._instrument.checkpoint_written(step, local_path)
+
+    def preemption_notice(self, step: int, deadline_ms: Any) -> None:
+        if self._instrument.current() is not None:
+            self._instrument.current().emit("preemption_notice", step=step, deadline_ms=deadline_ms)
+
+
+def run_loop(config: Dict[str, Any], side) -> Dict[str, Any]:
+    """The reference training loop on one rank, whatever runs it: `side` is the
+    runtime (RayTrainSide here, harness.torchrun.worker.TorchrunSide there), so
+    both runtimes train, checkpoint and record the very same steps."""
     import torch
     import torch.distributed as dist
-    import ray.train
-    import ray.train.torch
-    from ray.train import Checkpoint
-
-    from harness.job import instrument
 
     cfg = WorkloadConfig(**config)
-    ctx = ray.train.get_context()
-    rank, ws = ctx.get_world_rank(), ctx.get_world_size()
-    device = ray.train.torch.get_device()
+    rank, ws = side.rank, side.world_size
+    device = side.device
 
     torch.manual_seed(cfg.seed)
     hidden = HIDDEN.get(cfg.model, 32)
@@ -68,16 +133,14 @@ def train_loop(config: Dict[str, Any]) -> Dict[str, Any]:
     step = 0
     acc = np.zeros(4, dtype=np.float64)
 
-    ckpt = ray.train.get_checkpoint()
-    if ckpt is not None:
-        with ckpt.as_directory() as d:
-            state = torch.load(os.path.join(d, "state.pt"), weights_only=False)
+    state = side.restore()
+    if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         step = int(state["step"])
         acc = np.asarray(state["acc"], dtype=np.float64)
 
-    model = ray.train.torch.prepare_model(model)
+    model = side.prepare_model(model)
     x_all, y_all = dataset(cfg)
     x_all, y_all = torch.from_numpy(x_all), torch.from_numpy(y_all)
 
@@ -89,15 +152,15 @@ def train_loop(config: Dict[str, Any]) -> Dict[str, Any]:
                 torch.save({"model": raw.state_dict(), "optimizer": optimizer.state_dict(),
                             "step": step, "acc": acc.tolist(), "config": cfg.to_dict()},
                            os.path.join(tmp, "state.pt"))
-                instrument.checkpoint_written(step, tmp)
-                ray.train.report(metrics, checkpoint=Checkpoint.from_directory(tmp))
+                side.checkpoint_written(step, tmp)
+                side.report(metrics, tmp)
         else:
-            ray.train.report(metrics, checkpoint=None)
+            side.report(metrics, None)
 
     def batches():
         """(lineage step index, epoch, local row ids) from the restored position on."""
         if cfg.data == "ray_data":
-            shard = ray.train.get_dataset_shard("train")
+            shard = side.dataset_shard("train")
             s = step
             epoch = s // cfg.steps_per_epoch
             local_batch = max(1, cfg.batch_size // ws)
@@ -129,7 +192,7 @@ def train_loop(config: Dict[str, Any]) -> Dict[str, Any]:
     loss_value = float("nan")
     jit_done = False
     for s, epoch, ids in batches():
-        instrument.step_begin(s + 1)
+        side.step_begin(s + 1)
         idx = torch.from_numpy(ids)
         x, y = x_all[idx].to(device), y_all[idx].to(device)
         # Scale so DDP's gradient mean equals the full global-batch gradient.
@@ -143,7 +206,7 @@ def train_loop(config: Dict[str, Any]) -> Dict[str, Any]:
         acc = acc + inc.cpu().numpy()
         loss_value = float(loss.detach().cpu())
         step = s + 1
-        instrument.step_done(step, rows=ids.tolist(), epoch=epoch, loss=loss_value)
+        side.step_done(step, rows=ids.tolist(), epoch=epoch, loss=loss_value)
         if cfg.step_delay_s:
             import time
             time.sleep(cfg.step_delay_s)
@@ -154,14 +217,12 @@ def train_loop(config: Dict[str, Any]) -> Dict[str, Any]:
             save_and_report(step, loss_value)
         elif cfg.jit_checkpoint and not jit_done:
             # get_preemption_info is a rank-0 broadcast: every rank calls it every step.
-            info = ray.train.get_preemption_info()
+            info = side.preemption_info()
             if info is not None:
-                if instrument.current() is not None:
-                    instrument.current().emit("preemption_notice", step=step, deadline_ms=info.deadline_ms)
+                side.preemption_notice(step, info.deadline_ms)
                 save_and_report(step, loss_value, reason="preemption")
                 jit_done = True
 
     raw = model.module if hasattr(model, "module") else model
     checksum = float(sum(p.detach().double().sum().item() for p in raw.parameters()))
     return {"step": step, "acc": acc.tolist(), "param_checksum": checksum}
-

@@ -86,7 +86,7 @@ class Injector:
     def arm(self) -> None:
         triggered = [s if i in self.faults and s["at"].get("time_s") is None else {"at": {"time_s": 0}}
                      for i, s in enumerate(self.specs)]
-        ray.get(self.history.arm.remote(triggered))
+        self._call("arm", triggered)
         if self.faults:
             self._start_agents()
 
@@ -102,7 +102,7 @@ class Injector:
 
     def tick(self) -> None:
         """One pass: fired triggers, due time triggers, due timeline actions."""
-        polled = ray.get(self.history.take_pending.remote(), timeout=30)
+        polled = self._call("take_pending")
         self._members = polled["members"]
         for p in polled["pending"]:
             self._fire(p["fault"], p["t_requested"], p.get("event") or {}, gated=p["gated"])
@@ -125,7 +125,7 @@ class Injector:
             self._waited = sorted(set(self._waited) | {w.split(":")[0] for w in waiting})
             return
         self.hold_released = True
-        ray.get(self.history.release_hold.remote(), timeout=30)
+        self._call("release_hold")
         self.emitter.emit("landing_hold", held_s=round(now - (progress.get("held_since") or now), 3),
                           waited_for=self._waited)
 
@@ -191,6 +191,15 @@ class Injector:
         self.agents.close()
 
     # -------------------------------------------------------------- internals
+    def _call(self, method: str, *args: Any) -> Any:
+        """A call on the run's history book: here the Ray actor (a torchrun run's
+        injector calls its book in the harness process instead)."""
+        return ray.get(getattr(self.history, method).remote(*args), timeout=30)
+
+    def _release(self, fault: int) -> None:
+        """Let the worker held at this fault's gate go on (not waited for)."""
+        self.history.release.remote(fault)
+
     def _ctx(self, event: Dict[str, Any], fault_index: int) -> FaultContext:
         def schedule(delay_s: float, fn: Callable[[], Dict[str, Any]], label: str, kind: str = "fault_action"):
             heapq.heappush(self._timeline, (time.time() + delay_s, next(self._ids), fn, label, kind, fault_index))
@@ -227,7 +236,7 @@ class Injector:
                               traceback=traceback.format_exc()[-1500:], t_done=time.time(), **base)
         finally:
             if gated:
-                self.history.release.remote(index)
+                self._release(index)
         return record
 
     def _heal(self, fault) -> None:

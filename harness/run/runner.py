@@ -176,6 +176,9 @@ class ScenarioRunner:
     """Drives one scenario on an open cluster; the caller owns the cluster."""
 
     def __init__(self, scenario: Scenario, cluster, options: RunOptions, driver=None):
+        if scenario.workload.runtime != "ray_train":
+            raise ScenarioError(f"workload.runtime: {scenario.workload.runtime} runs without a Ray cluster; run it "
+                                f"with `ftharness run` or `ftharness suite` (harness.run.torchrun_runner)")
         self.scenario = scenario
         #: injects faults the scenario does not list, as the run goes (a soak's fault process):
         #: `driver.tick(runner, progress)` on every progress poll
@@ -455,7 +458,12 @@ def _write_scenario(scenario: Scenario, path: str) -> None:
 
 
 def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
-    """Open the cluster, run the scenario, close the cluster; returns the summary."""
+    """Open the cluster, run the scenario, close the cluster; returns the summary.
+    A `workload.runtime: torchrun` scenario starts no Ray cluster (harness.run.torchrun_runner)."""
+    if scenario.workload.runtime == "torchrun":
+        from harness.run.torchrun_runner import run_torchrun
+
+        return run_torchrun(scenario, options)
     if options.resume:
         _read_summary(options.resume)  # refuse before anything starts
     resolve_train_fn(scenario)         # an entrypoint that does not import: refused before the cluster starts

@@ -7,6 +7,7 @@ Returns one summary per scenario; the caller turns them into an exit code.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -42,8 +43,13 @@ def collect(paths: List[str]) -> List[Scenario]:
 
 def run_one(s: Scenario, cluster, options: RunOptions) -> Dict[str, Any]:
     """One scenario of a suite; a crash of ftharness on it is reported (verdict
-    ERROR, traceback in its folder) and the suite goes on."""
+    ERROR, traceback in its folder) and the suite goes on. A torchrun scenario
+    (cluster None) runs on its own local agents."""
     try:
+        if s.workload.runtime == "torchrun":
+            from harness.run.torchrun_runner import run_torchrun
+
+            return run_torchrun(s, options)
         return ScenarioRunner(s, cluster, options).run()
     except KeyboardInterrupt:
         raise
@@ -63,7 +69,7 @@ def run_one(s: Scenario, cluster, options: RunOptions) -> Dict[str, Any]:
 
 def shape(s: Scenario):
     c = s.cluster
-    return (c.nodes, c.cpus_per_node, c.gpus_per_node, c.profile)
+    return (s.workload.runtime, c.nodes, c.cpus_per_node, c.gpus_per_node, c.profile)
 
 
 def run_suite(scenarios: List[Scenario], out_dir: str, address: str = None,
@@ -75,7 +81,8 @@ def run_suite(scenarios: List[Scenario], out_dir: str, address: str = None,
         groups.setdefault(shape(s), []).append(s)
     done = 0
     for group in groups.values():
-        with open_cluster(group[0].cluster, address) as cluster:
+        torchrun = group[0].workload.runtime == "torchrun"   # no Ray cluster: each run starts its own agents
+        with (contextlib.nullcontext() if torchrun else open_cluster(group[0].cluster, address)) as cluster:
             for s in group:
                 if hasattr(cluster, "heal"):
                     cluster.heal()
@@ -83,7 +90,8 @@ def run_suite(scenarios: List[Scenario], out_dir: str, address: str = None,
                 eta = f", ~{elapsed / done * (len(scenarios) - done):.0f}s left" if done else ""
                 print(f"[{done + 1}/{len(scenarios)}] {s.name} ({elapsed:.0f}s elapsed{eta})",
                       file=sys.stderr, flush=True)
-                options = RunOptions(out_dir=os.path.join(out_dir, s.name), address=address, progress=progress)
+                options = RunOptions(out_dir=os.path.join(out_dir, s.name), address=None if torchrun else address,
+                                     progress=progress)
                 summary = run_one(s, cluster, options)
                 summaries.append(summary)
                 done += 1

@@ -12,6 +12,7 @@ optional and a check skips what it cannot judge without it:
 
 | key | used by |
 | --- | --- |
+| `runtime` (`ray_train` / `torchrun`: which failure policy decided) | budget_accounting, recovers |
 | `failure_config` {max_failures, max_preemption_failures, controller_failure_limit} | budget_accounting, recovers |
 | `outcome`, `error_type` (of the last fit() when it has no `run_end`) | exactly_once_restore, budget_accounting, recovers |
 | `workload` (WorkloadConfig fields; None for a user job) | exactly_once_restore, shard_reassignment |

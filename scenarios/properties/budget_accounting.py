@@ -33,6 +33,8 @@ def check(events: Events, context: dict) -> CheckResult:
     no_outcome = all(h.outcome(f, context)[0] is None for f in h.fits.values())
     if not any(f.failures for f in h.fits.values()) and no_outcome:  # a mis-charge is judged without one
         return not_judged("budget_accounting", "no failure and no fit() outcome was recorded")
+    if policy_model.is_torchrun(context, h.failures()):
+        return _check_torchrun(h, context)
     violations: List[str] = []
     findings: List[str] = []
     hints = _budget_hints(h, context, findings)
@@ -173,3 +175,57 @@ def _controller_killed(h: History, context: dict) -> Optional[bool]:
     if not kinds and context.get("injected") is None:
         return None
     return "kill_controller" in kinds
+
+
+# --------------------------------------------------------------- TorchElastic
+#: budgets a torchrun agent may charge each error type to (policy_model.torchrun_expectation)
+TORCHRUN_ERROR_BUDGETS = {policy_model.TORCHRUN_RAISED: {policy_model.TORCHRUN_BUDGET},
+                          "MembershipChange": {policy_model.TORCHRUN_MEMBERSHIP}}
+
+
+def _check_torchrun(h: History, context: dict) -> CheckResult:
+    """The torchrun rule: each agent counts its own group's failures against
+    `--max-restarts` and retries while its count allows; an agent's own fatal
+    error (rendezvous timed out or closed) is charged to no budget and raised;
+    the run fails exactly when some agent raised."""
+    violations: List[str] = []
+    findings: List[str] = []
+    hints = _budget_hints(h, context, findings)
+    limit = policy_model.torchrun_limit(context.get("failure_config"))
+    for fit in [h.fits[i] for i in sorted(h.fits)]:
+        for f in fit.failures:
+            budget, hint = f.get("budget"), hints.get(f.get("seq"))
+            want = TORCHRUN_ERROR_BUDGETS.get(f.get("error_type"), {NOT_RETRYABLE})
+            if hint and budget == policy_model.TORCHRUN_MEMBERSHIP and budget in want:
+                findings.append(f"{failure_text(h, f)}: the injected {hint[1]} restarted node {f.get('agent')}'s "
+                                f"group as a membership change, which TorchElastic does not count")
+            elif hint and budget != hint[0]:
+                violations.append(f"{failure_text(h, f)} charged to {budget}; the injected {hint[1]} "
+                                  f"is charged to {hint[0]}")
+            elif budget not in want:
+                violations.append(f"{failure_text(h, f)} charged to {budget}; a torchrun agent charges "
+                                  f"{f.get('error_type')} to {' or '.join(sorted(want))}")
+        model, known = policy_model.fit_expectation(context.get("failure_config"), fit.failures, context)
+        for f, d in zip(known, model.decisions):
+            where = f"{failure_text(h, f)} on node {f.get('agent')}"
+            if d.budget == policy_model.TORCHRUN_BUDGET and f.get("count") is not None and f["count"] != d.count:
+                violations.append(f"{where}: max_restarts count {f['count']}, expected {d.count} "
+                                  f"(that agent's failures so far)")
+            if f.get("decision") != d.decision:
+                violations.append(f"{where}: {f.get('decision')} with count {d.count} and --max-restarts "
+                                  f"{limit}; TorchElastic decides {d.decision}")
+            if d.budget == policy_model.TORCHRUN_BUDGET and f.get("limit") is not None and f["limit"] != limit:
+                violations.append(f"{where}: the agent ran with --max-restarts {f['limit']}, the scenario "
+                                  f"asks for {limit}")
+        violations += _attempts_after_raise(h, fit)
+        violations += _outcome_violations(h, fit, context, findings)
+    per_agent = Counter(f.get("agent") for f in h.failures() if f.get("budget") == policy_model.TORCHRUN_BUDGET)
+    fatal = sum(1 for f in h.failures() if f.get("budget") == NOT_RETRYABLE)
+    moved = sum(1 for f in h.failures() if f.get("budget") == policy_model.TORCHRUN_MEMBERSHIP)
+    summary = (f"{sum(per_agent.values())} failure(s) charged to max_restarts as TorchElastic's agents count "
+               f"them ({', '.join(f'node {a}: {n}' for a, n in sorted(per_agent.items(), key=str)) or 'none'})"
+               f"{f', {moved} membership restart(s) not counted' if moved else ''}"
+               f"{f', {fatal} fatal to an agent (no budget)' if fatal else ''}; decisions and outcome follow "
+               f"--max-restarts {limit} per agent (Ray Train's separate worker-group, preemption and "
+               f"controller budgets do not apply)")
+    return result("budget_accounting", violations, findings, summary)

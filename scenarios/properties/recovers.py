@@ -25,12 +25,10 @@ def check(events: Events, context: dict) -> CheckResult:
     (fault or failure -> first step of an attempt restarted after it) fit the bound."""
     h = as_history(events)
     fit = h.last_fit()
-    known = [f for f in fit.failures if policy_model.failure_class(f.get("budget"), f.get("error_type"))]
-    model = policy_model.expected_outcome(
-        context.get("failure_config"),
-        [policy_model.failure_class(f.get("budget"), f.get("error_type")) for f in known])
+    model, known = policy_model.fit_expectation(context.get("failure_config"), fit.failures, context)
     if model.outcome == "failed":
-        d, f = model.decisions[-1], known[len(model.decisions) - 1]
+        i = next(i for i, d in enumerate(model.decisions) if d.decision == "RAISE")  # Ray's is the last
+        d, f = model.decisions[i], known[i]
         why = ("is not retryable" if d.budget == NOT_RETRYABLE else
                f"exhausted the {d.budget} budget (count {d.count} > limit {d.limit})")
         return not_judged("recovers", f"{failure_text(h, f)} {why}: no recovery owed")

@@ -1,0 +1,254 @@
+"""Runs one `workload.runtime: torchrun` scenario: no Ray cluster is started.
+
+Flow: validate -> results folder -> collector (the history book, served on
+loopback) -> armed injector -> one elastic agent per node (harness.torchrun.launcher)
+-> the injector fires faults while the agents run -> every agent exits ->
+`run_end` -> teardown -> the same verdict and summary.json as a Ray run.
+
+What maps to what (README, "The torchrun runtime"): a node is an agent
+process; an attempt is a rendezvous round; the budget is `--max-restarts`
+(`failure_config.max_failures`), counted by each agent for its own group.
+The run succeeded when every agent that took part and was not killed by a
+fault exited 0; it failed when one of them did not (its error type: what the
+agent raised, ChildFailedError when its restarts ran out).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any, Dict, List, Optional
+
+from harness.history import records
+from harness.run.injector import Injector
+from harness.run.runner import RunOptions, _write_scenario, crash_plans, new_run_name, storage_location, versions
+from harness.run.runner import workload_config
+from harness.errors import ScenarioError
+from harness.history.model import TORCHRUN_BUDGET
+from harness.torchrun.collector import Collector, LocalEmitter
+from harness.torchrun.launcher import RDZV_CONF, Launcher, ProcessAgents
+from scenarios.schema import Scenario
+
+TICK_S = 0.05
+#: after the first agent succeeded, how long the others may take to follow (exit barrier, spares)
+FOLLOW_S = 60.0
+
+
+class TorchrunInjector(Injector):
+    """The fault injector on a history book in this process and local agent processes."""
+
+    def __init__(self, scenario: Scenario, launcher: Launcher, collector: Collector, run_name: str,
+                 storage_dir: str, history_path: str):
+        super().__init__(scenario, launcher, collector.book, run_name, storage_dir, history_path,
+                         health_check_timeout_s=0.0)
+        self.emitter = LocalEmitter(collector.book, run_name, "injector")
+        self.agents = ProcessAgents(launcher)
+
+    def _start_agents(self) -> None:
+        pass   # the nodes are local processes: nothing to place on them
+
+    def _call(self, method: str, *args: Any) -> Any:
+        return getattr(self.history, method)(*args)
+
+    def _release(self, fault: int) -> None:
+        self.history.release(fault)
+
+
+def nnodes(scenario: Scenario) -> tuple:
+    w = scenario.workload
+    return tuple(w.num_workers) if isinstance(w.num_workers, tuple) else (w.num_workers, w.num_workers)
+
+
+class TorchrunRunner:
+    """Drives one torchrun scenario; owns its processes from start to teardown."""
+
+    def __init__(self, scenario: Scenario, options: RunOptions):
+        if scenario.workload.runtime != "torchrun":
+            raise ScenarioError("workload.runtime: this runner runs torchrun scenarios only")
+        if options.resume:
+            raise ScenarioError("--resume: a torchrun run cannot be resumed (TorchElastic has no run to continue)")
+        if options.address:
+            raise ScenarioError(f"--address: workload.runtime torchrun starts its own agents and uses no Ray "
+                                f"cluster ({options.address})")
+        self.scenario = scenario
+        self.options = options
+        self.out_dir = os.path.abspath(options.out_dir)
+        self.run_name = new_run_name(scenario.name)
+        self.storage_path = storage_location(scenario.workload.storage_path or os.path.join(self.out_dir, "storage"))
+        self.run_dir = os.path.join(self.storage_path, self.run_name)
+        self.history_path = os.path.join(self.out_dir, records.HISTORY_FILE)
+        self.max_restarts = int(scenario.failure_config.max_failures)
+        self.collector: Optional[Collector] = None
+        self.launcher: Optional[Launcher] = None
+        self.injector: Optional[TorchrunInjector] = None
+        self.t0 = time.time()
+
+    # -- public
+    def run(self) -> Dict[str, Any]:
+        sc = self.scenario
+        os.makedirs(self.out_dir, exist_ok=True)
+        _write_scenario(sc, os.path.join(self.out_dir, "scenario.yaml"))
+        self.collector = Collector(self.history_path, self.run_name)
+        outcome: Dict[str, Any] = {}
+        try:
+            emitter = LocalEmitter(self.collector.book, self.run_name, "harness")
+            self.t0 = time.time()
+            duration = sc.workload.duration_s
+            cfg = workload_config(sc, use_gpu=False, stop_at=None if duration is None else self.t0 + duration)
+            spec_path = self._write_spec(cfg)
+            self.launcher = Launcher(self.run_name, sc.cluster.nodes, nnodes(sc), self.max_restarts, spec_path,
+                                     self.collector.address, os.path.join(self.out_dir, "torchrun"),
+                                     profile=sc.cluster.profile)
+            self.injector = TorchrunInjector(sc, self.launcher, self.collector, self.run_name, self.run_dir,
+                                             self.history_path)
+            self.injector.arm()
+            emitter.emit("run_start", scenario=sc.name, run_name=self.run_name, storage_path=self.storage_path,
+                         resume_of=None, workload=cfg, failure_config=sc.failure_config.model_dump(),
+                         num_workers=sc.workload.num_workers, fit_index=1, runtime="torchrun",
+                         max_restarts=self.max_restarts)
+            self.launcher.start()
+            outcome = self._wait()
+            emitter.emit("run_end", fit_index=1, **outcome)
+        finally:
+            try:
+                if self.injector is not None:
+                    self.injector.finish()
+            finally:
+                try:
+                    if self.launcher is not None:
+                        self.launcher.close()
+                finally:
+                    self.collector.close()
+        return self.summarize(outcome, time.time() - self.t0)
+
+    # -- internals
+    def _write_spec(self, cfg: Dict[str, Any]) -> str:
+        sc = self.scenario
+        spec = {"run_name": self.run_name, "run_dir": self.run_dir, "workload": cfg,
+                "crash_plans": crash_plans(sc), "num_to_keep": sc.workload.num_to_keep,
+                "hold_s": sc.timeout_s if (sc.faults and sc.landing_hold) else None,
+                "pg_timeout_s": 120}
+        folder = os.path.join(self.out_dir, "torchrun")
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "worker-spec.json")
+        with open(path, "w") as f:
+            json.dump(spec, f, indent=2)
+        return path
+
+    def _wait(self) -> Dict[str, Any]:
+        from harness.run.progress import Progress
+
+        deadline = self.t0 + self.scenario.timeout_s
+        self.injector.start()
+        last_progress, first_ok = 0.0, None
+        with Progress(self.scenario, enabled=self.options.progress) as progress:
+            while True:
+                self.injector.tick()
+                now = time.time()
+                if now - last_progress > 0.5:
+                    last_progress = now
+                    self.launcher.sample()
+                    state = self.collector.book.progress()
+                    progress.update(state)
+                    self.injector.resolve_hold(state)
+                codes = self.launcher.exit_codes()
+                if not self.launcher.running():
+                    return self._outcome()
+                if first_ok is None and any(c == 0 for c in codes.values()):
+                    first_ok = now
+                if first_ok is not None and now - first_ok > FOLLOW_S:
+                    return self._outcome(note=f"agents {self.launcher.running()} still running {FOLLOW_S:.0f} s "
+                                              f"after one finished; stopped")
+                if now > deadline:
+                    return {"outcome": "failed", "error_type": "ScenarioTimeout", "agents": self.agents_report(),
+                            "error": f"the agents did not finish within timeout_s={self.scenario.timeout_s}"}
+                time.sleep(TICK_S)
+
+    def agents_report(self) -> List[Dict[str, Any]]:
+        """Each agent: how it ended, by its own last word and its exit code."""
+        exits = self.collector.agent_exits if self.collector is not None else {}
+        killed = self.launcher.killed()
+        return [{"node": i, "node_id": self.launcher.node_id(i), "exit_code": code,
+                 "killed_by_fault": i in killed, **{k: v for k, v in exits.get(i, {}).items()
+                                                    if k in ("how", "participated", "error_type", "error")}}
+                for i, code in sorted(self.launcher.exit_codes().items())]
+
+    def _outcome(self, note: Optional[str] = None) -> Dict[str, Any]:
+        agents = self.agents_report()
+        live = [a for a in agents if not a["killed_by_fault"]]
+        # a spare node that never ran a worker may leave the closed rendezvous with an error: not the job's
+        counted = [a for a in live if a.get("participated", True)]
+        failed = [a for a in counted if a["exit_code"] != 0]
+        ok = [a for a in counted if a["exit_code"] == 0]
+        events = records.read_events(self.history_path)
+        ends = [e for e in events if e.get("kind") == "worker_end" and e.get("rank") == 0
+                and e.get("return_value") is not None]
+        reports = [e for e in events if e.get("kind") == "report" and e.get("rank") == 0]
+        out: Dict[str, Any] = {"agents": agents}
+        if ok and not failed:
+            out.update(outcome="succeeded", error_type=None, error=note,
+                       return_value=ends[-1]["return_value"] if ends else None,
+                       metrics=dict(reports[-1].get("metrics") or {}) if reports else None,
+                       checkpoint=(reports[-1].get("checkpoint") if reports else None))
+            return out
+        first = failed[0] if failed else None
+        raised = next((e for e in events if e.get("kind") == "failure" and e.get("decision") == "RAISE"), None)
+        if raised is not None:     # the job failed of the first agent that gave up
+            error_type = raised.get("error_type")
+        elif first is not None:
+            error_type = first.get("error_type") or f"AgentExit{first['exit_code']}"
+        else:
+            error_type = "AllNodesKilled"
+        error = (f"node {first['node']} agent exited {first['exit_code']}: {first.get('error') or first.get('how')}"
+                 if first else "no agent that took part was left (every one was killed)")
+        out.update(outcome="failed", error_type=error_type, error=(error + (f"; {note}" if note else ""))[:2000])
+        return out
+
+    def summarize(self, outcome: Dict[str, Any], wall: float) -> Dict[str, Any]:
+        from scenarios.verdict import evaluate
+
+        read = records.read_history(self.history_path)
+        summary = evaluate(self.scenario, read.events, outcome, read.problems,
+                           fault_specs=self.injector.specs if self.injector else None)
+        leftovers = sorted(pid for pid, _ in self.launcher.leftovers()) if self.launcher else []
+        summary["budgets"] = {TORCHRUN_BUDGET: summary["budgets"].get(TORCHRUN_BUDGET, 0)}
+        summary.update({
+            "not_applicable": {
+                "budgets worker_group, preemption, controller": "Ray Train's separate budgets; TorchElastic has "
+                "one, --max-restarts (failure_config.max_failures), counted by each node's agent, and "
+                "budget_accounting judges by that rule",
+                "Train controller states": "TorchElastic has no controller; the agents' decisions are recorded "
+                "as controller_state and failure events (harness.torchrun.agent)",
+            },
+            "run_name": self.run_name,
+            "wall_time_s": round(wall, 3),
+            "storage_path": self.storage_path,
+            "resume_of": None,
+            "results_dir": self.out_dir,
+            "versions": versions(),
+            "agents": outcome.get("agents", []),
+            "settings": {
+                "runtime": "torchrun",
+                "profile": self.scenario.cluster.profile,
+                "address": "torchrun (local elastic agents, no Ray)",
+                "address_source": None,
+                "head_node_id": "harness",
+                "nodes": self.scenario.cluster.nodes,
+                "nnodes": "%d:%d" % nnodes(self.scenario),
+                "max_restarts": self.max_restarts,
+                "rdzv_conf": {"is_host": False, **RDZV_CONF.get(self.scenario.cluster.profile, {})},
+                "train_env": {},
+                "use_gpu": False,
+                "cluster_start_s": 0.0,
+                "leftover_pids": leftovers,
+            },
+        })
+        with open(os.path.join(self.out_dir, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=2, default=str)
+        return summary
+
+
+def run_torchrun(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
+    """Run a torchrun scenario end to end; returns its summary."""
+    return TorchrunRunner(scenario, options).run()

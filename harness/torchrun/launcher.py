@@ -1,0 +1,286 @@
+"""The nodes of a torchrun run: one elastic agent per node, as local processes.
+
+`Launcher.start()` hosts the c10d rendezvous store in the harness process (a
+TCPStore on loopback; every agent joins it with `is_host=false`, so killing any
+node never takes the store down, as etcd or a head node would not go down with
+a worker) and starts one `python -m harness.torchrun.agent` per scenario node:
+
+    --nnodes MIN:MAX --nproc-per-node 1 --rdzv-backend c10d
+    --rdzv-endpoint 127.0.0.1:PORT --rdzv-id RUN --max-restarts N --monitor-interval 0.1
+
+Each agent runs in its own session (process group) with its log in
+`RESULTS/torchrun/node-<i>.log`; its workers, which TorchElastic starts in
+sessions of their own, die with it (harness.torchrun.orphans). `close()`
+SIGTERMs every agent (TorchElastic stops its workers), then SIGKILLs what is
+left of every process tree it ever saw; it runs on return, exception, Ctrl-C,
+SIGTERM (turned into KeyboardInterrupt while running) and atexit.
+
+The launcher is also what faults see of the cluster (FaultContext.cluster):
+nodes by index and id, `remove_node` (SIGKILL an agent and all its workers,
+which restarts nothing), `add_node` (a replacement agent joins the rendezvous);
+and, through `ProcessAgents`, `signal(node_id, pid, sig)` for one worker.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+from harness.cluster.reaper import Proc, alive, descendants, identify, kill_all
+from harness.errors import FaultSkipped
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HEAD = "harness"   # the harness's own "node": the store and the collector; never a fault's target
+
+#: rendezvous settings per cluster.profile: `fast` detects a dead node in ~3 s (keep-alives
+#: every 1 s, 3 missed), as the fast Ray profile does; `ray_defaults` keeps TorchElastic's own
+RDZV_CONF = {
+    "fast": {"join_timeout": 60, "last_call_timeout": 1, "close_timeout": 10,
+             "keep_alive_interval": 1, "keep_alive_max_attempt": 3},
+    "ray_defaults": {},
+}
+MONITOR_INTERVAL_S = {"fast": 0.1, "ray_defaults": 0.1}
+STOP_GRACE_S = 5.0
+
+
+@dataclass
+class AgentProcess:
+    index: int
+    node_id: str
+    proc: subprocess.Popen
+    log: Any
+    started: float
+    killed_by_fault: bool = False
+    seen: Set[Proc] = field(default_factory=set)   # every process of its tree ever sampled
+
+
+def node_id(index: int) -> str:
+    """A node's id in the history: its agent (reports show an id's first 8 characters)."""
+    return f"agent-{index}"
+
+
+class Launcher:
+    def __init__(self, run_name: str, nodes: int, nnodes: Tuple[int, int], max_restarts: int, spec_path: str,
+                 collector_address: str, log_dir: str, profile: str = "fast"):
+        self.run_name = run_name
+        self.initial_nodes = nodes
+        self.nnodes = nnodes
+        self.max_restarts = max_restarts
+        self.spec_path = spec_path
+        self.collector_address = collector_address
+        self.log_dir = log_dir
+        self.profile = profile
+        self.agents: Dict[int, AgentProcess] = {}
+        self.store = None
+        self.port: Optional[int] = None
+        self._next = 0
+        self._closed = False
+        self._old_sigterm = None
+
+    # -------------------------------------------------------------- lifecycle
+    def start(self) -> "Launcher":
+        from torch.distributed import TCPStore
+
+        os.makedirs(self.log_dir, exist_ok=True)
+        atexit.register(self.close)
+        self._install_sigterm()
+        self.store = TCPStore("127.0.0.1", 0, is_master=True, multi_tenant=True, wait_for_workers=False)
+        self.port = int(self.store.port)
+        for _ in range(self.initial_nodes):
+            self.add_node()
+        return self
+
+    def command(self) -> List[str]:
+        conf = {"is_host": "false", **RDZV_CONF.get(self.profile, {})}
+        return [sys.executable, "-m", "harness.torchrun.agent",
+                "--nnodes", f"{self.nnodes[0]}:{self.nnodes[1]}", "--nproc-per-node", "1",
+                "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{self.port}",
+                "--rdzv-id", self.run_name, "--rdzv-conf", ",".join(f"{k}={v}" for k, v in conf.items()),
+                "--max-restarts", str(self.max_restarts),
+                "--monitor-interval", str(MONITOR_INTERVAL_S.get(self.profile, 0.1)),
+                "--local-addr", "127.0.0.1",
+                "-m", "harness.torchrun.worker", self.spec_path]
+
+    def environment(self, index: int) -> Dict[str, str]:
+        env = dict(os.environ)
+        env.update({
+            "PYTHONPATH": os.pathsep.join([REPO] + [p for p in [os.environ.get("PYTHONPATH")] if p]),
+            "PYTHONUNBUFFERED": "1",
+            "OMP_NUM_THREADS": "1",
+            "LOGLEVEL": os.environ.get("FTHARNESS_TORCHRUN_LOGLEVEL", "INFO"),
+            # each round's rank 0 hosts its workers' store: an agent's shared store would die with its node
+            "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
+            "FTHARNESS_COLLECTOR": self.collector_address,
+            "FTHARNESS_RUN": self.run_name,
+            "FTHARNESS_NODE_INDEX": str(index),
+            "FTHARNESS_NODE_ID": node_id(index),
+            "FTHARNESS_PARENT_PID": str(os.getpid()),
+        })
+        env.pop("RAY_ADDRESS", None)
+        return env
+
+    def add_node(self) -> int:
+        """Start one more agent (a node joining, or a replacement); its index."""
+        if self._closed:
+            raise FaultSkipped("the run's nodes are torn down")
+        index, self._next = self._next, self._next + 1
+        log = open(os.path.join(self.log_dir, f"node-{index}.log"), "ab")
+        proc = subprocess.Popen(self.command(), env=self.environment(index), cwd=REPO, stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.agents[index] = AgentProcess(index, node_id(index), proc, log, time.time())
+        self.sample()
+        return index
+
+    def sample(self) -> None:
+        """Remember every process of every agent's tree (a killed agent's workers
+        are re-parented and can no longer be found by walking from it)."""
+        for a in self.agents.values():
+            if a.proc.poll() is None:
+                a.seen |= identify(descendants({a.proc.pid}))
+
+    def running(self) -> List[int]:
+        return [i for i, a in self.agents.items() if a.proc.poll() is None]
+
+    def exit_codes(self) -> Dict[int, Optional[int]]:
+        return {i: a.proc.poll() for i, a in self.agents.items()}
+
+    def killed(self) -> Set[int]:
+        return {i for i, a in self.agents.items() if a.killed_by_fault}
+
+    def leftovers(self) -> Set[Proc]:
+        """Processes of this run still alive (none after close)."""
+        return alive(set().union(*(a.seen for a in self.agents.values())) if self.agents else set())
+
+    def close(self) -> None:
+        """Stop every agent (SIGTERM: TorchElastic stops its workers), then
+        SIGKILL whatever of any tree is left; stop the rendezvous store."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.sample()
+            for a in self.agents.values():
+                if a.proc.poll() is None:
+                    try:
+                        os.kill(a.proc.pid, signal.SIGTERM)
+                    except ProcessLookupError:
+                        pass
+            deadline = time.time() + STOP_GRACE_S
+            for a in self.agents.values():
+                try:
+                    a.proc.wait(timeout=max(0.1, deadline - time.time()))
+                except subprocess.TimeoutExpired:
+                    pass
+            everything = set().union(*(a.seen for a in self.agents.values())) if self.agents else set()
+            for _ in range(3):
+                kill_all(alive(everything))
+                if not alive(everything):
+                    break
+                time.sleep(0.2)
+            for a in self.agents.values():
+                try:
+                    a.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
+                a.log.close()
+        finally:
+            self.store = None
+            self._restore_sigterm()
+            atexit.unregister(self.close)
+
+    def _install_sigterm(self) -> None:
+        def on_term(signum, frame):
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        try:
+            self._old_sigterm = signal.signal(signal.SIGTERM, on_term)
+        except ValueError:  # not the main thread: atexit and the death signals still hold
+            self._old_sigterm = None
+
+    def _restore_sigterm(self) -> None:
+        if self._old_sigterm is not None:
+            try:
+                signal.signal(signal.SIGTERM, self._old_sigterm)
+            except ValueError:
+                pass
+            self._old_sigterm = None
+
+    # ------------------------------------------------- what faults see (FaultContext.cluster)
+    def head_node_id(self) -> str:
+        return HEAD
+
+    def node_id(self, index: int) -> str:
+        return node_id(index)
+
+    def node_index(self, nid: str) -> Optional[int]:
+        for i, a in self.agents.items():
+            if a.node_id == nid:
+                return i
+        return None
+
+    def worker_node_indices(self) -> List[int]:
+        """Indices of the nodes whose agent is alive."""
+        return self.running()
+
+    def nodes(self) -> List[Any]:
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(node_id=a.node_id, is_head=False, alive=a.proc.poll() is None)
+                for a in self.agents.values()]
+
+    def remove_node(self, index: int, graceful: bool = False) -> None:
+        """The node dies: SIGKILL its agent and every process under it at once."""
+        a = self.agents.get(index)
+        if a is None or a.proc.poll() is not None:
+            raise FaultSkipped(f"node {index} is not running")
+        self.sample()
+        a.killed_by_fault = True
+        kill_all(alive(a.seen | identify(descendants({a.proc.pid}))))
+        try:
+            a.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def train_env(self) -> Dict[str, str]:
+        return {}
+
+    def signal_worker(self, nid: str, pid: int, sig: int) -> bool:
+        """Send `sig` to a worker of node `nid`; False if it is already gone. Refuses
+        any process that is not under that node's agent."""
+        index = self.node_index(nid)
+        a = self.agents.get(index) if index is not None else None
+        if a is None or a.proc.poll() is not None:
+            return False
+        tree = descendants({a.proc.pid})
+        if not os.path.exists(f"/proc/{pid}"):
+            return False
+        if pid not in tree or pid == a.proc.pid:
+            raise ValueError(f"pid {pid} is not a worker of node {nid}")
+        self.sample()
+        try:
+            os.kill(pid, sig)
+            return True
+        except ProcessLookupError:
+            return False
+
+
+class ProcessAgents:
+    """FaultContext.agents for torchrun: signals a worker process of a node directly."""
+
+    def __init__(self, launcher: Launcher):
+        self.launcher = launcher
+
+    def start(self, node_ids) -> None:
+        pass
+
+    def signal(self, nid: str, pid: int, sig: int) -> bool:
+        return self.launcher.signal_worker(nid, pid, sig)
+
+    def close(self) -> None:
+        pass

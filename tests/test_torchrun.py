@@ -1,0 +1,156 @@
+"""workload.runtime: torchrun for real: TorchElastic agents and gloo workers on
+loopback, real SIGKILLs, no Ray. Each test runs a catalog scenario (or the CLI)
+and checks that the fault landed, the run recovered, the properties that apply
+pass, the Ray-only notions say why they do not apply, and no process is left."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.history.records import read_history
+from harness.run.runner import RunOptions
+from harness.run.suite import catalog_dir
+from harness.run.torchrun_runner import run_torchrun
+from scenarios.schema import load_scenario, parse_scenario
+
+pytestmark = pytest.mark.torchrun
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def processes_mentioning(text):
+    """pids of live processes whose command line names `text` (this test's own folder)."""
+    out = subprocess.run(["pgrep", "-f", text], capture_output=True, text=True).stdout.split()
+    return sorted(int(p) for p in out if int(p) != os.getpid())
+
+
+def wait_gone(text, timeout_s=20):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline and processes_mentioning(text):
+        time.sleep(0.5)
+    return processes_mentioning(text)
+
+
+def run_catalog(name, tmp_path):
+    out = str(tmp_path / name)
+    t = time.time()
+    summary = run_torchrun(load_scenario(os.path.join(catalog_dir(), f"{name}.yaml")),
+                           RunOptions(out_dir=out, progress=False))
+    summary["_took_s"] = time.time() - t
+    return summary, out
+
+
+def assert_recovered_and_clean(summary, out):
+    assert summary["verdict"] == "PASS", summary["mismatches"] + summary["inconclusive"]
+    assert summary["outcome"] == "succeeded" and summary["attempts"] >= 2
+    assert [f["landed"] for f in summary["faults"]] == [True]
+    assert summary["faults"][0]["expected_budget"] == "max_restarts"
+    for name in summary["expected_properties"]:
+        assert summary["properties"][name]["status"] == "passed", (name, summary["properties"][name])
+    assert "do not apply" in summary["properties"]["budget_accounting"]["explanation"]
+    assert all(reason for reason in summary["not_applicable"].values())
+    assert summary["final_state"]["exact"] is True
+    assert summary["recovery_times_s"] and all(r > 0 for r in summary["recovery_times_s"])
+    assert read_history(out).complete
+    assert summary["settings"]["leftover_pids"] == []
+    assert wait_gone(out, 5) == [], "processes of the run are still alive"
+    for f in ("summary.json", "history.jsonl", "scenario.yaml", "torchrun/worker-spec.json"):
+        assert os.path.exists(os.path.join(out, f)), f
+
+
+def test_kill_worker_under_torchrun_recovers_from_the_latest_checkpoint(tmp_path):
+    summary, out = run_catalog("kill-worker-torchrun", tmp_path)
+    print(f"kill-worker-torchrun: {summary['_took_s']:.1f} s, recovery {summary['recovery_times_s']} s")
+    assert_recovered_and_clean(summary, out)
+    hit = summary["faults"][0]
+    assert "SIGKILL" in hit["evidence"] and "rank 1" in hit["evidence"]
+    events = read_history(out).events
+    decisions = [e for e in events if e["kind"] == "failure"]
+    # the killed worker's own agent charges it to its --max-restarts; the other one may restart by membership
+    assert any(e["budget"] == "max_restarts" and e["decision"] == "RETRY" and e["count"] == 1 for e in decisions)
+    assert {e["budget"] for e in decisions} <= {"max_restarts", "membership"}
+    restored = [e for e in events if e["kind"] == "worker_start" and e.get("restored_checkpoint")]
+    assert {e["restored_step"] for e in restored} == {4} and {e["rank"] for e in restored} == {0, 1}
+    assert all(a["exit_code"] == 0 for a in summary["agents"] if a.get("participated"))
+
+
+def test_kill_node_under_torchrun_kills_the_agent_and_its_workers_and_a_replacement_joins(tmp_path):
+    summary, out = run_catalog("kill-node-torchrun", tmp_path)
+    print(f"kill-node-torchrun: {summary['_took_s']:.1f} s, recovery {summary['recovery_times_s']} s")
+    assert_recovered_and_clean(summary, out)
+    killed = [a for a in summary["agents"] if a["killed_by_fault"]]
+    assert len(killed) == 1 and killed[0]["exit_code"] == -signal.SIGKILL
+    events = read_history(out).events
+    hit = next(e for e in events if e["kind"] == "fault_injected")["target_hit"]
+    assert hit["node_id"] == killed[0]["node_id"] and hit["ranks"] == [0]
+    assert any(e["kind"] == "fault_action" and "replacement" in e["action"] for e in events)
+    assert len(summary["agents"]) == 3          # two nodes and the replacement
+    groups = [e for e in events if e["kind"] == "worker_group_started"]
+    assert killed[0]["node_id"] not in {w["node_id"] for w in groups[-1]["workers"]}
+
+
+def test_crash_worker_and_an_exhausted_max_restarts_under_torchrun(tmp_path):
+    """A raise in the train loop is charged like a kill; with --max-restarts 0 the agents raise
+    ChildFailedError, the run fails as expected, and no recovery is owed."""
+    base = {"cluster": {"nodes": 2}, "workload": {"runtime": "torchrun", "num_workers": 2, "steps": 10,
+                                                  "checkpoint_every": 2}}
+    crash = parse_scenario({**base, "name": "crash-torchrun", "failure_config": {"max_failures": 1},
+                            "faults": [{"kind": "crash_worker", "target": {"rank": 0},
+                                        "where": "after_checkpoint_write", "at": {"step": 4}}]})
+    summary = run_torchrun(crash, RunOptions(out_dir=str(tmp_path / "crash"), progress=False))
+    assert_recovered_and_clean(summary, str(tmp_path / "crash"))
+    assert "crash_worker hit rank 0" in summary["faults"][0]["evidence"]
+
+    out = str(tmp_path / "exhausted")
+    exhausted = parse_scenario({**base, "name": "exhausted-torchrun", "failure_config": {"max_failures": 0},
+                                "faults": [{"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 3}}],
+                                "expect": {"outcome": "failed"}})
+    summary = run_torchrun(exhausted, RunOptions(out_dir=out, progress=False))
+    assert summary["verdict"] == "PASS", summary["mismatches"] + summary["inconclusive"]
+    assert (summary["outcome"], summary["error_type"]) == ("failed", "ChildFailedError")
+    assert summary["properties"]["budget_accounting"]["status"] == "passed"
+    assert "no recovery owed" in summary["properties"]["recovers"]["explanation"]
+    raises = [e for e in read_history(out).events if e["kind"] == "failure" and e["decision"] == "RAISE"]
+    assert any(e["budget"] == "max_restarts" and e["count"] == 1 for e in raises)
+    assert {e["budget"] for e in raises} <= {"max_restarts", "none"}   # `none`: a rendezvous closed under it
+    assert summary["settings"]["leftover_pids"] == [] and wait_gone(out, 5) == []
+
+
+def test_ctrl_c_and_a_killed_harness_leave_no_process_behind(tmp_path):
+    """Ctrl-C: the runner tears everything down and exits 130. SIGKILL of the
+    harness: the agents and workers die with it (PR_SET_PDEATHSIG)."""
+    scenario = tmp_path / "long.yaml"
+    scenario.write_text("name: long\ncluster: {nodes: 2}\n"
+                        "workload: {runtime: torchrun, num_workers: 2, steps: 400, step_delay_s: 0.5}\n")
+    for sig, code in ((signal.SIGINT, 130), (signal.SIGKILL, -signal.SIGKILL)):
+        out = str(tmp_path / f"out-{sig.name}")
+        proc = subprocess.Popen([sys.executable, "-m", "harness.frontends.cli", "run", str(scenario), "--out", out,
+                                 "--quiet"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.time() + 240
+            while time.time() < deadline and not _stepped(out):
+                assert proc.poll() is None, proc.stdout.read().decode()[-2000:]
+                time.sleep(0.5)
+            assert _stepped(out), "no step within 240 s"
+            assert len(processes_mentioning(out)) >= 4      # two agents, two workers
+            proc.send_signal(sig)
+            assert proc.wait(timeout=60) == code
+            assert wait_gone(out, 20) == [], f"left behind after {sig.name}"
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            for pid in processes_mentioning(out):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _stepped(out):
+    try:
+        with open(os.path.join(out, "history.jsonl")) as f:
+            return any(json.loads(line).get("kind") == "step" for line in f if line.strip())
+    except (OSError, ValueError):
+        return False

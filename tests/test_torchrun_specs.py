@@ -1,0 +1,375 @@
+"""workload.runtime: torchrun, pure parts (no processes, no Ray): what the
+scenario language refuses in one line naming the field, and what it accepts."""
+
+import pytest
+
+from faults import FAULT_KINDS
+from harness.errors import ScenarioError
+from scenarios.schema import TORCHRUN_FAULTS, TORCHRUN_REFUSED, parse_scenario
+
+TARGETED = ("kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node", "partition_node")
+
+
+def torchrun(**parts):
+    data = {"name": "t", "workload": {"runtime": "torchrun", **parts.pop("workload", {})}}
+    data.update(parts)
+    return data
+
+
+def refused(data):
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario(data, source="s.yaml")
+    msg = str(e.value)
+    assert "\n" not in msg and len(msg) <= 300, msg
+    return msg
+
+
+def test_runtime_defaults_to_ray_train_and_takes_only_two_values():
+    assert parse_scenario({"name": "x"}).workload.runtime == "ray_train"
+    assert parse_scenario(torchrun()).workload.runtime == "torchrun"
+    msg = refused({"name": "x", "workload": {"runtime": "torchelastic"}})
+    assert msg.startswith("s.yaml: workload.runtime:") and "'ray_train'" in msg and "'torchrun'" in msg
+
+
+def test_every_fault_kind_is_either_accepted_or_refused_with_a_reason():
+    assert set(TORCHRUN_FAULTS) | set(TORCHRUN_REFUSED) == set(FAULT_KINDS)
+    assert not set(TORCHRUN_FAULTS) & set(TORCHRUN_REFUSED)
+
+
+@pytest.mark.parametrize("kind", sorted(TORCHRUN_REFUSED))
+def test_faults_torchrun_cannot_do_are_refused_naming_the_field_and_what_is_allowed(kind):
+    fault = {"kind": kind, "at": {"step": 2}, **({"target": {"rank": 0}} if kind in TARGETED else {})}
+    msg = refused(torchrun(faults=[fault]))
+    assert msg.startswith(f"s.yaml: faults[0].kind: {kind} "), msg
+    assert "allowed: kill_worker, crash_worker, kill_node" in msg
+    # the same fault is fine under Ray Train
+    parse_scenario({"name": "x", "faults": [fault]})
+
+
+@pytest.mark.parametrize("fault", [
+    {"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 5}},
+    {"kind": "kill_worker", "target": {"node": 0}, "at": {"event": "checkpoint_registered", "nth": 2}},
+    {"kind": "kill_worker", "target": {"random": True}, "at": {"time_s": 3}},
+    {"kind": "crash_worker", "target": {"rank": 0}, "where": "after_checkpoint_write", "at": {"step": 4}},
+    {"kind": "kill_node", "target": {"rank": 0}, "at": {"step": 4}, "replace": True, "replace_after_s": 1},
+])
+def test_local_process_faults_are_accepted(fault):
+    sc = parse_scenario(torchrun(faults=[fault], failure_config={"max_failures": 2}))
+    assert sc.faults[0].kind == fault["kind"]
+
+
+@pytest.mark.parametrize("data, field", [
+    (torchrun(cluster={"address": "auto"}), "cluster.address"),
+    (torchrun(cluster={"storage": "s3"}), "cluster.storage"),
+    (torchrun(workload={"storage_path": "s3://bucket/x"}), "workload.storage_path"),
+    (torchrun(workload={"entrypoint": "job:train"}), "workload.entrypoint"),
+    (torchrun(workload={"data": "ray_data"}), "workload.data"),
+    (torchrun(workload={"jit_checkpoint": True}), "workload.jit_checkpoint"),
+    (torchrun(workload={"use_gpu": True}, cluster={"gpus_per_node": 1}), "workload.use_gpu"),
+    (torchrun(workload={"num_workers": 4}), "workload.num_workers"),
+    (torchrun(workload={"num_workers": [2, 4]}, cluster={"nodes": 1}), "workload.num_workers"),
+    (torchrun(cluster={"cpus_per_node": 2}), "workload.cpus_per_worker"),
+    (torchrun(failure_config={"max_failures": -1}), "failure_config.max_failures"),
+    (torchrun(failure_config={"max_preemption_failures": 1}), "failure_config.max_preemption_failures"),
+    (torchrun(failure_config={"controller_failure_limit": 2}), "failure_config.controller_failure_limit"),
+    (torchrun(faults=[{"kind": "kill_worker", "graceful": True, "target": {"rank": 0}, "at": {"step": 2}}]),
+     "faults[0].graceful"),
+    (torchrun(faults=[{"kind": "kill_node", "target": {"node": 3}, "at": {"step": 2}}]), "faults[0].target.node"),
+])
+def test_ray_only_settings_are_refused_naming_the_field(data, field):
+    assert refused(data).startswith(f"s.yaml: {field}:")
+
+
+def test_elastic_workers_fit_when_the_minimum_has_nodes():
+    sc = parse_scenario(torchrun(workload={"num_workers": [2, 4]}, cluster={"nodes": 3}))
+    assert sc.workload.min_workers == 2
+
+
+# ------------------------------------------------------------------ the max_restarts rule (pure)
+from harness.history.model import TORCHRUN_BUDGET, History, charged  # noqa: E402
+from scenarios.policy_model import fit_expectation, torchrun_expectation  # noqa: E402
+from scenarios.properties import budget_accounting, recovers  # noqa: E402
+
+
+def failure(agent, budget=TORCHRUN_BUDGET, decision="RETRY", count=None, **kw):
+    error = {"max_restarts": "ChildFailedError", "membership": "MembershipChange"}.get(budget,
+                                                                                      "RendezvousClosedError")
+    return {"kind": "failure", "source": "controller", "agent": agent, "budget": budget, "decision": decision,
+            "error_type": kw.pop("error_type", error), "count": count, "limit": kw.pop("limit", 1), **kw}
+
+
+def test_each_agent_counts_its_own_failures_against_max_restarts():
+    out = torchrun_expectation({"max_failures": 1}, [failure(1), failure(0), failure(1), failure(0)])
+    assert [(d.decision, d.count) for d in out.decisions] == [("RETRY", 1), ("RETRY", 1), ("RAISE", 2), ("RAISE", 2)]
+    assert (out.outcome, out.error_type) == ("failed", "ChildFailedError")
+
+
+def test_membership_restarts_count_nothing_and_agent_errors_raise_at_once():
+    out = torchrun_expectation({"max_failures": 0}, [failure(1, "membership"), failure(0, "membership")])
+    assert [d.decision for d in out.decisions] == ["RETRY", "RETRY"] and out.outcome == "succeeded"
+    out = torchrun_expectation({"max_failures": 3}, [failure(0, "none", error_type="RendezvousTimeoutError")])
+    assert (out.decisions[0].budget, out.decisions[0].decision) == ("none", "RAISE")
+    assert (out.outcome, out.error_type) == ("failed", "RendezvousTimeoutError")
+
+
+def test_fit_expectation_picks_the_rule_by_runtime():
+    ray_failures = [{"budget": "worker_group", "error_type": "WorkerGroupError"}]
+    model, known = fit_expectation({"max_failures": 0}, ray_failures)
+    assert (model.outcome, model.error_type, len(known)) == ("failed", "WorkerGroupError", 1)
+    model, known = fit_expectation({"max_failures": 0}, [failure(0)], {"runtime": "torchrun"})
+    assert model.decisions[0].budget == TORCHRUN_BUDGET and model.outcome == "failed"
+
+
+def torchrun_history(failures, outcome="succeeded", error_type=None, restarts_after=True):
+    """A minimal torchrun history: one attempt, the failures, a second attempt, the end."""
+    events = [{"kind": "run_start", "source": "harness", "fit_index": 1, "runtime": "torchrun"},
+              {"kind": "attempt_start", "source": "controller", "attempt_id": "round-0"}]
+    events += [dict(f, attempt_id="round-0") for f in failures]
+    if restarts_after:
+        events.append({"kind": "attempt_start", "source": "controller", "attempt_id": "round-1"})
+    events.append({"kind": "run_end", "source": "harness", "fit_index": 1, "outcome": outcome,
+                   "error_type": error_type})
+    for i, e in enumerate(events, 1):
+        e.update(seq=i, t=1000.0 + i)
+    return events
+
+
+CONTEXT = {"runtime": "torchrun", "failure_config": {"max_failures": 1}}
+
+
+def test_budget_accounting_passes_a_torchrun_run_by_its_own_rule():
+    events = torchrun_history([failure(1, count=1), failure(0, "membership", count=0)])
+    r = budget_accounting.check(events, CONTEXT)
+    assert r.status == "passed", r.explanation
+    assert "max_restarts" in r.explanation and "do not apply" in r.explanation
+    assert charged(events)[TORCHRUN_BUDGET] == 1
+
+
+@pytest.mark.parametrize("bad, why", [
+    (failure(1, count=2), "max_restarts count 2, expected 1"),
+    (failure(1, decision="RAISE", count=1), "TorchElastic decides RETRY"),
+    (failure(1, count=1, limit=3), "--max-restarts 3"),
+    (failure(1, budget="worker_group", count=1, error_type="ChildFailedError"),
+     "charges ChildFailedError to max_restarts"),
+])
+def test_budget_accounting_fails_a_torchrun_run_that_breaks_the_rule(bad, why):
+    r = budget_accounting.check(torchrun_history([bad]), CONTEXT)
+    assert r.status == "failed" and why in r.explanation, r.explanation
+
+
+def test_a_raise_fails_the_run_and_owes_no_recovery():
+    events = torchrun_history([failure(1, count=1), failure(1, decision="RAISE", count=2),
+                               failure(0, "none", decision="RAISE", error_type="RendezvousClosedError")],
+                              outcome="failed", error_type="ChildFailedError", restarts_after=False)
+    assert budget_accounting.check(events, CONTEXT).status == "passed"
+    r = recovers.check(History(events), CONTEXT)
+    assert r.status == "not_judged" and "exhausted the max_restarts budget" in r.explanation
+    r = budget_accounting.check(torchrun_history([failure(1, count=1)], outcome="failed",
+                                                 error_type="ChildFailedError"), CONTEXT)
+    assert r.status == "failed" and "without a RAISE" in r.explanation
+
+
+def test_a_membership_restart_after_a_fault_is_a_finding_not_a_violation():
+    events = torchrun_history([failure(1, "membership", count=0)])
+    ctx = dict(CONTEXT, expected_budgets={events[2]["seq"]: (TORCHRUN_BUDGET, "kill_node")})
+    r = budget_accounting.check(events, ctx)
+    assert r.status == "passed" and any("membership change" in f for f in r.findings), r
+
+
+# ------------------------------------------------------------- collector, storage, launcher (no processes)
+import json  # noqa: E402
+import os  # noqa: E402
+import threading  # noqa: E402
+
+from harness.history.records import marker_name, read_history  # noqa: E402
+from harness.job.digests import digest_of, directory_intact, file_hashes  # noqa: E402
+from harness.torchrun import storage  # noqa: E402
+from harness.torchrun.client import CollectorClient, TcpEmitter  # noqa: E402
+from harness.torchrun.collector import Collector, LocalEmitter  # noqa: E402
+from harness.torchrun.launcher import Launcher  # noqa: E402
+
+
+def test_collector_orders_gates_and_seals_events_over_tcp(tmp_path):
+    col = Collector(str(tmp_path / "history.jsonl"), "run")
+    try:
+        col.book.arm([{"at": {"step": 2}}])
+        LocalEmitter(col.book, "run", "harness").emit("run_start", fit_index=1)
+        client = CollectorClient(col.address)
+        worker = TcpEmitter(client, "run", "worker", base={"rank": 0, "attempt_id": "round-0"})
+        assert worker.emit("step", step=1)["gate"] is None
+        released = []
+        t = threading.Thread(target=lambda: released.append(worker.emit("step", step=2)))
+        t.start()                                   # held at the gate of fault 0 ...
+        for _ in range(100):
+            if col.book._triggers.pending:
+                break
+            threading.Event().wait(0.02)
+        assert t.is_alive()
+        assert [p["fault"] for p in col.book.take_pending()["pending"]] == [0]
+        col.book.release(0)                         # ... until the injector is done with it
+        t.join(5)
+        assert released and released[0]["action"] == "continue"
+        assert client.call("claim", 7, 2) is False and client.call("claim", 7, 2) is True
+        col.agent_rendezvous({"node": 0, "attempt_id": "round-0", "world_size": 2})
+        col.agent_rendezvous({"node": 1, "attempt_id": "round-0", "world_size": 2})
+        col.agent_started({"node": 1, "attempt_id": "round-0", "world_size": 2,
+                           "members": [{"rank": 1, "pid": 11, "node_id": "agent-1"}]})
+        col.agent_started({"node": 0, "attempt_id": "round-0", "world_size": 2,
+                           "members": [{"rank": 0, "pid": 10, "node_id": "agent-0"}]})
+        col.agent_stopping({"node": 1, "attempt_id": "round-0"})
+        col.agent_stopping({"node": 0, "attempt_id": "round-0"})
+        assert [m["rank"] for m in col.book.take_pending()["members"]] == [0, 1]
+        LocalEmitter(col.book, "run", "harness").emit("run_end", fit_index=1, outcome="succeeded")
+        client.close()
+    finally:
+        col.close()
+    read = read_history(str(tmp_path))
+    assert read.complete, read.problems
+    kinds = [e["kind"] for e in read.events]
+    assert kinds.count("attempt_start") == 1 and kinds.count("worker_group_shutdown") == 1
+    group = next(e for e in read.events if e["kind"] == "worker_group_started")
+    assert [w["pid"] for w in group["workers"]] == [10, 11] and group["world_size"] == 2
+    assert kinds[-1] == "history_end"
+
+
+def test_a_lost_event_leaves_a_gap_the_reader_names(tmp_path):
+    col = Collector(str(tmp_path / "history.jsonl"), "run")
+    client = CollectorClient(col.address)
+    worker = TcpEmitter(client, "run", "worker")
+    worker.emit("step", step=1)
+    next(worker._numbers)                           # an event that never arrived
+    worker.emit("step", step=2)
+    col.close()
+    assert worker.emit("step", step=3) is None      # the collector is gone: emit never raises
+    problems = read_history(str(tmp_path)).problems
+    assert any("never reached the history" in p for p in problems), problems
+
+
+def test_checkpoints_commit_by_rename_and_keep_the_newest(tmp_path):
+    run_dir = str(tmp_path / "run")
+    names = []
+    for step in (2, 4, 6):
+        src = tmp_path / f"src{step}"
+        src.mkdir()
+        (src / "state.pt").write_bytes(bytes([step]) * 100)
+        hashes = file_hashes(str(src))
+        (src / marker_name(0)).write_text(
+            json.dumps({"step": step, "rank": 0, "digest": digest_of(hashes), "files": hashes}))
+        names.append(storage.commit(run_dir, str(src)))
+        assert storage.latest(run_dir) == names[-1]
+    assert names == sorted(names) and not [n for n in os.listdir(run_dir) if n.startswith(storage.STAGING)]
+    assert storage.prune(run_dir, 2) == names[:1] and storage.committed(run_dir) == names[1:]
+    newest = os.path.join(run_dir, names[-1])
+    markers = storage.read_markers(newest)
+    assert [m["step"] for m in markers] == [6] and directory_intact(newest, markers) is True
+    with open(os.path.join(newest, "state.pt"), "r+b") as f:
+        f.write(b"\xff")
+    assert directory_intact(newest, markers) is False
+
+
+def test_agent_command_is_torchrun_with_the_scenario_budget_and_an_external_store(tmp_path):
+    launcher = Launcher("run-x", nodes=3, nnodes=(2, 2), max_restarts=1, spec_path="/tmp/spec.json",
+                        collector_address="127.0.0.1:1", log_dir=str(tmp_path), profile="fast")
+    launcher.port = 4242
+    cmd = launcher.command()
+    assert cmd[1:3] == ["-m", "harness.torchrun.agent"]
+    joined = " ".join(cmd)
+    for part in ("--nnodes 2:2", "--nproc-per-node 1", "--rdzv-backend c10d", "--rdzv-endpoint 127.0.0.1:4242",
+                 "--max-restarts 1", "--monitor-interval 0.1", "-m harness.torchrun.worker /tmp/spec.json"):
+        assert part in joined
+    assert "is_host=false" in cmd[cmd.index("--rdzv-conf") + 1]
+    env = launcher.environment(0)
+    assert env["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] == "1" and env["FTHARNESS_NODE_ID"] == "agent-0"
+    assert launcher.head_node_id() == "harness" and launcher.running() == []
+
+
+def test_ray_runner_refuses_torchrun_and_torchrun_runner_refuses_ray_options(tmp_path):
+    from harness.run.runner import RunOptions, ScenarioRunner
+    from harness.run.torchrun_runner import TorchrunRunner
+
+    sc = parse_scenario(torchrun())
+    with pytest.raises(ScenarioError, match="workload.runtime: torchrun runs without a Ray cluster"):
+        ScenarioRunner(sc, None, RunOptions(out_dir=str(tmp_path)))
+    with pytest.raises(ScenarioError, match="--resume"):
+        TorchrunRunner(sc, RunOptions(out_dir=str(tmp_path), resume=str(tmp_path)))
+    with pytest.raises(ScenarioError, match="--address"):
+        TorchrunRunner(sc, RunOptions(out_dir=str(tmp_path), address="auto"))
+
+
+# ------------------------------------------- recorded torchrun runs: re-judged, compared with Ray's
+from harness.frontends.cli import main as cli_main  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+@pytest.mark.parametrize("name", ["torchrun-kill-worker", "torchrun-kill-node"])
+def test_recorded_torchrun_runs_pass_ftharness_check(name, capsys):
+    assert cli_main(["check", os.path.join(DATA, name)]) == 0
+    out = capsys.readouterr().out
+    assert "PASS budget_accounting" in out and "max_restarts" in out and out.strip().endswith(
+        f"PASS {name.replace('torchrun-', '')}-torchrun")
+
+
+def test_compare_works_across_runtimes(tmp_path, capsys):
+    out = tmp_path / "compare"
+    code = cli_main(["compare", f"ray={os.path.join(DATA, 'kill-worker')}",
+                     f"torchrun={os.path.join(DATA, 'torchrun-kill-worker')}", "--out", str(out)])
+    assert code == 0
+    table = capsys.readouterr().out
+    rows = {tuple(line.split()[:2]) for line in table.splitlines() if line.split()}
+    for metric in ("recovery_s", "detection_s", "lost_steps", "ettr", "wall_time_s"):
+        assert (metric, "ray") in rows and (metric, "torchrun") in rows, table
+    assert (out / "compare.csv").exists()
+
+
+# ------------------------------------------------ the one reference loop, driven by Ray Train's side
+def test_ray_train_side_drives_the_shared_loop_as_before(monkeypatch, tmp_path):
+    """RayTrainSide with Ray Train's API stood in (no Ray started): the loop reads the
+    context, restores, reports a checkpoint on rank 0 at the cadence, and ends exact."""
+    import ray.train
+    import ray.train.torch
+    import torch
+
+    from harness.job import workload
+    from scenarios.reference_data import WorkloadConfig, expected_accumulators
+
+    class Ctx:
+        def get_world_rank(self):
+            return 0
+
+        def get_world_size(self):
+            return 1
+
+    reports = []
+
+    def report(metrics, checkpoint=None):
+        saved = None
+        if checkpoint is not None:
+            saved = torch.load(os.path.join(checkpoint.path, "state.pt"), weights_only=False)["step"]
+        reports.append((metrics["step"], saved))
+
+    monkeypatch.setattr(ray.train, "get_context", lambda: Ctx())
+    monkeypatch.setattr(ray.train, "get_checkpoint", lambda: None)
+    monkeypatch.setattr(ray.train, "report", report)
+    monkeypatch.setattr(ray.train.torch, "get_device", lambda: torch.device("cpu"))
+    monkeypatch.setattr(ray.train.torch, "prepare_model", lambda m: m)
+    cfg = WorkloadConfig(steps=6, checkpoint_every=2).to_dict()
+    out = workload.train_loop(cfg)
+    assert reports == [(2, 2), (4, 4), (6, 6)]
+    assert out["step"] == 6 and out["acc"] == expected_accumulators(WorkloadConfig(**cfg))
+
+
+def test_cli_run_of_a_torchrun_scenario_refuses_address_and_ignores_ray_address(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "t.yaml"
+    path.write_text("name: t\nworkload: {runtime: torchrun}\nfaults:\n"
+                    "  - {kind: kill_worker, target: {rank: 1}, at: {step: 2}}\n")
+    assert cli_main(["run", str(path), "--address", "auto", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ftharness: error: --address: workload.runtime torchrun") and err.count("\n") == 1
+    started = []
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")   # a Ray cluster of someone else's: not ours to read
+    monkeypatch.setattr("harness.run.torchrun_runner.run_torchrun",
+                        lambda sc, options: started.append(options.address) or {"verdict": "PASS"})
+    monkeypatch.setattr("harness.frontends.cli.print_summary", lambda *a: None)
+    monkeypatch.setattr("harness.frontends.cli.write_reports", lambda *a: None)
+    assert cli_main(["run", str(path), "--out", str(tmp_path / "o")]) == 0 and started == [None]
