@@ -1,5 +1,6 @@
-# Quick start: `make demo` runs the default scenario; `make test` runs the suite.
-.PHONY: setup demo test test-fast bench clean
+# Quick start: `make demo` runs the default scenario; `make test` runs the suite CI runs
+# (pure tests plus one real scenario per fault family); `make test-full` runs every real test.
+.PHONY: setup demo test test-full test-fast bench clean
 
 setup:
 	@./scripts/setup.sh
@@ -9,10 +10,14 @@ demo: setup
 
 test: setup
 	@./scripts/setup-browser.sh
-	@.venv/bin/python -m pytest -q tests
+	@./scripts/test.sh core
+
+test-full: setup
+	@./scripts/setup-browser.sh
+	@./scripts/test.sh full
 
 test-fast: setup
-	@.venv/bin/python -m pytest -q -m "not cluster and not slow" tests
+	@.venv/bin/python -m pytest -q -m "not (cluster or slow or exclusive_ray or torchrun or serial)" tests
 
 bench: setup
 	@.venv/bin/python benchmarks/overhead.py

@@ -94,6 +94,7 @@ def chaos_run(path, cwd, journal="journal.json"):
         return r, json.load(f)
 
 
+@pytest.mark.full
 @pytest.mark.exclusive_ray
 @pytest.mark.slow
 def test_chaos_run_on_the_embedded_cluster(exclusive_ray, tmp_path):

@@ -60,6 +60,7 @@ def head_of(address):
     return out.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.full
 def test_run_on_operator_cluster_leaves_it_intact(operator_cluster, tmp_path, write_scenario):
     """The default scenario (a worker is killed) on a cluster ftharness did not start:
     refused without --allow-destructive from every address source, replace refused,

@@ -57,6 +57,7 @@ def test_kill_worker_is_charged_to_max_failures(run_scenario):
     assert max(e["step"] for e in kinds(ev, "step") if e["attempt_id"] == first) == 5
 
 
+@pytest.mark.full
 def test_crash_worker_raises_inside_the_train_function(run_scenario):
     s, ev = run(run_scenario, "crash-worker")
     assert s["matches_expectation"], s["mismatches"]
@@ -99,6 +100,7 @@ def test_preemption_at_deadline_is_charged_to_preemption_budget(run_scenario):
     assert s["budgets"] == {"worker_group": 0, "preemption": 1, "controller": 0}
 
 
+@pytest.mark.full
 def test_preemption_killed_before_deadline_is_an_ordinary_failure(run_scenario):
     s, ev = run(run_scenario, "preempt-node-early")
     assert s["matches_expectation"], s["mismatches"]
@@ -148,6 +150,7 @@ def test_corrupted_checkpoint_is_restored_silently(run_scenario):
     assert "digest mismatch" in s["properties"]["exactly_once_restore"]["explanation"]
 
 
+@pytest.mark.full
 def test_elastic_group_goes_on_smaller_after_a_node_is_lost(run_scenario):
     s, ev = run(run_scenario, "elastic-shrink")
     assert s["matches_expectation"], s["mismatches"]
@@ -163,6 +166,7 @@ def test_elastic_group_goes_on_smaller_after_a_node_is_lost(run_scenario):
     assert s["final_state"]["exact"] is True
 
 
+@pytest.mark.full
 def test_checkpoint_upload_errors_fail_the_attempt(run_scenario):
     s, ev = run(run_scenario, "storage-errors")
     assert s["matches_expectation"], s["mismatches"]
@@ -171,12 +175,14 @@ def test_checkpoint_upload_errors_fail_the_attempt(run_scenario):
     assert failures(ev)[0] == ("worker_group", "RETRY")
 
 
+@pytest.mark.full
 def test_snapshot_write_errors_are_fatal_controller_errors(run_scenario):
     s, ev = run(run_scenario, "storage-errors-snapshot")
     assert s["matches_expectation"], s["mismatches"]
     assert failures(ev) == [("none", "RAISE")]
 
 
+@pytest.mark.full
 def test_trigger_timing_is_recorded(run_scenario):
     """Requested vs done, for a time trigger and an event trigger."""
     s = run_scenario({"name": "timing", "landing_hold": False,  # fault 0 (error_rate 0) cannot land
@@ -199,6 +205,7 @@ def test_trigger_timing_is_recorded(run_scenario):
     assert evented["t_requested"] == third["t"]
 
 
+@pytest.mark.full
 def test_ray_data_restart_replays_rows(run_scenario):
     """Ray 2.60 keeps no data position: a restart replays its epoch (a finding)."""
     s, ev = run(run_scenario, "ray-data-restart")
@@ -208,6 +215,7 @@ def test_ray_data_restart_replays_rows(run_scenario):
     assert s["final_state"]["exact"] is False
 
 
+@pytest.mark.full
 def test_recovery_times_agree_with_raw_timestamps(run_scenario):
     """One worker kill and one preemption: the report's recovery times, recomputed
     here from the raw events (fault done -> first step of the next attempt)."""
@@ -232,6 +240,7 @@ def test_recovery_times_agree_with_raw_timestamps(run_scenario):
     assert s["recovery_times_s"] == [round(x, 3) for x in expected]
 
 
+@pytest.mark.full
 def test_crash_on_restore_fires_on_the_nth_restore(run_scenario):
     """crash_worker on_restore: rank 0 raises while restoring in the first restarted attempt."""
     s = run_scenario({"name": "crash-on-restore",

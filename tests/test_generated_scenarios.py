@@ -52,6 +52,7 @@ def cross_validate(sc, summary):
         assert abs(m - p) <= RECOVERY_ABS_S + RECOVERY_REL * p, (measured, predicted)
 
 
+@pytest.mark.full
 @pytest.mark.cluster
 @settings(max_examples=EXAMPLES, deadline=None, database=None, phases=PHASES,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -41,6 +41,7 @@ def test_faults_that_cannot_land_make_the_run_inconclusive(run_scenario):
         assert any(f"fault {i} (" in r for r in s["inconclusive"]), s["inconclusive"]
 
 
+@pytest.mark.full
 def test_landing_hold_makes_a_last_step_preemption_land(run_scenario):
     s = run_scenario({
         "name": "preempt-last-step",

@@ -233,6 +233,7 @@ def injected(s, kind):
     return hits[0]["target_hit"]
 
 
+@pytest.mark.full
 @pytest.mark.cluster
 @pytest.mark.parametrize("by", ["node_id", "label"])
 def test_kill_node_named_by_id_or_label(run_scenario, ftharness_cluster, by):
@@ -251,6 +252,7 @@ def test_kill_node_named_by_id_or_label(run_scenario, ftharness_cluster, by):
     assert hit["node_id"] == node_id and len(hit["ranks"]) == 1
 
 
+@pytest.mark.full
 @pytest.mark.cluster
 def test_an_ip_every_embedded_node_shares_is_refused_before_the_run(run_scenario, ftharness_cluster):
     head = next(n for n in ftharness_cluster.nodes() if n.is_head)

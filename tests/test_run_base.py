@@ -59,6 +59,7 @@ def test_fault_free_run_records_everything(run_scenario):
     assert on_disk["versions"]["ray"].startswith("2.60") and on_disk["wall_time_s"] > 0
 
 
+@pytest.mark.full
 def test_resume_restores_latest_registered_and_redoes_nothing(run_scenario):
     base = {"name": "resume", "workload": {"num_workers": 2, "checkpoint_every": 2, "rows_per_epoch": 640}}
     first = run_scenario(dict(base, workload=dict(base["workload"], steps=6)))
@@ -100,6 +101,7 @@ USER_JOB = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.full
 def test_user_entrypoint_is_instrumented(run_scenario, tmp_path):
     (tmp_path / "userjob.py").write_text(USER_JOB)
     s = run_scenario({"name": "user-job", "workload": {"entrypoint": "userjob:train_func",

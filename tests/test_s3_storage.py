@@ -56,6 +56,7 @@ def test_storage_rules():
         check_existing(sc, "127.0.0.1:1", "--address", allow_destructive=True)
 
 
+@pytest.mark.full
 @pytest.mark.cluster
 def test_worker_kill_restores_from_s3(run_scenario):
     s = run_scenario({
@@ -97,6 +98,7 @@ def injected(events, kind):
     return hits[0]["target_hit"]
 
 
+@pytest.mark.full
 @pytest.mark.cluster
 def test_corrupted_checkpoint_in_s3_is_restored_silently(run_scenario):
     """The catalog's corrupt-checkpoint with storage in S3: the object is damaged in the

@@ -69,6 +69,7 @@ def test_elastic_workers_checked():
     assert sc.workload.min_workers == 1
 
 
+@pytest.mark.serial  # compares the host's Ray clusters before and after
 def test_cli_refuses_bad_scenario_before_starting_anything(write_scenario):
     path = write_scenario("name: x\ncluster: {nodes: 1}\nworkload: {num_workers: 4}\n")
     before = ray_clusters()

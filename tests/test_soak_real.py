@@ -13,6 +13,7 @@ from scenarios.soak import draw_plan, soak_scenario
 pytestmark = pytest.mark.cluster
 
 
+@pytest.mark.full
 def test_soak_on_the_embedded_cluster(ftharness_cluster, tmp_path):
     plan = draw_plan(4, 120, 8, {"kill_worker": 1, "preempt_node": 1})
     scenario = soak_scenario(load_scenario(default_scenario_path()), plan)

@@ -40,6 +40,7 @@ def started_processes(cluster):
     return descendants(set(cluster.all_pids()))
 
 
+@pytest.mark.full
 def test_context_exit_leaves_nothing(exclusive_ray):
     with EmbeddedCluster(nodes=2) as cluster:
         import ray
@@ -56,6 +57,7 @@ def test_context_exit_leaves_nothing(exclusive_ray):
     assert not os.path.exists(temp_dir)
 
 
+@pytest.mark.full
 def test_raising_body_leaves_nothing(exclusive_ray):
     pids = set()
     with pytest.raises(RuntimeError, match="boom"):
@@ -91,7 +93,8 @@ def start_child():
     return proc, pids, temp_dir
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, pytest.param(signal.SIGTERM, marks=pytest.mark.full),
+                                 pytest.param(signal.SIGINT, marks=pytest.mark.full)])
 def test_harness_killed_leaves_nothing(exclusive_ray, sig):
     proc, pids, temp_dir = start_child()
     os.kill(proc.pid, sig)

@@ -94,6 +94,7 @@ def test_kill_node_under_torchrun_kills_the_agent_and_its_workers_and_a_replacem
     assert killed[0]["node_id"] not in {w["node_id"] for w in groups[-1]["workers"]}
 
 
+@pytest.mark.full
 def test_crash_worker_and_an_exhausted_max_restarts_under_torchrun(tmp_path):
     """A raise in the train loop is charged like a kill; with --max-restarts 0 the agents raise
     ChildFailedError, the run fails as expected, and no recovery is owed."""
@@ -121,6 +122,7 @@ def test_crash_worker_and_an_exhausted_max_restarts_under_torchrun(tmp_path):
     assert summary["settings"]["leftover_pids"] == [] and wait_gone(out, 5) == []
 
 
+@pytest.mark.full
 def test_ctrl_c_and_a_killed_harness_leave_no_process_behind(tmp_path):
     """Ctrl-C: the runner tears everything down and exits 130. SIGKILL of the
     harness: the agents and workers die with it (PR_SET_PDEATHSIG)."""

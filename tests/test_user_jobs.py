@@ -28,6 +28,7 @@ def judged(s):
 ROWS = {"shard_reassignment"}   # the job's datasets carry row ids (workload.row_id)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("name, pkg, also", [
     ("lightning-kill-worker", "pytorch_lightning", set()),
     ("lightning-preempt-node", "pytorch_lightning", set()),
@@ -51,6 +52,7 @@ def test_framework_job_survives_its_fault(run_scenario, name, pkg, also):
         assert ranks == {0, 1}, ranks
 
 
+@pytest.mark.full
 def test_unreported_checkpoint_job_fails_bounded_lost_work(run_scenario):
     s = run(run_scenario, "unreported-checkpoint")
     lost = s["properties"]["bounded_lost_work"]

@@ -159,6 +159,9 @@ class EmbeddedCluster:
                     "num_cpus": 0,
                     "num_gpus": 0,
                     "resources": {"ftharness_head": 1},
+                    # The dashboard stays: Ray Train V2's PlacementGroupCleaner asks the State
+                    # API (served by it) whether a controller is alive, and without it the
+                    # placement group of a killed controller is never removed.
                     "temp_dir": self._temp_dir,
                     "object_store_memory": NODE_OBJECT_STORE_BYTES,
                     "_system_config": PROFILES[self.profile]["system_config"],
