@@ -104,3 +104,55 @@ def test_row_id_needs_datasets_and_makes_shard_reassignment_expected():
     assert "shard_reassignment" not in expected_properties(parse_scenario(base, source="t"))
     with_ids = dict(base, workload=dict(base["workload"], row_id="id"))
     assert "shard_reassignment" in expected_properties(parse_scenario(with_ids, source="t"))
+
+
+# ------------------------------------------------------------------ get_dataset_shard, noted and recorded
+def test_get_dataset_shard_hands_the_dataset_name_to_the_instrumentation(monkeypatch):
+    from types import SimpleNamespace
+
+    from harness.cluster import ray_private as rp
+
+    class Utils:
+        def report(self, metrics, checkpoint=None):
+            return None
+
+        def get_dataset_shard(self, dataset_info):
+            return f"shard of {dataset_info.dataset_name}"
+
+    utils = Utils()
+    monkeypatch.setattr(rp, "train_fn_utils", lambda: utils)
+    seen = []
+    undo = rp.wrap_train_fn_utils(lambda m, c: None, lambda m, c: None,
+                                  lambda shard, name: seen.append((shard, name)) or shard)
+    assert utils.get_dataset_shard(SimpleNamespace(dataset_name="val", world_rank=1)) == "shard of val"
+    assert seen == [("shard of val", "val")]
+    undo()
+    assert utils.get_dataset_shard(SimpleNamespace(dataset_name="val", world_rank=1)) == "shard of val"
+    assert len(seen) == 1
+
+
+def recorder(row_id=None, row_datasets=None):
+    """A WorkerRecorder without Ray: only what on_dataset_shard uses."""
+    from harness.job.instrument import WorkerRecorder
+
+    rec = object.__new__(WorkerRecorder)
+    rec.row_id, rec.row_datasets, rec.shards, rec.rows, rec.epoch = row_id, row_datasets, set(), [], -1
+    rec.events = []
+    rec.emit = lambda kind, **fields: rec.events.append(dict(fields, kind=kind))
+    return rec
+
+
+def test_split_datasets_are_recorded_unsplit_ones_only_noted():
+    from harness.job.rows import RecordedShard
+
+    rec = recorder("id", ["train"])
+    assert isinstance(rec.on_dataset_shard("train-shard", "train"), RecordedShard)
+    assert rec.on_dataset_shard("val-shard", "val") == "val-shard"     # every rank reads all of it
+    rec.on_dataset_shard("train-shard", "train")                         # asked again: noted once
+    assert rec.events == [{"kind": "dataset_shard", "dataset": "train", "row_id": "id"},
+                          {"kind": "dataset_shard", "dataset": "val", "row_id": None}]
+    assert isinstance(recorder("id").on_dataset_shard("s", "val"), RecordedShard)   # no DataConfig: all split
+    plain = recorder()
+    assert plain.on_dataset_shard("s", "train") == "s"
+    assert plain.events == [{"kind": "dataset_shard", "dataset": "train", "row_id": None}]
+    assert plain.on_dataset_shard(None, "train") is None and len(plain.events) == 1
