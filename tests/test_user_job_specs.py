@@ -106,6 +106,79 @@ def test_row_id_needs_datasets_and_makes_shard_reassignment_expected():
     assert "shard_reassignment" in expected_properties(parse_scenario(with_ids, source="t"))
 
 
+# ------------------------------------------------------------------ workload.dataset_config
+def test_dataset_config_is_a_module_function_of_an_entrypoint_job_with_datasets():
+    w = {"entrypoint": "m:f", "datasets": "m:d", "dataset_config": "m:c"}
+    assert parse_scenario({"name": "x", "workload": w}, source="t").workload.dataset_config == "m:c"
+    refusals = [
+        ({"entrypoint": "m:f", "datasets": "m:d", "dataset_config": "nocolon"},
+         "t: workload.dataset_config: must be 'module:function' (returning a ray.train.DataConfig)"),
+        ({"entrypoint": "m:f", "dataset_config": "m:c"},
+         "t: workload.dataset_config: configures the trainer's datasets; give workload.datasets too"),
+        ({"dataset_config": "m:c"}, "t: workload: trainer, datasets, dataset_config, row_id: only for an "
+                                    "entrypoint workload"),
+    ]
+    for workload, message in refusals:
+        with pytest.raises(ScenarioError) as e:
+            parse_scenario({"name": "x", "workload": workload}, source="t")
+        assert str(e.value).startswith(message) and "\n" not in str(e.value), str(e.value)
+
+
+def example_scenario(tmp_path, **workload):
+    """The torch-data example's workload, with `workload` changed, as a scenario in examples/."""
+    sc = load_scenario(os.path.join(ROOT, "examples", "torch-data-kill-worker.yaml"))
+    return sc.model_copy(update={"workload": sc.workload.model_copy(update=workload)})
+
+
+def test_a_dataset_config_that_does_not_resolve_is_refused_before_any_cluster(tmp_path, monkeypatch):
+    from harness.run import runner
+
+    def no_cluster(*a, **k):
+        raise AssertionError("a cluster was opened")
+
+    monkeypatch.setattr(runner, "open_cluster", no_cluster)
+    for ref, message in [("no_such_module_xyz:c", "workload.dataset_config: cannot import 'no_such_module_xyz'"),
+                         ("torch_data_job:nope", "workload.dataset_config: 'torch_data_job' has no function 'nope'")]:
+        sc = example_scenario(tmp_path, dataset_config=ref)
+        with pytest.raises(ScenarioError, match=message):
+            runner.run_scenario(sc, runner.RunOptions(out_dir=str(tmp_path / "out")))
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_example_dataset_config_splits_only_train_and_reaches_the_fit_task(tmp_path):
+    import ray.train
+
+    from harness.cluster.ray_private import datasets_to_split
+    from harness.run.runner import RunOptions, ScenarioRunner, resolve_dataset_config_fn
+
+    sc = load_scenario(os.path.join(ROOT, "examples", "torch-data-kill-worker.yaml"))
+    config = resolve_dataset_config_fn(sc)()
+    assert isinstance(config, ray.train.DataConfig)
+    assert datasets_to_split(config) == ["train"]                 # "val" is read whole by every rank
+    assert datasets_to_split(None) is None and datasets_to_split(ray.train.DataConfig()) is None
+
+    class Cluster:
+        def train_env(self):
+            return {}
+
+    runner = ScenarioRunner(sc, Cluster(), RunOptions(out_dir=str(tmp_path / "out")))
+    runner.dataset_config_fn = resolve_dataset_config_fn(sc)
+    spec = runner._fit_spec(lambda: None, use_gpu=False)
+    assert spec["dataset_config_fn"] is runner.dataset_config_fn
+    assert spec["dataset_config_ref"] == "torch_data_job:dataset_config"
+
+
+def test_a_dataset_config_function_that_returns_no_data_config_fails_the_run_with_its_name():
+    from harness.run.runner import _fit_task
+
+    spec = {"train_env": {}, "failure_config": {}, "data": "resumable", "datasets_fn": None,
+            "dataset_config_fn": lambda: {"x": 1},
+            "dataset_config_ref": "m:c"}
+    out = _fit_task._function(spec)          # returns before any trainer (or Ray) is made
+    assert out == {"outcome": "failed", "error_type": "TypeError",
+                   "error": "workload.dataset_config: m:c returned dict, not a ray.train.DataConfig"}
+
+
 # ------------------------------------------------------------------ get_dataset_shard, noted and recorded
 def test_get_dataset_shard_hands_the_dataset_name_to_the_instrumentation(monkeypatch):
     from types import SimpleNamespace

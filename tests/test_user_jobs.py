@@ -49,6 +49,9 @@ def test_framework_job_survives_its_fault(run_scenario, name, pkg, also):
         events = read_events(s["results_dir"])
         ranks = {e["rank"] for e in events if e["kind"] == "step" and e.get("rows")}
         assert ranks == {0, 1}, ranks
+    if name == "torch-data-kill-worker":   # dataset_config reached the trainer: "val" is not split
+        reports = [e for e in read_events(s["results_dir"]) if e["kind"] == "report"]
+        assert reports and {e["metrics"]["val_rows"] for e in reports} == {64}, reports[:3]
 
 
 def test_unreported_checkpoint_job_fails_bounded_lost_work(run_scenario):
