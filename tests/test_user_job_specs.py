@@ -229,3 +229,53 @@ def test_split_datasets_are_recorded_unsplit_ones_only_noted():
     assert plain.on_dataset_shard("s", "train") == "s"
     assert plain.events == [{"kind": "dataset_shard", "dataset": "train", "row_id": None}]
     assert plain.on_dataset_shard(None, "train") is None and len(plain.events) == 1
+
+
+# ------------------------------------------------------------------ shard_reassignment says how to judge a job
+def user_job_history(dataset_shard=True):
+    """A user job killed once, as recorded without workload.row_id: no rows; with
+    `dataset_shard`, each rank's first get_dataset_shard("train") noted."""
+    from scenarios.reference_data import WorkloadConfig
+    from scenarios.synthetic import Fault, Plan, generate
+
+    syn = generate(Plan(WorkloadConfig(steps=6, batch_size=4, checkpoint_every=2), num_workers=2,
+                        failure_config={"max_failures": 1}, faults=[Fault("worker_group", after_steps=3)]))
+    events = [{k: v for k, v in e.items() if k not in ("rows", "n_rows", "epoch")} for e in syn.events]
+    if dataset_shard:
+        starts = [i for i, e in enumerate(events) if e["kind"] == "worker_start"]
+        for i in reversed(starts):
+            events.insert(i + 1, dict(events[i], kind="dataset_shard", dataset="train", row_id=None))
+        for seq, e in enumerate(events, 1):
+            e["seq"] = seq
+    return events
+
+
+def test_a_user_job_that_read_ray_data_without_row_ids_is_told_how_to_get_it_judged():
+    from scenarios.properties import CHECKS
+
+    check = CHECKS["shard_reassignment"]
+    r = check(user_job_history(), {"workload": None, "data": None})
+    assert r.status == "not_judged"
+    assert r.explanation == ("not judged: no step recorded the rows it consumed: the job read train through "
+                             "get_dataset_shard, but no row-id column is configured; set `workload.row_id: "
+                             "COLUMN` (a column of workload.datasets holding each row's id) to record the rows "
+                             "each rank reads and judge this")
+    # given workload.datasets, but no get_dataset_shard was noted: the scenario says it
+    r = check(user_job_history(False), {"workload": None, "data": "ray_data"})
+    assert "the job is given workload.datasets, but no row-id column is configured; set `workload.row_id: " \
+           "COLUMN`" in r.explanation
+    # a job without Ray Data: nothing to enable
+    r = check(user_job_history(False), {"workload": None, "data": None})
+    assert r.explanation == "not judged: no step recorded the rows it consumed"
+
+
+def test_the_verdict_of_a_ray_data_job_without_row_id_names_workload_row_id():
+    from scenarios.verdict import evaluate
+
+    sc = parse_scenario({"name": "x", "workload": {"entrypoint": "m:f", "datasets": "m:d"},
+                         "failure_config": {"max_failures": 1},
+                         "faults": [{"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 3}}]}, source="t")
+    s = evaluate(sc, user_job_history(), {"outcome": "succeeded", "error_type": None, "error": None})
+    sr = s["properties"]["shard_reassignment"]
+    assert sr["status"] == "not_judged" and "set `workload.row_id: COLUMN`" in sr["explanation"]
+    assert "shard_reassignment" not in s["expected_properties"]       # it does not make the run inconclusive
