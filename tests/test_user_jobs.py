@@ -1,7 +1,8 @@
 """Users' own jobs under faults on the real shared cluster: every trainer shape
 of the Ray Train V2 guide (examples/), each killed or preempted, judged on
-every property that applies to it (none may be left "not judged"), and the
-classic unreported-checkpoint mistake failing bounded_lost_work."""
+every property that applies to it (none may be left "not judged"), an elastic
+job going on smaller after a node is lost, and the classic unreported-checkpoint
+mistake failing bounded_lost_work."""
 
 import os
 
@@ -54,8 +55,35 @@ def test_framework_job_survives_its_fault(run_scenario, name, pkg, also):
         assert reports and {e["metrics"]["val_rows"] for e in reports} == {64}, reports[:3]
 
 
+@pytest.mark.full
+def test_elastic_job_goes_on_smaller_after_a_node_is_lost(run_scenario):
+    """As tests/test_faults.py's elastic-shrink, for a user job: what Ray 2.60 does is recorded
+    (group sizes, failures) and every applicable property is judged and holds."""
+    s = run(run_scenario, "elastic-kill-node")
+    statuses = judged(s)
+    assert s["verdict"] == "PASS", (s["mismatches"], s["inconclusive"], statuses)
+    assert {"exactly_once_restore", "budget_accounting", "bounded_lost_work", "monotonic_counters"} <= set(statuses)
+    assert set(statuses.values()) == {"passed"}, statuses
+    ev = read_events(s["results_dir"])
+    groups = [e for e in ev if e["kind"] == "worker_group_started"]
+    sizes = [e["world_size"] for e in groups]
+    # Ray 2.60 may start the first group below 3; the last group runs on what is left:
+    # at most the two surviving nodes, never the dead one
+    dead = next(e for e in ev if e["kind"] == "fault_injected")["target_hit"]["node_id"]
+    assert 1 <= sizes[-1] <= 2 and dead not in {w["node_id"] for w in groups[-1]["workers"]}, sizes
+    # the node's loss, then maybe startup timeouts while the coordinator still counted it
+    f = [(e["budget"], e["decision"]) for e in ev if e["kind"] == "failure"]
+    assert f[0] == ("worker_group", "RETRY") and set(f[1:]) <= {("controller", "RETRY")}, f
+    # the job itself saw the smaller world and resumed where its checkpoint left it
+    pids = {w["pid"] for w in groups[-1]["workers"]}
+    last = [e for e in ev if e["kind"] == "report" and e.get("pid") in pids]
+    assert last and {e["metrics"]["world_size"] for e in last} == {sizes[-1]}, last[:3]
+    assert max(e["metrics"]["step"] for e in ev if e["kind"] == "report") == 12
+
+
 def test_unreported_checkpoint_job_fails_bounded_lost_work(run_scenario):
     s = run(run_scenario, "unreported-checkpoint")
     lost = s["properties"]["bounded_lost_work"]
     assert s["verdict"] == "FAIL" and lost["status"] == "failed", lost
     assert "no checkpoint was ever reported" in lost["explanation"] + " ".join(lost["violations"]), lost
+
