@@ -2,11 +2,13 @@
 of the Ray Train V2 guide (examples/), each killed or preempted, judged on
 every property that applies to it (none may be left "not judged"), an elastic
 job going on smaller after a node is lost, and the classic unreported-checkpoint
-mistake failing bounded_lost_work."""
+mistake failing bounded_lost_work, in a scenario and through `doctor --run`."""
 
 import os
+import re
 
 import pytest
+from conftest import run_cli
 
 from harness.history.records import read_events
 
@@ -87,3 +89,18 @@ def test_unreported_checkpoint_job_fails_bounded_lost_work(run_scenario):
     assert s["verdict"] == "FAIL" and lost["status"] == "failed", lost
     assert "no checkpoint was ever reported" in lost["explanation"] + " ".join(lost["violations"]), lost
 
+
+@pytest.mark.full
+@pytest.mark.exclusive_ray
+def test_doctor_run_reports_the_lost_work_of_the_unreported_checkpoint_job(exclusive_ray, tmp_path):
+    """`ftharness doctor --run` in a child process on its own embedded cluster (so the shared one
+    is stopped first): rank 1 killed after report 3, the restart redoes every step."""
+    r = run_cli("doctor", "--run", "examples.unreported_checkpoint_job:train_func",
+                "--config", '{"steps": 8, "step_delay_s": 0.3}', "--out", str(tmp_path / "probe"), "--quiet",
+                timeout=540)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out[-3000:]              # the probe's verdict: FAIL
+    assert "bounded_lost_work: failed" in out, out[-3000:]
+    assert re.search(r"restored nothing after the lineage reached step \d+: [1-9]\d* step\(s\) lost", out), out[-3000:]
+    assert "no checkpoint was ever reported" in out, out[-3000:]
+    assert (tmp_path / "probe" / "summary.json").exists()
