@@ -63,6 +63,9 @@ class WorkloadSpec(_Strict):
     trainer: Literal["torch", "xgboost", "lightgbm"] = "torch"
     #: 'module:function' returning {name: ray.data.Dataset}, called where fit() runs: the trainer's `datasets=`
     datasets: Optional[str] = None
+    #: 'module:function' returning a ray.train.DataConfig, called where fit() runs: the trainer's
+    #: `dataset_config=` (which datasets are split, Ray Data execution options)
+    dataset_config: Optional[str] = None
     #: the column of the datasets that holds each row's id: rows read through get_dataset_shard are
     #: then recorded and shard_reassignment judges the job
     row_id: Optional[str] = Field(None, min_length=1, max_length=200)
@@ -122,10 +125,15 @@ class WorkloadSpec(_Strict):
                 raise ValueError("duration_s: only the reference workload can stop on a deadline")
             if self.datasets is not None and ":" not in self.datasets:
                 raise ValueError("datasets: must be 'module:function'")
+            if self.dataset_config is not None and ":" not in self.dataset_config:
+                raise ValueError("dataset_config: must be 'module:function' (returning a ray.train.DataConfig)")
+            if self.dataset_config is not None and self.datasets is None:
+                raise ValueError("dataset_config: configures the trainer's datasets; give workload.datasets too")
             if self.row_id is not None and self.datasets is None:
                 raise ValueError("row_id: names a column of the datasets; give workload.datasets too")
-        elif self.trainer != "torch" or self.datasets is not None or self.row_id is not None:
-            raise ValueError("trainer, datasets, row_id: only for an entrypoint workload "
+        elif (self.trainer != "torch" or self.datasets is not None or self.dataset_config is not None
+              or self.row_id is not None):
+            raise ValueError("trainer, datasets, dataset_config, row_id: only for an entrypoint workload "
                              "(the reference workload is a torch job with its own rows)")
         if self.storage_shared and self.storage_path and "://" in self.storage_path \
                 and not self.storage_path.lower().startswith("file://"):

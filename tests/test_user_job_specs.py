@@ -104,3 +104,178 @@ def test_row_id_needs_datasets_and_makes_shard_reassignment_expected():
     assert "shard_reassignment" not in expected_properties(parse_scenario(base, source="t"))
     with_ids = dict(base, workload=dict(base["workload"], row_id="id"))
     assert "shard_reassignment" in expected_properties(parse_scenario(with_ids, source="t"))
+
+
+# ------------------------------------------------------------------ workload.dataset_config
+def test_dataset_config_is_a_module_function_of_an_entrypoint_job_with_datasets():
+    w = {"entrypoint": "m:f", "datasets": "m:d", "dataset_config": "m:c"}
+    assert parse_scenario({"name": "x", "workload": w}, source="t").workload.dataset_config == "m:c"
+    refusals = [
+        ({"entrypoint": "m:f", "datasets": "m:d", "dataset_config": "nocolon"},
+         "t: workload.dataset_config: must be 'module:function' (returning a ray.train.DataConfig)"),
+        ({"entrypoint": "m:f", "dataset_config": "m:c"},
+         "t: workload.dataset_config: configures the trainer's datasets; give workload.datasets too"),
+        ({"dataset_config": "m:c"}, "t: workload: trainer, datasets, dataset_config, row_id: only for an "
+                                    "entrypoint workload"),
+    ]
+    for workload, message in refusals:
+        with pytest.raises(ScenarioError) as e:
+            parse_scenario({"name": "x", "workload": workload}, source="t")
+        assert str(e.value).startswith(message) and "\n" not in str(e.value), str(e.value)
+
+
+def example_scenario(tmp_path, **workload):
+    """The torch-data example's workload, with `workload` changed, as a scenario in examples/."""
+    sc = load_scenario(os.path.join(ROOT, "examples", "torch-data-kill-worker.yaml"))
+    return sc.model_copy(update={"workload": sc.workload.model_copy(update=workload)})
+
+
+def test_a_dataset_config_that_does_not_resolve_is_refused_before_any_cluster(tmp_path, monkeypatch):
+    from harness.run import runner
+
+    def no_cluster(*a, **k):
+        raise AssertionError("a cluster was opened")
+
+    monkeypatch.setattr(runner, "open_cluster", no_cluster)
+    for ref, message in [("no_such_module_xyz:c", "workload.dataset_config: cannot import 'no_such_module_xyz'"),
+                         ("torch_data_job:nope", "workload.dataset_config: 'torch_data_job' has no function 'nope'")]:
+        sc = example_scenario(tmp_path, dataset_config=ref)
+        with pytest.raises(ScenarioError, match=message):
+            runner.run_scenario(sc, runner.RunOptions(out_dir=str(tmp_path / "out")))
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_example_dataset_config_splits_only_train_and_reaches_the_fit_task(tmp_path):
+    import ray.train
+
+    from harness.cluster.ray_private import datasets_to_split
+    from harness.run.runner import RunOptions, ScenarioRunner, resolve_dataset_config_fn
+
+    sc = load_scenario(os.path.join(ROOT, "examples", "torch-data-kill-worker.yaml"))
+    config = resolve_dataset_config_fn(sc)()
+    assert isinstance(config, ray.train.DataConfig)
+    assert datasets_to_split(config) == ["train"]                 # "val" is read whole by every rank
+    assert datasets_to_split(None) is None and datasets_to_split(ray.train.DataConfig()) is None
+
+    class Cluster:
+        def train_env(self):
+            return {}
+
+    runner = ScenarioRunner(sc, Cluster(), RunOptions(out_dir=str(tmp_path / "out")))
+    runner.dataset_config_fn = resolve_dataset_config_fn(sc)
+    spec = runner._fit_spec(lambda: None, use_gpu=False)
+    assert spec["dataset_config_fn"] is runner.dataset_config_fn
+    assert spec["dataset_config_ref"] == "torch_data_job:dataset_config"
+
+
+def test_a_dataset_config_function_that_returns_no_data_config_fails_the_run_with_its_name():
+    from harness.run.runner import _fit_task
+
+    spec = {"train_env": {}, "failure_config": {}, "data": "resumable", "datasets_fn": None,
+            "dataset_config_fn": lambda: {"x": 1},
+            "dataset_config_ref": "m:c"}
+    out = _fit_task._function(spec)          # returns before any trainer (or Ray) is made
+    assert out == {"outcome": "failed", "error_type": "TypeError",
+                   "error": "workload.dataset_config: m:c returned dict, not a ray.train.DataConfig"}
+
+
+# ------------------------------------------------------------------ get_dataset_shard, noted and recorded
+def test_get_dataset_shard_hands_the_dataset_name_to_the_instrumentation(monkeypatch):
+    from types import SimpleNamespace
+
+    from harness.cluster import ray_private as rp
+
+    class Utils:
+        def report(self, metrics, checkpoint=None):
+            return None
+
+        def get_dataset_shard(self, dataset_info):
+            return f"shard of {dataset_info.dataset_name}"
+
+    utils = Utils()
+    monkeypatch.setattr(rp, "train_fn_utils", lambda: utils)
+    seen = []
+    undo = rp.wrap_train_fn_utils(lambda m, c: None, lambda m, c: None,
+                                  lambda shard, name: seen.append((shard, name)) or shard)
+    assert utils.get_dataset_shard(SimpleNamespace(dataset_name="val", world_rank=1)) == "shard of val"
+    assert seen == [("shard of val", "val")]
+    undo()
+    assert utils.get_dataset_shard(SimpleNamespace(dataset_name="val", world_rank=1)) == "shard of val"
+    assert len(seen) == 1
+
+
+def recorder(row_id=None, row_datasets=None):
+    """A WorkerRecorder without Ray: only what on_dataset_shard uses."""
+    from harness.job.instrument import WorkerRecorder
+
+    rec = object.__new__(WorkerRecorder)
+    rec.row_id, rec.row_datasets, rec.shards, rec.rows, rec.epoch = row_id, row_datasets, set(), [], -1
+    rec.events = []
+    rec.emit = lambda kind, **fields: rec.events.append(dict(fields, kind=kind))
+    return rec
+
+
+def test_split_datasets_are_recorded_unsplit_ones_only_noted():
+    from harness.job.rows import RecordedShard
+
+    rec = recorder("id", ["train"])
+    assert isinstance(rec.on_dataset_shard("train-shard", "train"), RecordedShard)
+    assert rec.on_dataset_shard("val-shard", "val") == "val-shard"     # every rank reads all of it
+    rec.on_dataset_shard("train-shard", "train")                         # asked again: noted once
+    assert rec.events == [{"kind": "dataset_shard", "dataset": "train", "row_id": "id"},
+                          {"kind": "dataset_shard", "dataset": "val", "row_id": None}]
+    assert isinstance(recorder("id").on_dataset_shard("s", "val"), RecordedShard)   # no DataConfig: all split
+    plain = recorder()
+    assert plain.on_dataset_shard("s", "train") == "s"
+    assert plain.events == [{"kind": "dataset_shard", "dataset": "train", "row_id": None}]
+    assert plain.on_dataset_shard(None, "train") is None and len(plain.events) == 1
+
+
+# ------------------------------------------------------------------ shard_reassignment says how to judge a job
+def user_job_history(dataset_shard=True):
+    """A user job killed once, as recorded without workload.row_id: no rows; with
+    `dataset_shard`, each rank's first get_dataset_shard("train") noted."""
+    from scenarios.reference_data import WorkloadConfig
+    from scenarios.synthetic import Fault, Plan, generate
+
+    syn = generate(Plan(WorkloadConfig(steps=6, batch_size=4, checkpoint_every=2), num_workers=2,
+                        failure_config={"max_failures": 1}, faults=[Fault("worker_group", after_steps=3)]))
+    events = [{k: v for k, v in e.items() if k not in ("rows", "n_rows", "epoch")} for e in syn.events]
+    if dataset_shard:
+        starts = [i for i, e in enumerate(events) if e["kind"] == "worker_start"]
+        for i in reversed(starts):
+            events.insert(i + 1, dict(events[i], kind="dataset_shard", dataset="train", row_id=None))
+        for seq, e in enumerate(events, 1):
+            e["seq"] = seq
+    return events
+
+
+def test_a_user_job_that_read_ray_data_without_row_ids_is_told_how_to_get_it_judged():
+    from scenarios.properties import CHECKS
+
+    check = CHECKS["shard_reassignment"]
+    r = check(user_job_history(), {"workload": None, "data": None})
+    assert r.status == "not_judged"
+    assert r.explanation == ("not judged: no step recorded the rows it consumed: the job read train through "
+                             "get_dataset_shard, but no row-id column is configured; set `workload.row_id: "
+                             "COLUMN` (a column of workload.datasets holding each row's id) to record the rows "
+                             "each rank reads and judge this")
+    # given workload.datasets, but no get_dataset_shard was noted: the scenario says it
+    r = check(user_job_history(False), {"workload": None, "data": "ray_data"})
+    assert "the job is given workload.datasets, but no row-id column is configured; set `workload.row_id: " \
+           "COLUMN`" in r.explanation
+    # a job without Ray Data: nothing to enable
+    r = check(user_job_history(False), {"workload": None, "data": None})
+    assert r.explanation == "not judged: no step recorded the rows it consumed"
+
+
+def test_the_verdict_of_a_ray_data_job_without_row_id_names_workload_row_id():
+    from scenarios.verdict import evaluate
+
+    sc = parse_scenario({"name": "x", "workload": {"entrypoint": "m:f", "datasets": "m:d"},
+                         "failure_config": {"max_failures": 1},
+                         "faults": [{"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 3}}]}, source="t")
+    s = evaluate(sc, user_job_history(), {"outcome": "succeeded", "error_type": None, "error": None})
+    sr = s["properties"]["shard_reassignment"]
+    assert sr["status"] == "not_judged" and "set `workload.row_id: COLUMN`" in sr["explanation"]
+    assert "shard_reassignment" not in s["expected_properties"]       # it does not make the run inconclusive

@@ -188,11 +188,11 @@ def train_fn_utils():
 def wrap_train_fn_utils(
     before_report: Callable[[Dict[str, Any], Any], None],
     after_report: Callable[[Dict[str, Any], Any], None],
-    on_dataset_shard: Optional[Callable[[Any], Any]] = None,
+    on_dataset_shard: Optional[Callable[[Any, Optional[str]], Any]] = None,
 ) -> Callable[[], None]:
     """Observe every `ray.train.report` of this worker, however it is imported,
     and (with `on_dataset_shard`) replace each `get_dataset_shard` iterator by
-    what it returns for it.
+    what `on_dataset_shard(iterator, dataset name)` returns for it.
 
     Wraps the methods on the worker's TrainFnUtils instance; returns an undo.
     """
@@ -207,7 +207,9 @@ def wrap_train_fn_utils(
         return out
 
     def get_dataset_shard(*args, **kwargs):
-        return on_dataset_shard(original_shard(*args, **kwargs))
+        # ray.train.get_dataset_shard(name) calls this with a DatasetShardMetadata
+        info = args[0] if args else kwargs.get("dataset_info")
+        return on_dataset_shard(original_shard(*args, **kwargs), getattr(info, "dataset_name", None))
 
     utils.report = report
     if on_dataset_shard is not None:
@@ -218,6 +220,13 @@ def wrap_train_fn_utils(
         utils.get_dataset_shard = original_shard
 
     return undo
+
+
+def datasets_to_split(dataset_config: Any) -> Optional[List[str]]:
+    """The names of the datasets a `ray.train.DataConfig` splits among the workers (each
+    worker reads its own rows); None for all of them (the default, and without a config)."""
+    names = getattr(dataset_config, "_datasets_to_split", "all") if dataset_config is not None else "all"
+    return list(names) if isinstance(names, (list, tuple)) else None
 
 
 def preemption_notice() -> Optional[Dict[str, Any]]:

@@ -46,6 +46,7 @@ KINDS: Dict[str, tuple] = {
     "checkpoint_written": ("worker", "a rank wrote checkpoint files locally, before report"),
     "report": ("worker", "ray.train.report returned on a rank; the checkpoint it persisted"),
     "preemption_notice": ("worker", "a rank saw a preemption notice"),
+    "dataset_shard": ("worker", "a user job's rank asked get_dataset_shard for a dataset; whether its rows are recorded"),
     "worker_end": ("worker", "the train function returned on a rank"),
     "worker_error": ("worker", "the train function raised on a rank"),
     "fault_injected": ("injector", "a fault was done; target asked and hit"),

@@ -113,8 +113,10 @@ class WorkerRecorder:
     """Per-worker state: identity, attempt, lineage step; emits durably."""
 
     def __init__(self, run_name: str, explicit_steps: bool, crash_plans: Optional[List[Dict[str, Any]]] = None,
-                 row_id: Optional[str] = None):
+                 row_id: Optional[str] = None, row_datasets: Optional[List[str]] = None):
         self.row_id = row_id            # the column of row ids a user job's datasets carry (workload.row_id)
+        self.row_datasets = row_datasets   # the datasets whose rows are recorded (split among workers); None: all
+        self.shards: set = set()        # the datasets this worker asked get_dataset_shard for
         self.rows: List[Any] = []       # ids read since the last report, and the pass they were read in
         self.epoch = -1
         ctx = ray.train.get_context()
@@ -207,6 +209,20 @@ class WorkerRecorder:
             self.emit("step", step=self.step, **rows)
             self.crash_point("after_step", self.step)
 
+    def on_dataset_shard(self, shard: Any, name: Optional[str]) -> Any:
+        """A `get_dataset_shard(name)` of the job: noted once per dataset (a `dataset_shard`
+        event, so a verdict can tell the job read Ray Data); with `row_id`, the shard of a
+        dataset split among the workers is wrapped so its row ids are recorded (harness.job.rows).
+        A dataset the DataConfig does not split is read whole by every rank: not recorded."""
+        if shard is None:
+            return shard
+        recorded = self.row_id is not None and (name is None or self.row_datasets is None
+                                                or name in self.row_datasets)
+        if name not in self.shards:
+            self.shards.add(name)
+            self.emit("dataset_shard", dataset=name, row_id=self.row_id if recorded else None)
+        return RecordedShard(shard, self.row_id, self.new_pass, self.consume) if recorded else shard
+
     def new_pass(self) -> int:
         """A new pass over a dataset shard: the job's next epoch."""
         self.epoch += 1
@@ -222,17 +238,19 @@ def _jsonable(v: Any) -> bool:
 
 def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
                crash_plans: Optional[List[Dict[str, Any]]] = None, hold_s: Optional[float] = None,
-               row_id: Optional[str] = None) -> Callable:
+               row_id: Optional[str] = None, row_datasets: Optional[List[str]] = None) -> Callable:
     """Wrap a train_loop_per_worker so that everything it does is recorded.
 
     With `hold_s`, a train function that returns waits (up to `hold_s`) until
     the injector says every fault has resolved: the landing hold, so a run
-    cannot finish before its faults took effect."""
+    cannot finish before its faults took effect. With `row_id`, the rows of the
+    datasets in `row_datasets` (None: every dataset) read through
+    `get_dataset_shard` are recorded on the steps."""
     takes_config = len(inspect.signature(train_fn).parameters) > 0
 
     @functools.wraps(train_fn)
     def wrapped(config: Optional[Dict[str, Any]] = None):
-        rec = WorkerRecorder(run_name, explicit_steps, crash_plans, row_id=row_id)
+        rec = WorkerRecorder(run_name, explicit_steps, crash_plans, row_id=row_id, row_datasets=row_datasets)
         _set_current(rec)
         restored = ray.train.get_checkpoint()
         markers = read_markers(restored)
@@ -243,9 +261,9 @@ def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
             restored_step=rec.step if restored is not None else None,
             restored_intact=restored_intact(restored, markers) if markers else None,
         )
-        undo = rp.wrap_train_fn_utils(
+        undo = rp.wrap_train_fn_utils(   # a user job's get_dataset_shard is noted (and its rows recorded)
             rec.before_report, rec.after_report,
-            None if row_id is None else (lambda shard: RecordedShard(shard, row_id, rec.new_pass, rec.consume)))
+            rec.on_dataset_shard if (row_id is not None or not explicit_steps) else None)
         try:
             if restored is not None:
                 rec.crash_point("on_restore", rec.step)

@@ -66,6 +66,12 @@ def resolve_datasets_fn(scenario: Scenario) -> Optional[Callable]:
     return None if ref is None else resolve_function(scenario, ref, "workload.datasets")
 
 
+def resolve_dataset_config_fn(scenario: Scenario) -> Optional[Callable]:
+    """The function that builds the trainer's `dataset_config=` (workload.dataset_config), if any."""
+    ref = scenario.workload.dataset_config
+    return None if ref is None else resolve_function(scenario, ref, "workload.dataset_config")
+
+
 def resolve_function(scenario: Scenario, ref: str, field: str) -> Callable:
     """'module:function', looked up in the scenario's folder first; shipped by value."""
     module_name, _, fn_name = ref.partition(":")
@@ -132,6 +138,7 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
     import ray.train
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
 
+    from harness.cluster import ray_private as rp
     from harness.job.instrument import instrument
     from harness.job.recorder import ControllerRecorder
 
@@ -141,9 +148,17 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
         datasets = {"train": ray.data.range(spec["rows"])}
     if spec.get("datasets_fn") is not None:
         datasets = spec["datasets_fn"]()
+    dataset_config = None
+    if spec.get("dataset_config_fn") is not None:
+        dataset_config = spec["dataset_config_fn"]()
+        if not isinstance(dataset_config, ray.train.DataConfig):
+            return {"outcome": "failed", "error_type": "TypeError",
+                    "error": f"workload.dataset_config: {spec['dataset_config_ref']} returned "
+                             f"{type(dataset_config).__name__}, not a ray.train.DataConfig"}
     trainer = trainer_class(spec.get("trainer", "torch"))(
         instrument(spec["train_fn"], spec["run_name"], explicit_steps=spec["explicit_steps"],
-                   crash_plans=spec["crash_plans"], hold_s=spec["hold_s"], row_id=spec.get("row_id")),
+                   crash_plans=spec["crash_plans"], hold_s=spec["hold_s"], row_id=spec.get("row_id"),
+                   row_datasets=rp.datasets_to_split(dataset_config)),
         train_loop_config=spec["train_loop_config"],
         scaling_config=ScalingConfig(
             num_workers=spec["num_workers"], use_gpu=spec["use_gpu"],
@@ -158,6 +173,7 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
             callbacks=[ControllerRecorder(spec["run_name"], fc)],
         ),
         datasets=datasets,
+        dataset_config=dataset_config,
     )
     try:
         result = trainer.fit()
@@ -268,6 +284,7 @@ class ScenarioRunner:
         _write_scenario(self.scenario, os.path.join(self.out_dir, "scenario.yaml"))
         self.train_fn = resolve_train_fn(self.scenario)
         self.datasets_fn = resolve_datasets_fn(self.scenario)
+        self.dataset_config_fn = resolve_dataset_config_fn(self.scenario)
         self.use_gpu = resolve_use_gpu(self.scenario)
         self.history = store.start_history(self.history_path, self.run_name)
         health = float(self.cluster.train_env().get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600))
@@ -340,6 +357,8 @@ class ScenarioRunner:
             "trainer": w.trainer,
             "row_id": w.row_id,
             "datasets_fn": getattr(self, "datasets_fn", None),
+            "dataset_config_fn": getattr(self, "dataset_config_fn", None),
+            "dataset_config_ref": w.dataset_config,
             "explicit_steps": w.kind == "reference",
             "train_loop_config": cfg,
             "run_name": self.run_name,
@@ -468,6 +487,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
         _read_summary(options.resume)  # refuse before anything starts
     resolve_train_fn(scenario)         # an entrypoint that does not import: refused before the cluster starts
     resolve_datasets_fn(scenario)
+    resolve_dataset_config_fn(scenario)
     handle = open_cluster(scenario.cluster, options.address)
     with handle as cluster:
         return ScenarioRunner(scenario, cluster, options).run()

@@ -24,7 +24,7 @@ def check(events: Events, context: dict) -> CheckResult:
     the kept lineage consumes every row of every epoch exactly once."""
     h = as_history(events)
     if not any(e.get("rows") is not None for a in h.ordered() for e in a.steps):
-        return not_judged("shard_reassignment", "no step recorded the rows it consumed")
+        return not_judged("shard_reassignment", "no step recorded the rows it consumed" + _how_to_record(h, context))
     cfg = workload_config(context)
     mode = context.get("data") or (context.get("workload") or {}).get("data") or "resumable"
     violations = _overlap_violations(h)
@@ -41,6 +41,22 @@ def check(events: Events, context: dict) -> CheckResult:
         summary = (f"rows disjoint across ranks; every row of each epoch consumed exactly once "
                    f"over the kept lineage ({segments(h, kept)})")
     return result("shard_reassignment", violations, findings, summary)
+
+
+ROW_ID_HINT = ("set `workload.row_id: COLUMN` (a column of workload.datasets holding each row's id) to "
+               "record the rows each rank reads and judge this")
+
+
+def _how_to_record(h: History, context: dict) -> str:
+    """For a user job that read Ray Data without a row-id column: how to get it judged ('' otherwise)."""
+    read = sorted({str(e.get("dataset")) for e in h.events
+                   if e.get("kind") == "dataset_shard" and e.get("row_id") is None})
+    if read:
+        return (f": the job read {', '.join(read)} through get_dataset_shard, but no row-id column is "
+                f"configured; {ROW_ID_HINT}")
+    if context.get("data") == "ray_data" and context.get("workload") is None and "workload" in context:
+        return f": the job is given workload.datasets, but no row-id column is configured; {ROW_ID_HINT}"
+    return ""
 
 
 def _overlap_violations(h: History) -> List[str]:
