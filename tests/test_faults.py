@@ -70,6 +70,7 @@ def test_crash_worker_raises_inside_the_train_function(run_scenario):
     assert failures(ev) == [("worker_group", "RETRY")]
 
 
+@pytest.mark.full
 def test_hang_worker_trips_the_health_check(run_scenario):
     s, ev = run(run_scenario, "hang-worker")
     assert s["matches_expectation"], s["mismatches"]

@@ -79,6 +79,7 @@ def test_kill_worker_under_torchrun_recovers_from_the_latest_checkpoint(tmp_path
     assert all(a["exit_code"] == 0 for a in summary["agents"] if a.get("participated"))
 
 
+@pytest.mark.full
 def test_kill_node_under_torchrun_kills_the_agent_and_its_workers_and_a_replacement_joins(tmp_path):
     summary, out = run_catalog("kill-node-torchrun", tmp_path)
     print(f"kill-node-torchrun: {summary['_took_s']:.1f} s, recovery {summary['recovery_times_s']} s")
