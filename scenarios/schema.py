@@ -192,11 +192,10 @@ class ExpectSpec(_Strict):
 
 #: fault kinds a `workload.runtime: torchrun` run can inject (local processes and files, no Ray)
 TORCHRUN_FAULTS = ("kill_worker", "crash_worker", "hang_worker", "kill_node", "partition_node",
-                   "corrupt_checkpoint")
+                   "corrupt_checkpoint", "storage_errors")
 #: every other kind, and why a torchrun run cannot have it
 TORCHRUN_REFUSED = {
     "preempt_node": "is Ray-only (a drain through Ray's GCS; TorchElastic gets no notice)",
-    "storage_errors": "is Ray-only (it wraps Ray Train's storage filesystem)",
     "starve_resources": "is Ray-only (hog actors hold Ray resources)",
     "kill_controller": "is Ray-only (torchrun has no Train controller)",
 }

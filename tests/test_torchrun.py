@@ -45,11 +45,11 @@ def run_catalog(name, tmp_path):
     return summary, out
 
 
-def assert_recovered_and_clean(summary, out):
+def assert_recovered_and_clean(summary, out, expected_budget="max_restarts"):
     assert summary["verdict"] == "PASS", summary["mismatches"] + summary["inconclusive"]
     assert summary["outcome"] == "succeeded" and summary["attempts"] >= 2
     assert [f["landed"] for f in summary["faults"]] == [True]
-    assert summary["faults"][0]["expected_budget"] == "max_restarts"
+    assert summary["faults"][0]["expected_budget"] == expected_budget
     for name in summary["expected_properties"]:
         assert summary["properties"][name]["status"] == "passed", (name, summary["properties"][name])
     assert "do not apply" in summary["properties"]["budget_accounting"]["explanation"]
@@ -158,6 +158,23 @@ def test_corrupt_checkpoint_under_torchrun_is_restored_silently_and_pinned_as_a_
     pinned = summary["properties"]["exactly_once_restore"]
     assert pinned["status"] == "failed" and "digest mismatch" in pinned["explanation"]
     assert summary["settings"]["leftover_pids"] == [] and wait_gone(out, 5) == []
+
+
+def test_storage_errors_under_torchrun_fail_a_commit_in_staging_and_the_restart_restores_the_last_commit(tmp_path):
+    summary, out = run_catalog("storage-errors-torchrun", tmp_path)
+    print(f"storage-errors-torchrun: {summary['_took_s']:.1f} s, recovery {summary['recovery_times_s']} s")
+    assert_recovered_and_clean(summary, out, expected_budget=None)
+    evidence = summary["faults"][0]["evidence"]
+    assert "error(s)" in evidence and "returned to the job, the first on write of" in evidence
+    assert "/.staging/checkpoint_20" in evidence, evidence
+    events = read_history(out).events
+    error = next(e for e in events if e["kind"] == "worker_error")
+    assert error["rank"] == 0 and error["error_type"] == "OSError" and "injected" in error["error"]
+    first = next(e for e in events if e["kind"] == "failure")
+    assert (first["agent"], first["budget"], first["decision"]) == (0, "max_restarts", "RETRY")
+    registered = {e["checkpoint"] for e in events if e["kind"] == "checkpoint_registered"}
+    restored = {e["restored_checkpoint"] for e in events if e["kind"] == "worker_start" and e.get("restored_checkpoint")}
+    assert restored and restored <= registered           # a torn checkpoint is never committed, never restored
 
 
 def test_crash_worker_and_an_exhausted_max_restarts_under_torchrun(tmp_path):

@@ -60,6 +60,9 @@ def test_faults_torchrun_cannot_do_are_refused_naming_the_field_and_what_is_allo
     {"kind": "corrupt_checkpoint", "which": "oldest", "how": "truncate", "at": {"step": 5}},
     {"kind": "corrupt_checkpoint", "which": "index -2", "how": "delete_file", "at": {"step": 5}},
     {"kind": "corrupt_checkpoint", "which": "in_flight", "at": {"event": "checkpoint_written", "nth": 2}},
+    {"kind": "storage_errors", "ops": ["write", "move"], "error_rate": 1.0, "partial": True, "duration_s": 3,
+     "at": {"step": 3}},
+    {"kind": "storage_errors", "ops": ["read", "list"], "latency_s": 0.5, "at": {"event": "restored"}},
 ])
 def test_local_process_faults_are_accepted(fault):
     sc = parse_scenario(torchrun(faults=[fault], failure_config={"max_failures": 2}))
@@ -286,7 +289,7 @@ def test_checkpoints_commit_by_rename_and_keep_the_newest(tmp_path):
             json.dumps({"step": step, "rank": 0, "digest": digest_of(hashes), "files": hashes}))
         names.append(storage.commit(run_dir, str(src)))
         assert storage.latest(run_dir) == names[-1]
-    assert names == sorted(names) and not [n for n in os.listdir(run_dir) if n.startswith(storage.STAGING)]
+    assert names == sorted(names) and os.listdir(os.path.join(run_dir, storage.STAGING)) == []
     assert storage.prune(run_dir, 2) == names[:1] and storage.committed(run_dir) == names[1:]
     newest = os.path.join(run_dir, names[-1])
     markers = storage.read_markers(newest)
@@ -627,3 +630,36 @@ def test_a_worker_held_by_two_faults_of_one_event_goes_on_only_after_both(tmp_pa
         assert worker_waiting == [True, True] and not t.is_alive()
     finally:
         col.close()
+
+
+def test_a_torchrun_commit_through_the_chaos_filesystem_fails_in_staging_and_commits_nothing(tmp_path):
+    """storage_errors under torchrun: the worker's commit goes through faults.storage's filesystem;
+    a torn write fails in the staging folder, nothing is committed, the hit is counted for landing."""
+    from faults.storage import CONTROL_FILE, chaos_filesystem, read_hits
+    from harness.torchrun.worker import storage_filesystem
+
+    root = str(tmp_path / "storage")
+    run_dir = os.path.join(root, "run")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "state.pt").write_bytes(b"x" * 1000)
+    fs = chaos_filesystem(root)
+    first = storage.commit(run_dir, str(src), fs)
+    (tmp_path / "storage" / CONTROL_FILE).write_text(json.dumps(
+        {"id": "0-abc", "ops": ["write"], "path_glob": "*/checkpoint_20*", "error_rate": 1.0, "partial": True}))
+    time.sleep(0.15)                                   # the control file is read at most every 0.1 s
+    with pytest.raises(OSError, match="injected partial write"):
+        storage.commit(run_dir, str(src), fs)
+    assert storage.committed(run_dir, fs) == [first] == storage.committed(run_dir)
+    torn = os.listdir(os.path.join(run_dir, storage.STAGING))
+    assert len(torn) == 1 and os.path.getsize(os.path.join(run_dir, storage.STAGING, torn[0], "state.pt")) == 500
+    assert read_hits(pafs_local(), root, "0-abc")["errors_returned"] == 1
+    assert storage.read_file(os.path.join(run_dir, first, "state.pt"), fs) == b"x" * 1000   # reads not chosen
+    assert storage_filesystem({"storage_chaos_root": None}).type_name == "local"
+    assert storage_filesystem({"storage_chaos_root": root}).type_name.startswith("py::ftharness-chaos")
+
+
+def pafs_local():
+    import pyarrow.fs as pafs
+
+    return pafs.LocalFileSystem()

@@ -135,7 +135,11 @@ class TorchrunRunner:
         spec = {"run_name": self.run_name, "run_dir": self.run_dir, "workload": cfg,
                 "crash_plans": crash_plans(sc), "num_to_keep": sc.workload.num_to_keep,
                 "hold_s": sc.timeout_s if (sc.faults and sc.landing_hold) else None,
-                "pg_timeout_s": collective_timeout_s(sc)}
+                "pg_timeout_s": collective_timeout_s(sc),
+                # storage_errors: the workers' checkpoint operations go through the chaos filesystem,
+                # whose control file the fault writes in the storage root (faults.storage)
+                "storage_chaos_root": self.storage_path if any(f.kind == "storage_errors" for f in sc.faults)
+                else None}
         folder = os.path.join(self.out_dir, "torchrun")
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, "worker-spec.json")
