@@ -663,3 +663,25 @@ def pafs_local():
     import pyarrow.fs as pafs
 
     return pafs.LocalFileSystem()
+
+
+def test_an_agent_names_its_attempt_by_the_round_its_rendezvous_completed_not_a_later_one(monkeypatch):
+    """Under load both agents' keep-alives can go stale: each drops the other and the emptied
+    rendezvous moves on a round while the workers train on. The attempt is the round that
+    next_rendezvous completed (recorded on the handler then), never the state's round read later."""
+    from harness.torchrun import agent
+
+    monkeypatch.setenv(agent.ENV_ATTEMPT, "")            # rendezvoused() exports it: restored after the test
+    told = []
+    client = SimpleNamespace(call=lambda op, report: told.append((op, report)))
+    rec = agent.AgentRecorder(client=client)
+    state = SimpleNamespace(round=1)
+    handler = SimpleNamespace(_state_holder=SimpleNamespace(state=state))
+    group = SimpleNamespace(spec=SimpleNamespace(rdzv_handler=handler), group_rank=0, group_world_size=2,
+                            workers=[SimpleNamespace(world_size=2)], master_port=1234)
+    setattr(handler, agent.ROUND_ATTR, 0)
+    rec.rendezvoused(group)
+    assert rec.attempt_id == "round-0" and told[-1][1]["round"] == 0
+    delattr(handler, agent.ROUND_ATTR)                  # a handler the wrapper never saw: the state's round
+    rec.rendezvoused(group)
+    assert rec.attempt_id == "round-1"
