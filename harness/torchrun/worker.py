@@ -160,7 +160,7 @@ class TorchrunSide:
         self.rec.crash_point("after_checkpoint_write", step)
 
 
-_FS: Dict[str, Any] = {}
+_FS: Dict[Optional[str], Any] = {}
 
 
 def storage_filesystem(spec: Dict[str, Any]):
