@@ -310,6 +310,24 @@ class FaultView:
         return sorted(w.get("rank") for w in started[-1].get("workers") or [] if w.get("node_id") == node_id)
 
 
+def with_error_before_failure(landing: Landing, view: FaultView) -> Landing:
+    """A landed stall (a hung worker, a paused node) with what ended it appended: the first
+    worker error between the fault and the failure decision. Under torchrun, where nothing
+    health-checks workers, that is another rank's collective timing out; under Ray there is
+    usually none (the controller's health check ends the stall)."""
+    if landing.status != LANDED or landing.failure_seq is None:
+        return landing
+    err = next((e for e in view.events if e.get("kind") == "worker_error"
+                and view.seq < (e.get("seq") or 0) < landing.failure_seq), None)
+    if err is None:
+        return landing
+    after = float(err.get("t") or 0) - float((view.injected or {}).get("t_done") or err.get("t") or 0)
+    text = " ".join(str(err.get("error") or "").split())[:160]
+    return Landing(landing.status, f"{landing.evidence}; what ended it: rank {err.get('rank')} raised "
+                                   f"{err.get('error_type')} {after:.1f} s after the fault ({text})",
+                   landing.budget, landing.failure_seq)
+
+
 def describe_failure(f: Dict[str, Any]) -> str:
     return (f"failure seq {f.get('seq')} ({f.get('error_type')}, charged to {f.get('budget')}, "
             f"{f.get('decision')})")

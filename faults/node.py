@@ -31,7 +31,7 @@ from typing import Any, Dict, Literal, Optional
 from pydantic import Field
 
 from faults.base import (LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
-                         describe_failure)
+                         describe_failure, with_error_before_failure)
 from harness.errors import FaultSkipped
 
 
@@ -196,17 +196,33 @@ class PreemptNode(NodeFault):
 
 
 class PartitionNode(NodeFault):
-    """Freezes a node's processes (SIGSTOP) for a while: a pause partition."""
+    """Freezes a node's processes (SIGSTOP) for a while: a pause partition.
+
+    On Ray the node's agent stops its raylet tree and a detached timer resumes it
+    (once GCS declares the node dead, no call reaches the agent). Under torchrun
+    (a cluster with `pause_node`: harness.torchrun.launcher) the harness stops the
+    node's elastic agent and its workers itself and resumes them `duration_s`
+    later, or when the run ends first."""
 
     kind = "partition_node"
     Spec = PartitionNodeSpec
     settle_s = 60.0  # GCS must first miss the node's heartbeats
+
+    def __init__(self, index, spec):
+        super().__init__(index, spec)
+        self._paused: Optional[tuple] = None   # torchrun: (node_id, processes stopped)
+
+    def landing(self, view: FaultView) -> Landing:
+        landing = super().landing(view)
+        return with_error_before_failure(landing, view)
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         node_id = self.victim_node(ctx)
         _head_guard(ctx, node_id)
         duration = float(self.duration_s or 10.0)
         ranks = sorted(m["rank"] for m in ctx.members if m["node_id"] == node_id)
+        if hasattr(ctx.cluster, "pause_node"):
+            return self._pause_processes(ctx, node_id, ranks, duration)
         import ray
 
         pids = ray.get(ctx.agents.on(node_id).pause_node.remote(duration), timeout=30)
@@ -215,3 +231,31 @@ class PartitionNode(NodeFault):
                      f"partition heals (fault {self.index})", kind="fault_healed")
         return {"node_id": node_id, "ranks": ranks, "how": "SIGSTOP node", "paused_pids": len(pids),
                 "duration_s": duration}
+
+    def _pause_processes(self, ctx: FaultContext, node_id: str, ranks, duration: float) -> Dict[str, Any]:
+        """torchrun: the harness stops the agent and its workers, and resumes them itself."""
+        index = _index_of(ctx, node_id)
+        if index is None:
+            raise FaultSkipped(f"node {str(node_id)[:8]} is not one of the run's nodes")
+        procs = ctx.cluster.pause_node(index)
+        self._paused = (node_id, procs)
+        ctx.schedule(duration, lambda: self._resume(ctx, "after duration_s"),
+                     f"partition heals (fault {self.index})", kind="fault_healed")
+        return {"node_id": node_id, "ranks": ranks, "how": "SIGSTOP agent and workers",
+                "paused_pids": [pid for pid, _ in procs], "duration_s": duration}
+
+    def _resume(self, ctx: FaultContext, when: str) -> Dict[str, Any]:
+        if self._paused is None:
+            return {"how": "already resumed"}
+        node_id, procs = self._paused
+        self._paused = None
+        resumed = ctx.cluster.resume_node(procs)
+        return {"node_id": node_id, "how": f"SIGCONT {when}", "resumed_pids": resumed,
+                "gone_pids": sorted({pid for pid, _ in procs} - set(resumed))}
+
+    def heal(self, ctx: FaultContext) -> Optional[Dict[str, Any]]:
+        """Ray: the node's own timer resumes it (nothing to do). torchrun: a run that ended
+        inside the partition resumes the node's processes now."""
+        if self._paused is None:
+            return None
+        return self._resume(ctx, "at the end of the run")

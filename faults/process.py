@@ -21,7 +21,7 @@ from typing import Any, Dict, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from faults.base import Fault, FaultContext, TargetedSpec
+from faults.base import Fault, FaultContext, FaultView, Landing, TargetedSpec, with_error_before_failure
 from harness.errors import FaultSkipped
 
 CRASH_POINTS = ("before_step", "after_step", "after_checkpoint_write", "before_report", "on_restore")
@@ -85,7 +85,10 @@ class CrashWorker(Fault):
 
 
 class HangWorker(Fault):
-    """Stops one worker process (SIGSTOP) so the health check must notice."""
+    """Stops one worker process (SIGSTOP) so the health check must notice. Under torchrun
+    nothing health-checks workers: the other ranks' next collective times out after
+    `workload.collective_timeout_s`, their worker raises and its agent restarts the group;
+    the landing evidence names that error."""
 
     kind = "hang_worker"
     Spec = HangWorkerSpec
@@ -94,6 +97,9 @@ class HangWorker(Fault):
     def __init__(self, index, spec):
         super().__init__(index, spec)
         self._stopped: Optional[Dict[str, Any]] = None
+
+    def landing(self, view: FaultView) -> Landing:
+        return with_error_before_failure(super().landing(view), view)
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         v = self.victim(ctx)

@@ -1,7 +1,9 @@
 """`storage_errors`: the checkpoint storage misbehaves.
 
 Runs whose scenario has this fault get `RunConfig(storage_filesystem=...)` set
-to a pyarrow filesystem (`ChaosFileSystemHandler`) over the run's real one:
+to a pyarrow filesystem (`ChaosFileSystemHandler`) over the run's real one (a
+torchrun run's workers commit, list, read and prune their checkpoints through
+the same filesystem: harness.torchrun.storage):
 local disk, a shared mount, or S3 (any pyarrow FileSystem, with the storage
 root as a path on it). It consults a small control file in the storage root,
 read through the real filesystem, so every process of the run (controller and
@@ -11,11 +13,11 @@ matching `path_glob` fail with an I/O error at `error_rate` and/or wait
 `latency_s` first; with `partial: true` a failing write leaves half its bytes
 behind first (a torn file or object). Heal removes the control file.
 
-Every error and delay a process hands to Ray is counted in a small hits file
+Every error and delay a process hands to the job (Ray Train, or the torchrun worker) is counted in a small hits file
 of its own, beside the control file (`.ftharness-storage-chaos.hits/<control
 id>/<pid>-<token>.json`, rewritten on each hit: object stores cannot append).
 The fault lands when at least one error (or, for a latency-only fault, one
-delay) was actually returned to Ray; the injector records the first one as it
+delay) was actually returned to the job; the injector records the first one as it
 happens.
 """
 
@@ -310,7 +312,7 @@ class StorageErrors(Fault):
         def poll() -> Dict[str, Any]:
             hits = self.hits(ctx)
             if hits["errors_returned"] or (hits["delays"] and not self.spec.get("error_rate")):
-                ctx.record(f"storage fault {self.index} reached Ray", hits)
+                ctx.record(f"storage fault {self.index} reached the job", hits)
             elif self._on:
                 ctx.schedule(POLL_S, poll, "storage: watch for hits", kind="none")
             return {}
@@ -324,9 +326,9 @@ class StorageErrors(Fault):
             if d.get("errors_returned") or (d.get("delays") and not self.spec.get("error_rate")):
                 first = d.get("first") or {}
                 return Landing(LANDED, f"{what}; {d.get('errors_returned')} error(s) and {d.get('delays')} "
-                                       f"delay(s) returned to Ray, the first on {first.get('op')} of "
+                                       f"delay(s) returned to the job, the first on {first.get('op')} of "
                                        f"{first.get('path')} (seq {e.get('seq')})")
-        return Landing(PENDING, f"{what}; no operation of Ray's matched, no error was returned")
+        return Landing(PENDING, f"{what}; no operation of the job's matched, no error was returned")
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         self._control_id = f"{self.index}-{secrets.token_hex(3)}"   # this injection's hits, apart from others'

@@ -93,6 +93,9 @@ class WorkloadSpec(_Strict):
     #: what runs the workload: Ray Train V2 (`ray_train`) or TorchElastic (`torchrun`: one
     #: `python -m torch.distributed.run` agent per node, no Ray; see harness/torchrun)
     runtime: Literal["ray_train", "torchrun"] = "ray_train"
+    #: torchrun only: the gloo process group's timeout (default 120 s). TorchElastic has no worker
+    #: health check, so a stopped worker is noticed only when the other ranks' collective times out
+    collective_timeout_s: Optional[float] = Field(None, gt=0, le=24 * 3600)
 
     @field_validator("num_workers", mode="before")
     @classmethod
@@ -195,19 +198,23 @@ class ExpectSpec(_Strict):
         return self
 
 
-#: fault kinds a `workload.runtime: torchrun` run can inject (local processes, no Ray)
-TORCHRUN_FAULTS = ("kill_worker", "crash_worker", "kill_node")
+#: fault kinds a `workload.runtime: torchrun` run can inject (local processes and files, no Ray)
+TORCHRUN_FAULTS = ("kill_worker", "crash_worker", "hang_worker", "kill_node", "partition_node",
+                   "corrupt_checkpoint", "storage_errors")
 #: every other kind, and why a torchrun run cannot have it
 TORCHRUN_REFUSED = {
-    "hang_worker": "is not available under torchrun (no worker health check: a stopped worker is only "
-                   "noticed when a collective times out)",
     "preempt_node": "is Ray-only (a drain through Ray's GCS; TorchElastic gets no notice)",
-    "partition_node": "is Ray-only (it stops a raylet)",
-    "corrupt_checkpoint": "is not ported to torchrun (its targets and landing read Ray Train's snapshot)",
-    "storage_errors": "is Ray-only (it wraps Ray Train's storage filesystem)",
     "starve_resources": "is Ray-only (hog actors hold Ray resources)",
     "kill_controller": "is Ray-only (torchrun has no Train controller)",
 }
+#: corrupt_checkpoint `how` values a torchrun run cannot have, and why
+TORCHRUN_REFUSED_HOW = {
+    "snapshot": "damages Ray Train's checkpoint_manager_snapshot.json, which the torchrun layout does not have",
+    "delete_dir": "is never read under torchrun: the folder listing is the registry, so the restore falls back "
+                  "to the checkpoint before",
+}
+#: the collective timeout of a torchrun run when the scenario gives none (seconds)
+TORCHRUN_COLLECTIVE_TIMEOUT_S = 120.0
 
 
 def torchrun_problem(sc: "Scenario") -> Optional[str]:
@@ -220,6 +227,9 @@ def torchrun_problem(sc: "Scenario") -> Optional[str]:
         if getattr(f, "graceful", None):
             return (f"faults[{i}].graceful: Ray-only (ray.kill / a raylet's SIGTERM); under torchrun "
                     f"{f.kind} is a SIGKILL")
+        if f.kind == "corrupt_checkpoint" and f.how in TORCHRUN_REFUSED_HOW:
+            return (f"faults[{i}].how: {f.how} {TORCHRUN_REFUSED_HOW[f.how]}; under workload.runtime torchrun "
+                    f"allowed: bitflip, truncate, delete_file")
     if c.address is not None:
         return ("cluster.address: torchrun starts its own agents on this machine and uses no Ray cluster; "
                 "drop cluster.address (or use workload.runtime: ray_train)")
@@ -278,6 +288,9 @@ class Scenario(_Strict):
             problem = torchrun_problem(self)
             if problem:
                 raise ValueError(problem)
+        if w.collective_timeout_s is not None and w.runtime != "torchrun":
+            raise ValueError("workload.collective_timeout_s: torchrun only (its gloo process group); under "
+                             "ray_train a hung worker is ended by Ray Train's health check")
         if c.address is None and w.runtime == "ray_train":
             per_node = c.cpus_per_node // w.cpus_per_worker
             capacity = per_node * c.nodes

@@ -171,7 +171,7 @@ def test_storage_errors_fault_over_s3_injects_watches_and_heals(s3):
         put(ray_fs, f"{RUN}/checkpoint_000003/model.pt", b"w")
     rec.scheduled.pop()()
     label, detail = rec.recorded[0]
-    assert label == "storage fault 0 reached Ray" and detail["errors_returned"] == 1
+    assert label == "storage fault 0 reached the job" and detail["errors_returned"] == 1
     healed = fault.heal(ctx)
     assert healed["how"] == "control file removed" and healed["errors_returned"] == 1
     assert s3.get_file_info(hit["path"]).type == pafs.FileType.NotFound

@@ -45,11 +45,11 @@ def run_catalog(name, tmp_path):
     return summary, out
 
 
-def assert_recovered_and_clean(summary, out):
+def assert_recovered_and_clean(summary, out, expected_budget="max_restarts"):
     assert summary["verdict"] == "PASS", summary["mismatches"] + summary["inconclusive"]
     assert summary["outcome"] == "succeeded" and summary["attempts"] >= 2
     assert [f["landed"] for f in summary["faults"]] == [True]
-    assert summary["faults"][0]["expected_budget"] == "max_restarts"
+    assert summary["faults"][0]["expected_budget"] == expected_budget
     for name in summary["expected_properties"]:
         assert summary["properties"][name]["status"] == "passed", (name, summary["properties"][name])
     assert "do not apply" in summary["properties"]["budget_accounting"]["explanation"]
@@ -93,6 +93,93 @@ def test_kill_node_under_torchrun_kills_the_agent_and_its_workers_and_a_replacem
     assert len(summary["agents"]) == 3          # two nodes and the replacement
     groups = [e for e in events if e["kind"] == "worker_group_started"]
     assert killed[0]["node_id"] not in {w["node_id"] for w in groups[-1]["workers"]}
+
+
+@pytest.mark.full
+def test_hang_worker_under_torchrun_is_ended_by_the_collective_timeout_of_the_other_rank(tmp_path):
+    """Nothing health-checks a torchrun worker: rank 1 stopped, rank 0's all-reduce times out after
+    collective_timeout_s (5 s), its agent charges --max-restarts, and the new round restores."""
+    summary, out = run_catalog("hang-worker-torchrun", tmp_path)
+    print(f"hang-worker-torchrun: {summary['_took_s']:.1f} s, recovery {summary['recovery_times_s']} s")
+    assert_recovered_and_clean(summary, out)
+    evidence = summary["faults"][0]["evidence"]
+    assert "hang_worker hit rank 1" in evidence and "SIGSTOP" in evidence
+    assert "what ended it: rank 0 raised" in evidence and "Timed out" in evidence, evidence
+    assert summary["settings"]["collective_timeout_s"] == 5
+    events = read_history(out).events
+    stopped = next(e for e in events if e["kind"] == "fault_injected")
+    error = next(e for e in events if e["kind"] == "worker_error" and e["seq"] > stopped["seq"])
+    assert error["rank"] == 0 and error["t"] - stopped["t_done"] >= 4.5      # the gloo timeout, not sooner
+    first = next(e for e in events if e["kind"] == "failure" and e["seq"] > stopped["seq"])
+    assert (first["agent"], first["budget"], first["decision"]) == (0, "max_restarts", "RETRY")
+    healed = next(e for e in events if e["kind"] == "fault_healed")
+    assert healed["detail"]["how"] == "SIGCONT"
+
+
+@pytest.mark.full
+def test_partition_node_pause_under_torchrun_stops_the_agent_and_its_worker_then_resumes_them(tmp_path):
+    summary, out = run_catalog("partition-node-torchrun", tmp_path)
+    print(f"partition-node-torchrun: {summary['_took_s']:.1f} s, recovery {summary['recovery_times_s']} s")
+    assert_recovered_and_clean(summary, out)
+    evidence = summary["faults"][0]["evidence"]
+    assert "partition_node hit node_id agent-1" in evidence and "what ended it: rank 0 raised" in evidence
+    events = read_history(out).events
+    paused = next(e for e in events if e["kind"] == "fault_injected")
+    hit = paused["target_hit"]
+    assert hit["ranks"] == [1] and hit["how"] == "SIGSTOP agent and workers" and len(hit["paused_pids"]) == 2
+    agent_pid = next(e["pid"] for e in events if e.get("source") == "controller" and e.get("agent") == 1
+                     and e.get("pid"))
+    assert hit["paused_pids"][0] == agent_pid                   # the agent stopped first, then its worker
+    healed = next(e for e in events if e["kind"] == "fault_healed")
+    assert healed["detail"]["how"] == "SIGCONT after duration_s"
+    assert 9.5 <= healed["t_done"] - paused["t_done"] <= 30
+    assert sorted(healed["detail"]["resumed_pids"]) == sorted(hit["paused_pids"])
+    # the survivor's agent charged the stall first; the paused agent came back and joined the next round
+    first = next(e for e in events if e["kind"] == "failure" and e["seq"] > paused["seq"])
+    assert (first["agent"], first["budget"]) == (0, "max_restarts")
+    last_group = [e for e in events if e["kind"] == "worker_group_started"][-1]
+    assert {w["node_id"] for w in last_group["workers"]} == {"agent-0", "agent-1"}
+    assert not any(a["killed_by_fault"] for a in summary["agents"])
+
+
+@pytest.mark.full
+def test_corrupt_checkpoint_under_torchrun_is_restored_silently_and_pinned_as_a_digest_mismatch(tmp_path):
+    summary, out = run_catalog("corrupt-checkpoint-torchrun", tmp_path)
+    print(f"corrupt-checkpoint-torchrun: {summary['_took_s']:.1f} s, recovery {summary['recovery_times_s']} s")
+    assert summary["verdict"] == "PASS", summary["mismatches"] + summary["inconclusive"]
+    assert summary["outcome"] == "succeeded" and [f["landed"] for f in summary["faults"]] == [True, True]
+    corrupt = summary["faults"][0]
+    assert corrupt["kind"] == "corrupt_checkpoint" and "(digest mismatch)" in corrupt["evidence"]
+    events = read_history(out).events
+    hit = next(e for e in events if e["kind"] == "fault_injected" and e["fault"] == 0)["target_hit"]
+    assert hit["how"] == "bitflip" and hit["path"].endswith("state.pt") and hit["sha256_before"] != hit["sha256_after"]
+    registered = [e for e in events if e["kind"] == "checkpoint_registered" and e["seq"] < next(
+        e["seq"] for e in events if e["kind"] == "fault_injected" and e["fault"] == 1)]
+    assert registered[-1]["checkpoint"] == hit["checkpoint"]      # no newer commit slipped in before the kill
+    restored = [e for e in events if e["kind"] == "worker_start" and e.get("restored_checkpoint")]
+    assert {e["restored_checkpoint"] for e in restored} == {hit["checkpoint"]}
+    assert {e["restored_intact"] for e in restored} == {False} and {e["rank"] for e in restored} == {0, 1}
+    pinned = summary["properties"]["exactly_once_restore"]
+    assert pinned["status"] == "failed" and "digest mismatch" in pinned["explanation"]
+    assert summary["settings"]["leftover_pids"] == [] and wait_gone(out, 5) == []
+
+
+@pytest.mark.full
+def test_storage_errors_under_torchrun_fail_a_commit_in_staging_and_the_restart_restores_the_last_commit(tmp_path):
+    summary, out = run_catalog("storage-errors-torchrun", tmp_path)
+    print(f"storage-errors-torchrun: {summary['_took_s']:.1f} s, recovery {summary['recovery_times_s']} s")
+    assert_recovered_and_clean(summary, out, expected_budget=None)
+    evidence = summary["faults"][0]["evidence"]
+    assert "error(s)" in evidence and "returned to the job, the first on write of" in evidence
+    assert "/.staging/checkpoint_20" in evidence, evidence
+    events = read_history(out).events
+    error = next(e for e in events if e["kind"] == "worker_error")
+    assert error["rank"] == 0 and error["error_type"] == "OSError" and "injected" in error["error"]
+    first = next(e for e in events if e["kind"] == "failure")
+    assert (first["agent"], first["budget"], first["decision"]) == (0, "max_restarts", "RETRY")
+    registered = {e["checkpoint"] for e in events if e["kind"] == "checkpoint_registered"}
+    restored = {e["restored_checkpoint"] for e in events if e["kind"] == "worker_start" and e.get("restored_checkpoint")}
+    assert restored and restored <= registered           # a torn checkpoint is never committed, never restored
 
 
 @pytest.mark.full

@@ -41,7 +41,7 @@ def test_faults_torchrun_cannot_do_are_refused_naming_the_field_and_what_is_allo
     fault = {"kind": kind, "at": {"step": 2}, **({"target": {"rank": 0}} if kind in TARGETED else {})}
     msg = refused(torchrun(faults=[fault]))
     assert msg.startswith(f"s.yaml: faults[0].kind: {kind} "), msg
-    assert "allowed: kill_worker, crash_worker, kill_node" in msg
+    assert "allowed: kill_worker, crash_worker, hang_worker, kill_node, partition_node, corrupt_checkpoint" in msg
     # the same fault is fine under Ray Train
     parse_scenario({"name": "x", "faults": [fault]})
 
@@ -52,10 +52,42 @@ def test_faults_torchrun_cannot_do_are_refused_naming_the_field_and_what_is_allo
     {"kind": "kill_worker", "target": {"random": True}, "at": {"time_s": 3}},
     {"kind": "crash_worker", "target": {"rank": 0}, "where": "after_checkpoint_write", "at": {"step": 4}},
     {"kind": "kill_node", "target": {"rank": 0}, "at": {"step": 4}, "replace": True, "replace_after_s": 1},
+    {"kind": "hang_worker", "target": {"rank": 1}, "at": {"step": 4}},
+    {"kind": "hang_worker", "target": {"random": True}, "at": {"step": 4}, "duration_s": 8},
+    {"kind": "partition_node", "target": {"rank": 1}, "at": {"step": 4}, "duration_s": 10, "mode": "pause"},
+    {"kind": "partition_node", "target": {"node": 0}, "at": {"time_s": 5}},
+    {"kind": "corrupt_checkpoint", "which": "latest", "how": "bitflip", "at": {"step": 5}},
+    {"kind": "corrupt_checkpoint", "which": "oldest", "how": "truncate", "at": {"step": 5}},
+    {"kind": "corrupt_checkpoint", "which": "index -2", "how": "delete_file", "at": {"step": 5}},
+    {"kind": "corrupt_checkpoint", "which": "in_flight", "at": {"event": "checkpoint_written", "nth": 2}},
+    {"kind": "storage_errors", "ops": ["write", "move"], "error_rate": 1.0, "partial": True, "duration_s": 3,
+     "at": {"step": 3}},
+    {"kind": "storage_errors", "ops": ["read", "list"], "latency_s": 0.5, "at": {"event": "restored"}},
 ])
 def test_local_process_faults_are_accepted(fault):
     sc = parse_scenario(torchrun(faults=[fault], failure_config={"max_failures": 2}))
     assert sc.faults[0].kind == fault["kind"]
+
+
+@pytest.mark.parametrize("how, why", [("snapshot", "checkpoint_manager_snapshot.json"),
+                                      ("delete_dir", "falls back to the checkpoint before")])
+def test_corrupt_checkpoint_modes_torchrun_cannot_have_are_refused_in_one_line(how, why):
+    fault = {"kind": "corrupt_checkpoint", "which": "latest", "how": how, "at": {"step": 5}}
+    msg = refused(torchrun(faults=[fault]))
+    assert msg.startswith(f"s.yaml: faults[0].how: {how} ") and why in msg, msg
+    assert msg.endswith("allowed: bitflip, truncate, delete_file"), msg
+    parse_scenario({"name": "x", "faults": [fault]})   # fine under Ray Train
+
+
+def test_collective_timeout_is_a_torchrun_setting_with_a_default():
+    from harness.run.torchrun_runner import collective_timeout_s
+    from scenarios.schema import TORCHRUN_COLLECTIVE_TIMEOUT_S
+
+    assert collective_timeout_s(parse_scenario(torchrun())) == TORCHRUN_COLLECTIVE_TIMEOUT_S == 120
+    assert collective_timeout_s(parse_scenario(torchrun(workload={"collective_timeout_s": 5}))) == 5
+    msg = refused({"name": "x", "workload": {"collective_timeout_s": 5}})
+    assert msg.startswith("s.yaml: workload.collective_timeout_s: torchrun only"), msg
+    assert refused(torchrun(workload={"collective_timeout_s": 0})).startswith("s.yaml: workload.collective_timeout_s:")
 
 
 @pytest.mark.parametrize("data, field", [
@@ -257,7 +289,7 @@ def test_checkpoints_commit_by_rename_and_keep_the_newest(tmp_path):
             json.dumps({"step": step, "rank": 0, "digest": digest_of(hashes), "files": hashes}))
         names.append(storage.commit(run_dir, str(src)))
         assert storage.latest(run_dir) == names[-1]
-    assert names == sorted(names) and not [n for n in os.listdir(run_dir) if n.startswith(storage.STAGING)]
+    assert names == sorted(names) and os.listdir(os.path.join(run_dir, storage.STAGING)) == []
     assert storage.prune(run_dir, 2) == names[:1] and storage.committed(run_dir) == names[1:]
     newest = os.path.join(run_dir, names[-1])
     markers = storage.read_markers(newest)
@@ -373,3 +405,283 @@ def test_cli_run_of_a_torchrun_scenario_refuses_address_and_ignores_ray_address(
     monkeypatch.setattr("harness.frontends.cli.print_summary", lambda *a: None)
     monkeypatch.setattr("harness.frontends.cli.write_reports", lambda *a: None)
     assert cli_main(["run", str(path), "--out", str(tmp_path / "o")]) == 0 and started == [None]
+
+
+# ---------------------------------------- hang, pause partition and corrupt checkpoint under torchrun (pure)
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
+
+from faults import make_fault  # noqa: E402
+from faults.base import FaultContext, judge_landing  # noqa: E402
+from harness.cluster.reaper import alive  # noqa: E402
+
+
+def _state(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def test_launcher_pauses_a_node_tree_and_resumes_the_same_processes(tmp_path):
+    """pause_node stops an agent and its children (SIGSTOP), resume_node continues them and
+    leaves alone a process that is gone; nothing else is signalled."""
+    launcher = Launcher("run-x", nodes=1, nnodes=(1, 1), max_restarts=0, spec_path="/tmp/spec.json",
+                        collector_address="127.0.0.1:1", log_dir=str(tmp_path))
+    child = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", child], start_new_session=True)
+    launcher.agents[0] = SimpleNamespace(index=0, node_id="agent-0", proc=proc, seen=set(), killed_by_fault=False)
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline and len(descendants_of(proc.pid)) < 2:
+            time.sleep(0.1)
+        stopped = launcher.pause_node(0)
+        pids = [pid for pid, _ in stopped]
+        assert pids[0] == proc.pid and len(pids) == 2           # the agent first, then its worker
+        assert wait_for(lambda: all(_state(p) == "T" for p in pids))
+        os.kill(pids[1], signal.SIGKILL)                        # a worker that dies while paused
+        deadline = time.time() + 5
+        while time.time() < deadline and alive({stopped[1]}):
+            time.sleep(0.05)
+        assert launcher.resume_node(stopped) == [proc.pid]
+        assert wait_for(lambda: _state(proc.pid) in ("S", "R"))
+        with pytest.raises(Exception, match="not running"):
+            launcher.pause_node(5)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def wait_for(cond, timeout_s=5.0):
+    deadline = time.time() + timeout_s
+    while not cond():
+        if time.time() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def descendants_of(pid):
+    from harness.cluster.reaper import descendants
+
+    return descendants({pid})
+
+
+class FakeNodes:
+    """What PartitionNode sees of a torchrun cluster (harness.torchrun.launcher.Launcher)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def head_node_id(self):
+        return "harness"
+
+    def node_index(self, nid):
+        return {"agent-0": 0, "agent-1": 1}.get(nid)
+
+    def worker_node_indices(self):
+        return [0, 1]
+
+    def node_id(self, index):
+        return f"agent-{index}"
+
+    def pause_node(self, index):
+        self.calls.append(("pause", index))
+        return [(100 + index, "1"), (200 + index, "2")]
+
+    def resume_node(self, procs):
+        self.calls.append(("resume", [p for p, _ in procs]))
+        return [p for p, _ in procs][1:]
+
+
+def fault_ctx(cluster, **kw):
+    scheduled = []
+    ctx = FaultContext(cluster=cluster, agents=None, members=[
+        {"rank": 0, "node_id": "agent-0", "pid": 10}, {"rank": 1, "node_id": "agent-1", "pid": 11}],
+        storage_dir=kw.pop("storage_dir", "/nonexistent"), history_path=kw.pop("history_path", "/nonexistent"),
+        schedule=lambda delay, fn, label, kind="fault_action": scheduled.append((delay, fn, label, kind)), **kw)
+    return ctx, scheduled
+
+
+def test_partition_pause_under_torchrun_stops_the_node_and_resumes_it_after_duration_or_at_the_end():
+    nodes = FakeNodes()
+    spec = {"kind": "partition_node", "target": {"rank": 1}, "at": {"step": 4}, "duration_s": 7, "mode": "pause"}
+    fault = make_fault(0, spec)
+    ctx, scheduled = fault_ctx(nodes)
+    hit = fault.inject(ctx)
+    assert hit == {"node_id": "agent-1", "ranks": [1], "how": "SIGSTOP agent and workers",
+                   "paused_pids": [101, 201], "duration_s": 7.0}
+    (delay, fn, label, kind), = scheduled
+    assert (delay, kind) == (7.0, "fault_healed") and "partition heals" in label
+    healed = fn()
+    assert healed["how"] == "SIGCONT after duration_s" and healed["gone_pids"] == [101]
+    assert fault.heal(ctx) is None                      # already resumed: the end of the run has nothing to do
+    fault = make_fault(0, spec)                         # a run that ends inside the partition
+    fault.inject(ctx)
+    assert fault.heal(ctx)["how"] == "SIGCONT at the end of the run"
+    assert nodes.calls == [("pause", 1), ("resume", [101, 201]), ("pause", 1), ("resume", [101, 201])]
+    with pytest.raises(Exception, match="head node"):
+        make_fault(0, dict(spec, target={"rank": 1})).inject(
+            fault_ctx(SimpleNamespace(**{**vars(FakeNodes()), "head_node_id": lambda: "agent-1",
+                                         "node_index": nodes.node_index, "pause_node": nodes.pause_node}))[0])
+
+
+def stall_history(kind, hit, error=True):
+    """A worker or node stalled at seq 10; rank 0's collective times out; its agent retries."""
+    events = [
+        {"seq": 1, "t": 100.0, "kind": "run_start", "fit_index": 1, "runtime": "torchrun"},
+        {"seq": 2, "t": 101.0, "kind": "attempt_start", "attempt_id": "round-0"},
+        {"seq": 3, "t": 101.0, "kind": "worker_group_started", "attempt_id": "round-0", "workers": [
+            {"rank": 0, "pid": 10, "node_id": "agent-0"}, {"rank": 1, "pid": 11, "node_id": "agent-1"}]},
+        {"seq": 10, "t": 110.0, "kind": "fault_injected", "fault": 0, "fault_kind": kind, "target_hit": hit,
+         "t_done": 110.0},
+    ]
+    if error:
+        events.append({"seq": 11, "t": 115.1, "kind": "worker_error", "rank": 0, "error_type": "RuntimeError",
+                       "error": "[gloo] Timed out waiting 5000ms for recv operation to complete"})
+    events += [{"seq": 12, "t": 116.0, "kind": "failure", "agent": 0, "budget": "max_restarts",
+                "decision": "RETRY", "error_type": "ChildFailedError", "count": 1},
+               {"seq": 20, "t": 130.0, "kind": "run_end", "fit_index": 1, "outcome": "succeeded"}]
+    return events
+
+
+@pytest.mark.parametrize("kind, spec, hit", [
+    ("hang_worker", {"target": {"rank": 1}}, {"rank": 1, "pid": 11, "node_id": "agent-1", "how": "SIGSTOP"}),
+    ("partition_node", {"target": {"rank": 1}, "duration_s": 10},
+     {"node_id": "agent-1", "ranks": [1], "how": "SIGSTOP agent and workers"}),
+])
+def test_a_stall_lands_on_the_failure_and_names_the_collective_timeout_that_ended_it(kind, spec, hit):
+    fault = make_fault(0, {"kind": kind, "at": {"step": 4}, **spec})
+    landing = judge_landing(fault, stall_history(kind, hit))
+    assert landing.status == "landed" and landing.failure_seq == 12
+    assert "what ended it: rank 0 raised RuntimeError 5.1 s after the fault" in landing.evidence
+    assert "Timed out waiting 5000ms" in landing.evidence
+    plain = judge_landing(fault, stall_history(kind, hit, error=False))   # as under Ray: the health check
+    assert plain.status == "landed" and "what ended it" not in plain.evidence
+    events = [e for e in stall_history(kind, hit) if e["kind"] not in ("failure", "worker_error")]
+    assert judge_landing(fault, events).status == "missed"                # no failure: it did not land
+
+
+def test_corrupt_checkpoint_damages_the_latest_committed_torchrun_checkpoint_and_lands_on_its_restore(tmp_path):
+    run_dir = str(tmp_path / "storage" / "run")
+    history = tmp_path / "history.jsonl"
+    names, lines = [], []
+    for step in (2, 4):
+        src = tmp_path / f"src{step}"
+        src.mkdir()
+        (src / "state.pt").write_bytes(bytes(range(256)) * 4)
+        hashes = file_hashes(str(src))
+        (src / marker_name(0)).write_text(json.dumps({"step": step, "rank": 0, "digest": digest_of(hashes),
+                                                      "files": hashes}))
+        names.append(storage.commit(run_dir, str(src)))
+        for kind in ("checkpoint_registered", "report"):
+            lines.append({"seq": len(lines) + 1, "kind": kind, "rank": 0, "step": step, "checkpoint": names[-1],
+                          "path": os.path.join(run_dir, names[-1])})
+    history.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    fault = make_fault(0, {"kind": "corrupt_checkpoint", "which": "latest", "how": "bitflip", "at": {"step": 5}})
+    ctx, _ = fault_ctx(FakeNodes(), storage_dir=run_dir, history_path=str(history))
+    hit = fault.inject(ctx)
+    assert hit["checkpoint"] == names[-1] == storage.latest(run_dir) and hit["path"].endswith("state.pt")
+    assert hit["sha256_before"] != hit["sha256_after"]
+    newest = os.path.join(run_dir, names[-1])
+    assert directory_intact(newest, storage.read_markers(newest)) is False
+    events = lines + [{"seq": 10, "kind": "fault_injected", "fault": 0, "target_hit": hit}]
+    assert judge_landing(fault, events).status == "missed"       # nobody restored it: INCONCLUSIVE
+    events.append({"seq": 12, "kind": "worker_start", "rank": 1, "restored_checkpoint": names[0]})
+    assert judge_landing(fault, events).status == "missed"       # an older one is no evidence
+    events.append({"seq": 13, "kind": "worker_start", "rank": 0, "restored_checkpoint": names[-1],
+                   "restored_intact": False})
+    landing = judge_landing(fault, events)
+    assert landing.status == "landed" and "rank 0 restored it at seq 13 (digest mismatch)" in landing.evidence
+
+
+def test_a_worker_held_by_two_faults_of_one_event_goes_on_only_after_both(tmp_path):
+    """Two faults on rank 0's step 5 (corrupt, then kill): the worker waits at the gate of the
+    first until the second is done too, so it cannot commit a newer checkpoint in between."""
+    from harness.run.torchrun_runner import TorchrunInjector
+
+    sc = parse_scenario(torchrun(cluster={"nodes": 2}, workload={"num_workers": 2, "steps": 10},
+                                 failure_config={"max_failures": 1}, faults=[
+        {"kind": "corrupt_checkpoint", "which": "latest", "at": {"step": 5, "rank": 0}},
+        {"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 5, "rank": 0}}]))
+    col = Collector(str(tmp_path / "history.jsonl"), "run")
+    try:
+        inj = TorchrunInjector(sc, SimpleNamespace(), col, "run", str(tmp_path / "run"), str(tmp_path / "history.jsonl"))
+        worker_waiting = []
+
+        class Probe:
+            def __init__(self, index, kind):
+                self.index, self.kind, self.target, self.duration_s = index, kind, {}, None
+
+            def inject(self, ctx):
+                time.sleep(0.3)
+                worker_waiting.append(t.is_alive())
+                return {"probe": self.index}
+
+        inj.faults = {0: Probe(0, "corrupt_checkpoint"), 1: Probe(1, "kill_worker")}
+        inj.arm()
+        worker = TcpEmitter(CollectorClient(col.address), "run", "worker", base={"rank": 0, "attempt_id": "round-0"})
+        t = threading.Thread(target=lambda: worker.emit("step", step=5))
+        t.start()
+        assert wait_for(lambda: col.book._triggers.pending)
+        inj.tick()
+        t.join(5)
+        assert worker_waiting == [True, True] and not t.is_alive()
+    finally:
+        col.close()
+
+
+def test_a_torchrun_commit_through_the_chaos_filesystem_fails_in_staging_and_commits_nothing(tmp_path):
+    """storage_errors under torchrun: the worker's commit goes through faults.storage's filesystem;
+    a torn write fails in the staging folder, nothing is committed, the hit is counted for landing."""
+    from faults.storage import CONTROL_FILE, chaos_filesystem, read_hits
+    from harness.torchrun.worker import storage_filesystem
+
+    root = str(tmp_path / "storage")
+    run_dir = os.path.join(root, "run")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "state.pt").write_bytes(b"x" * 1000)
+    fs = chaos_filesystem(root)
+    first = storage.commit(run_dir, str(src), fs)
+    (tmp_path / "storage" / CONTROL_FILE).write_text(json.dumps(
+        {"id": "0-abc", "ops": ["write"], "path_glob": "*/checkpoint_20*", "error_rate": 1.0, "partial": True}))
+    time.sleep(0.15)                                   # the control file is read at most every 0.1 s
+    with pytest.raises(OSError, match="injected partial write"):
+        storage.commit(run_dir, str(src), fs)
+    assert storage.committed(run_dir, fs) == [first] == storage.committed(run_dir)
+    torn = os.listdir(os.path.join(run_dir, storage.STAGING))
+    assert len(torn) == 1 and os.path.getsize(os.path.join(run_dir, storage.STAGING, torn[0], "state.pt")) == 500
+    assert read_hits(pafs_local(), root, "0-abc")["errors_returned"] == 1
+    assert storage.read_file(os.path.join(run_dir, first, "state.pt"), fs) == b"x" * 1000   # reads not chosen
+    assert storage_filesystem({"storage_chaos_root": None}).type_name == "local"
+    assert storage_filesystem({"storage_chaos_root": root}).type_name.startswith("py::ftharness-chaos")
+
+
+def pafs_local():
+    import pyarrow.fs as pafs
+
+    return pafs.LocalFileSystem()
+
+
+def test_an_agent_names_its_attempt_by_the_round_its_rendezvous_completed_not_a_later_one(monkeypatch):
+    """Under load both agents' keep-alives can go stale: each drops the other and the emptied
+    rendezvous moves on a round while the workers train on. The attempt is the round that
+    next_rendezvous completed (recorded on the handler then), never the state's round read later."""
+    from harness.torchrun import agent
+
+    monkeypatch.setenv(agent.ENV_ATTEMPT, "")            # rendezvoused() exports it: restored after the test
+    told = []
+    client = SimpleNamespace(call=lambda op, report: told.append((op, report)))
+    rec = agent.AgentRecorder(client=client)
+    state = SimpleNamespace(round=1)
+    handler = SimpleNamespace(_state_holder=SimpleNamespace(state=state))
+    group = SimpleNamespace(spec=SimpleNamespace(rdzv_handler=handler), group_rank=0, group_world_size=2,
+                            workers=[SimpleNamespace(world_size=2)], master_port=1234)
+    setattr(handler, agent.ROUND_ATTR, 0)
+    rec.rendezvoused(group)
+    assert rec.attempt_id == "round-0" and told[-1][1]["round"] == 0
+    delattr(handler, agent.ROUND_ATTR)                  # a handler the wrapper never saw: the state's round
+    rec.rendezvoused(group)
+    assert rec.attempt_id == "round-1"

@@ -104,8 +104,16 @@ class Injector:
         """One pass: fired triggers, due time triggers, due timeline actions."""
         polled = self._call("take_pending")
         self._members = polled["members"]
-        for p in polled["pending"]:
-            self._fire(p["fault"], p["t_requested"], p.get("event") or {}, gated=p["gated"])
+        # Faults fired by one event all come in this batch, and the worker waits at the gate of the
+        # first: release the gates only once every one of them is done, so "both at step 5" means
+        # the worker goes on after both (it could otherwise commit a newer checkpoint before a kill).
+        gates = [p["fault"] for p in polled["pending"] if p["gated"]]
+        try:
+            for p in polled["pending"]:
+                self._fire(p["fault"], p["t_requested"], p.get("event") or {}, gated=False)
+        finally:
+            for fault in gates:
+                self._release(fault)
         now = time.time()
         while self.time_triggers and self.t0 + self.time_triggers[0][0] <= now:
             at, i = self.time_triggers.pop(0)

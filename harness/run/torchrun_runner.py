@@ -28,7 +28,7 @@ from harness.errors import ScenarioError
 from harness.history.model import TORCHRUN_BUDGET
 from harness.torchrun.collector import Collector, LocalEmitter
 from harness.torchrun.launcher import RDZV_CONF, Launcher, ProcessAgents
-from scenarios.schema import Scenario
+from scenarios.schema import TORCHRUN_COLLECTIVE_TIMEOUT_S, Scenario
 
 TICK_S = 0.05
 #: after the first agent succeeded, how long the others may take to follow (exit barrier, spares)
@@ -40,8 +40,10 @@ class TorchrunInjector(Injector):
 
     def __init__(self, scenario: Scenario, launcher: Launcher, collector: Collector, run_name: str,
                  storage_dir: str, history_path: str):
+        # TorchElastic has no worker health check: what ends a hung worker is the other ranks'
+        # collective timeout, so a hang's landing waits that long (harness.run.injector.unresolved)
         super().__init__(scenario, launcher, collector.book, run_name, storage_dir, history_path,
-                         health_check_timeout_s=0.0)
+                         health_check_timeout_s=collective_timeout_s(scenario))
         self.emitter = LocalEmitter(collector.book, run_name, "injector")
         self.agents = ProcessAgents(launcher)
 
@@ -53,6 +55,11 @@ class TorchrunInjector(Injector):
 
     def _release(self, fault: int) -> None:
         self.history.release(fault)
+
+
+def collective_timeout_s(scenario: Scenario) -> float:
+    """The workers' gloo process-group timeout: the scenario's, or TorchElastic's usual default here."""
+    return float(scenario.workload.collective_timeout_s or TORCHRUN_COLLECTIVE_TIMEOUT_S)
 
 
 def nnodes(scenario: Scenario) -> tuple:
@@ -128,7 +135,11 @@ class TorchrunRunner:
         spec = {"run_name": self.run_name, "run_dir": self.run_dir, "workload": cfg,
                 "crash_plans": crash_plans(sc), "num_to_keep": sc.workload.num_to_keep,
                 "hold_s": sc.timeout_s if (sc.faults and sc.landing_hold) else None,
-                "pg_timeout_s": 120}
+                "pg_timeout_s": collective_timeout_s(sc),
+                # storage_errors: the workers' checkpoint operations go through the chaos filesystem,
+                # whose control file the fault writes in the storage root (faults.storage)
+                "storage_chaos_root": self.storage_path if any(f.kind == "storage_errors" for f in sc.faults)
+                else None}
         folder = os.path.join(self.out_dir, "torchrun")
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, "worker-spec.json")
@@ -237,6 +248,7 @@ class TorchrunRunner:
                 "nodes": self.scenario.cluster.nodes,
                 "nnodes": "%d:%d" % nnodes(self.scenario),
                 "max_restarts": self.max_restarts,
+                "collective_timeout_s": collective_timeout_s(self.scenario),
                 "rdzv_conf": {"is_host": False, **RDZV_CONF.get(self.scenario.cluster.profile, {})},
                 "train_env": {},
                 "use_gpu": False,

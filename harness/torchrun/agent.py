@@ -45,6 +45,7 @@ ENV_ATTEMPT = "FTHARNESS_ATTEMPT_ID"   # exported to the workers: the round they
 BUDGET = "max_restarts"
 MEMBERSHIP = "membership"              # a restart TorchElastic does not count (nodes joined or left)
 RAISED = "ChildFailedError"            # what torchrun raises when a group fails past its restarts
+ROUND_ATTR = "_ftharness_round"        # set on the rendezvous handler: the round its last rendezvous completed
 
 
 def describe(failure: Any) -> str:
@@ -81,7 +82,13 @@ class AgentRecorder:
     # -- the agent's moments
     def rendezvoused(self, worker_group) -> None:
         try:
-            rnd = worker_group.spec.rdzv_handler._state_holder.state.round   # private: the shared round number
+            handler = worker_group.spec.rdzv_handler
+            # the round next_rendezvous completed (its store prefix names it); the shared state read
+            # later may be a round ahead: under load the agents' keep-alives can both go stale, each
+            # drops the other, and the emptied rendezvous moves to the next round while training goes on
+            rnd = getattr(handler, ROUND_ATTR, None)
+            if rnd is None:
+                rnd = handler._state_holder.state.round   # private: the shared round number
             self.attempt_id = f"round-{rnd}"
         except Exception:  # noqa: BLE001 - another rendezvous backend: the round's master port names it
             rnd = None
@@ -197,13 +204,30 @@ def install(rec: AgentRecorder) -> List[str]:
                    "succeeded" if result is not None else "left the rendezvous")
         return result
 
+    try:
+        from torch.distributed.elastic.rendezvous.dynamic_rendezvous import DynamicRendezvousHandler
+
+        next_rendezvous = DynamicRendezvousHandler.next_rendezvous
+
+        def _next_rendezvous(self, *args, **kwargs):
+            info = next_rendezvous(self, *args, **kwargs)
+            try:
+                setattr(self, ROUND_ATTR, int(self._state_holder.state.round))
+            except Exception:  # noqa: BLE001 - the recorder falls back on the state
+                pass
+            return info
+
+        DynamicRendezvousHandler.next_rendezvous = _next_rendezvous
+    except ImportError:  # pragma: no cover - another torch layout: the state's round is read later
+        pass
     SimpleElasticAgent._rendezvous = _rendezvous
     LocalElasticAgent._start_workers = _start_workers
     LocalElasticAgent._stop_workers = _stop_workers
     LocalElasticAgent._monitor_workers = _monitor_workers
     SimpleElasticAgent.run = _run
     SimpleElasticAgent._restart_workers = _restart_workers
-    return ["_rendezvous", "_start_workers", "_stop_workers", "_monitor_workers", "_restart_workers", "run"]
+    return ["next_rendezvous", "_rendezvous", "_start_workers", "_stop_workers", "_monitor_workers",
+            "_restart_workers", "run"]
 
 
 def main(argv: Optional[List[str]] = None) -> None:

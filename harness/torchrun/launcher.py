@@ -247,6 +247,36 @@ class Launcher:
         except subprocess.TimeoutExpired:
             pass
 
+    def pause_node(self, index: int) -> List[Proc]:
+        """The node is cut off: SIGSTOP its agent and every process under it (no keep-alive
+        reaches the rendezvous, no worker answers a collective). What it stopped, (pid, start)."""
+        a = self.agents.get(index)
+        if a is None or a.proc.poll() is not None:
+            raise FaultSkipped(f"node {index} is not running")
+        self.sample()
+        procs = alive(a.seen | identify(descendants({a.proc.pid})))
+        order = sorted(procs, key=lambda p: p[0] != a.proc.pid)   # the agent first: it then restarts nothing
+        for pid, _ in order:
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+        return order
+
+    def resume_node(self, procs: List[Proc]) -> List[int]:
+        """SIGCONT what `pause_node` stopped, the same processes only (a recycled pid is left
+        alone), its workers before the agent; the pids resumed."""
+        resumed = []
+        for pid, start in reversed(list(procs)):
+            if not alive({(pid, start)}):
+                continue
+            try:
+                os.kill(pid, signal.SIGCONT)
+                resumed.append(pid)
+            except ProcessLookupError:
+                pass
+        return resumed
+
     def train_env(self) -> Dict[str, str]:
         return {}
 

@@ -15,6 +15,7 @@ harness.job.instrument does under Ray.
 from __future__ import annotations
 
 import datetime
+import io
 import json
 import os
 import sys
@@ -102,13 +103,15 @@ class TorchrunSide:
         self.run_dir = spec["run_dir"]
         self.num_to_keep = spec.get("num_to_keep")
         self.restored = restored
+        self.fs = storage_filesystem(spec)
 
     def restore(self) -> Optional[Dict[str, Any]]:
         import torch
 
         if self.restored is None:
             return None
-        return torch.load(os.path.join(self.run_dir, self.restored, "state.pt"), weights_only=False)
+        data = storage.read_file(os.path.join(self.run_dir, self.restored, "state.pt"), self.fs)
+        return torch.load(io.BytesIO(data), weights_only=False)
 
     def prepare_model(self, model):
         """DDP over gloo, as Ray Train's prepare_model does for more than one worker."""
@@ -130,10 +133,10 @@ class TorchrunSide:
             with open(os.path.join(directory, marker_name(rec.rank)), "w") as f:
                 json.dump({"step": rec.step, "attempt": rec.attempt, "rank": rec.rank, "digest": digest,
                            "files": hashes}, f)
-            name = storage.commit(self.run_dir, directory)
+            name = storage.commit(self.run_dir, directory, self.fs)
             rec.emit("checkpoint_registered", checkpoint=name, path=os.path.join(self.run_dir, name),
                      step=rec.step, how="committed by rename")
-            storage.prune(self.run_dir, self.num_to_keep)
+            storage.prune(self.run_dir, self.num_to_keep, self.fs)
         rec.emit("report", step=rec.step, checkpoint=name, digest=digest,
                  metrics={k: v for k, v in metrics.items() if isinstance(v, (int, float, str, bool)) or v is None})
 
@@ -157,6 +160,25 @@ class TorchrunSide:
         self.rec.crash_point("after_checkpoint_write", step)
 
 
+_FS: Dict[Optional[str], Any] = {}
+
+
+def storage_filesystem(spec: Dict[str, Any]):
+    """The pyarrow filesystem the job's checkpoint operations go through: local disk, or with a
+    storage_errors fault in the scenario, faults.storage's chaos filesystem over it (its control
+    file in the storage root), one per process. The harness's own markers and digests are read
+    past it, as under Ray, where they are read from the checkpoint Ray Train downloaded."""
+    root = spec.get("storage_chaos_root")
+    if root not in _FS:
+        if root:
+            from faults.storage import chaos_filesystem
+
+            _FS[root] = chaos_filesystem(root)
+        else:
+            _FS[root] = storage.local_fs()
+    return _FS[root]
+
+
 def run(spec: Dict[str, Any]) -> Dict[str, Any]:
     """One worker's life: process group, restore, the loop, the landing hold."""
     import torch.distributed as dist
@@ -166,7 +188,7 @@ def run(spec: Dict[str, Any]) -> Dict[str, Any]:
     client = CollectorClient()
     rec = Recorder(client, spec)
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(spec.get("pg_timeout_s", 120))))
-    restored = storage.latest(spec["run_dir"])
+    restored = storage.latest(spec["run_dir"], storage_filesystem(spec))   # the job's listing (storage_errors apply)
     markers = storage.read_markers(os.path.join(spec["run_dir"], restored)) if restored else []
     rec.step = max((int(m["step"]) for m in markers if "step" in m), default=0)
     rec.emit("worker_start", restored_checkpoint=restored,
