@@ -441,7 +441,7 @@ def test_launcher_pauses_a_node_tree_and_resumes_the_same_processes(tmp_path):
         assert pids[0] == proc.pid and len(pids) == 2           # the agent first, then its worker
         assert wait_for(lambda: all(_state(p) == "T" for p in pids))
         os.kill(pids[1], signal.SIGKILL)                        # a worker that dies while paused
-        deadline = time.time() + 5
+        deadline = time.time() + 30
         while time.time() < deadline and alive({stopped[1]}):
             time.sleep(0.05)
         assert launcher.resume_node(stopped) == [proc.pid]
@@ -453,7 +453,9 @@ def test_launcher_pauses_a_node_tree_and_resumes_the_same_processes(tmp_path):
         proc.wait()
 
 
-def wait_for(cond, timeout_s=5.0):
+def wait_for(cond, timeout_s=30.0):
+    """A signal takes effect when its target next runs: on a loaded host (CI's pure lane runs
+    beside the real-cluster lane) a SIGSTOPped process showed state T only after more than 5 s."""
     deadline = time.time() + timeout_s
     while not cond():
         if time.time() > deadline:
