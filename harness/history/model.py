@@ -69,10 +69,10 @@ def charged(events: Iterable[Event]) -> Dict[str, int]:
     """Failure events charged to each budget (never raises on a malformed event);
     `max_restarts` appears only when a torchrun agent charged something to it."""
     used = {b: 0 for b in BUDGETS}
-    for e in events:
-        if e.get("kind") == "failure" and e.get("budget") == TORCHRUN_BUDGET:
+    for e in [e for e in events if e.get("kind") == "failure"]:
+        if e.get("budget") == TORCHRUN_BUDGET:
             used[TORCHRUN_BUDGET] = used.get(TORCHRUN_BUDGET, 0) + 1
-        elif e.get("kind") == "failure" and e.get("budget") in used:
+        elif e.get("budget") in used:
             used[e["budget"]] += 1
     return used
 
@@ -288,7 +288,8 @@ class History:
         self._open: Dict[Key, Attempt] = {}          # attempts without an end yet, in creation order
         self._ordinals: Dict[Any, List[Any]] = {}    # fit -> [ordinals of its attempts not yet in the max, max]
         self._kinds: Dict[Any, List[int]] = {}       # kind -> positions in `events`, in seq order
-        self._place: Dict[Key, Tuple[int, Key]] = {}   # one (fit, key) of `placed` for each attempt's events
+        #: attempt id -> how its steps, reports and written checkpoints are filed (see _file_fast)
+        self._filing: Dict[Any, tuple] = {}
         #: every event's seq (0 when missing) is an int: each list of events in the model ascends in it
         self.int_seqs = True
         self._add_all(self._in_order(events))
@@ -328,8 +329,8 @@ class History:
         #: views derived from the model that several readers share, computed once by the first
         #: (e.g. scenarios.properties.base.lineage)
         self.memo: Dict[str, Any] = {}
-        kinds, place, attempts, key_of_id = self._kinds, self._place, self.attempts, self.key_of_id
-        placed = self.placed
+        kinds, filing, attempts, key_of_id = self._kinds, self._filing, self.attempts, self.key_of_id
+        placed, add_placed = self.placed, self.placed.append
         first = len(self.events)
         self.events += events
         for i, e in enumerate(events, first):
@@ -340,24 +341,48 @@ class History:
                 source = e.get("source")
                 if source == "worker" or source == "controller":
                     aid = e.get("attempt_id")
-                    key = key_of_id.get(aid) if aid is not None else None
-                    att = attempts[key] if key is not None else None
-                    if att is not None and att.first_seq is not None:
-                        att.events.append(e)
-                        (att.steps if kind == "step" else att.reports if kind == "report" else att.written).append(e)
-                        where = place.get(key)
-                        placed.append(where if where is not None else place.setdefault(key, (key[0], key)))
-                        kinds[kind].append(i) if kind in kinds else kinds.setdefault(kind, [i])
+                    to = filing.get(aid) if aid is not None else None
+                    if to is not None:   # (att.events, att.steps, att.reports, att.written, placement, kinds)
+                        to[0](e)
+                        to[1 if kind == "step" else 2 if kind == "report" else 3](e)
+                        add_placed(to[4])
+                        to[5 if kind == "step" else 6 if kind == "report" else 7](i)
                         continue
-            placed.append(self._add(e))
+            add_placed(self._add(e))
             try:
                 kinds.setdefault(kind, []).append(i)
             except TypeError:   # an unhashable kind is no kind we look for
                 pass
+            if kind == "step" or kind == "report" or kind == "checkpoint_written":
+                self._file_fast(e, kind)
         self._registered_seqs = [e.get("seq", 0) for e in self.registered]
         self._registered_sorted = all(type(q) is int for q in self._registered_seqs)
 
+    def column(self, att: "Attempt", name: str) -> List[Any]:
+        """`e.get(name)` of each of the attempt's step events, in order (kept
+        until the model changes: several properties read the same ones)."""
+        columns = self.memo.setdefault("columns", {})
+        found = columns.get((att.key, name))
+        if found is None:
+            found = columns[(att.key, name)] = [e.get(name) for e in att.steps]
+        return found
+
     # -- building
+    def _file_fast(self, e: dict, kind: str) -> None:
+        """After `_add` filed `e` (a step, report or written checkpoint): when
+        its attempt id names an attempt with a first seq, the next events of
+        that id are filed the same way without `_add` (`_filing`)."""
+        source, aid = e.get("source"), e.get("attempt_id")
+        if (source == "worker" or source == "controller") and aid is not None and aid not in self._filing:
+            key = self.key_of_id.get(aid)
+            att = self.attempts.get(key) if key is not None else None
+            if att is not None and att.first_seq is not None:
+                kinds = self._kinds
+                self._filing[aid] = (att.events.append, att.steps.append, att.reports.append, att.written.append,
+                                     (key[0], key), kinds.setdefault("step", []).append,
+                                     kinds.setdefault("report", []).append,
+                                     kinds.setdefault("checkpoint_written", []).append)
+
     def _add(self, e: dict) -> Tuple[int, Optional[Key]]:
         kind = e.get("kind")
         if kind == "run_start":
@@ -507,8 +532,10 @@ class History:
 
     def _step_values(self) -> List[Any]:
         """The `step` of every step event, in seq order."""
-        events = self.events
-        return [events[i].get("step") for i in self._kinds.get("step", ())]
+        if "step_values" not in self.memo:
+            events = self.events
+            self.memo["step_values"] = [events[i].get("step") for i in self._kinds.get("step", ())]
+        return self.memo["step_values"]
 
     def failure_config(self) -> Dict[str, Any]:
         """The failure_config the first fit() ran with ({} when none was recorded)."""
@@ -571,7 +598,8 @@ class History:
 
     def _measure(self) -> List[Recovery]:
         found = self.outages()
-        steps = _Steps([(key, e) for e, _, key in self._of("step") if key is not None])
+        events, placed = self.events, self.placed
+        steps = _Steps([(placed[i][1], events[i]) for i in self._kinds.get("step", ()) if placed[i][1] is not None])
         out: List[Recovery] = []
         claimed = set()
         for e, fit, _ in self._of("fault_injected"):
@@ -644,7 +672,7 @@ class History:
             if type(key[0]) is not int or type(key[1]) is not int:
                 raise TypeError("not an int key")
             steps = self.attempts[key].steps
-            numbers = [e.get("step") for e in steps]
+            numbers = self.column(self.attempts[key], "step")
             if not _all_int([n for n in numbers if n is not None]):
                 raise TypeError("not an int step")
             ends: Dict[int, Any] = {}
