@@ -38,7 +38,10 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import eq, itemgetter
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+
+import numpy as np
 
 Event = Dict[str, Any]
 Key = Tuple[int, int]          # (fit index, attempt ordinal)
@@ -329,8 +332,7 @@ class History:
         #: views derived from the model that several readers share, computed once by the first
         #: (e.g. scenarios.properties.base.lineage)
         self.memo: Dict[str, Any] = {}
-        kinds, filing, attempts, key_of_id = self._kinds, self._filing, self.attempts, self.key_of_id
-        placed, add_placed = self.placed, self.placed.append
+        kinds, filing, add_placed = self._kinds, self._filing, self.placed.append
         first = len(self.events)
         self.events += events
         for i, e in enumerate(events, first):
@@ -364,7 +366,19 @@ class History:
         columns = self.memo.setdefault("columns", {})
         found = columns.get((att.key, name))
         if found is None:
-            found = columns[(att.key, name)] = [e.get(name) for e in att.steps]
+            try:   # where every event has the field (no Python call per event)
+                found = list(map(itemgetter(name), att.steps))
+            except KeyError:
+                found = [e.get(name) for e in att.steps]
+            columns[(att.key, name)] = found
+        return found
+
+    def all_int(self, att: "Attempt", name: str) -> bool:
+        """`_all_int(self.column(att, name))`, kept like the column."""
+        checked = self.memo.setdefault("all_int", {})
+        found = checked.get((att.key, name))
+        if found is None:
+            found = checked[(att.key, name)] = _all_int(self.column(att, name))
         return found
 
     # -- building
@@ -598,8 +612,7 @@ class History:
 
     def _measure(self) -> List[Recovery]:
         found = self.outages()
-        events, placed = self.events, self.placed
-        steps = _Steps([(placed[i][1], events[i]) for i in self._kinds.get("step", ()) if placed[i][1] is not None])
+        steps = _AttemptSteps.of(self)
         out: List[Recovery] = []
         claimed = set()
         for e, fit, _ in self._of("fault_injected"):
@@ -667,32 +680,39 @@ class History:
     def _step_spans_by_attempt(self) -> List[StepSpan]:
         """`_step_spans_all` one attempt at a time, where every attempt key and
         step is an int (it raises otherwise)."""
-        groups: List[Tuple[Key, Dict[int, Any]]] = []   # attempts with steps, in key order: step -> end
-        for key in sorted(self.attempts):
+        groups: List[Tuple[Key, List[int], List[Any], List[Any]]] = []   # attempts with steps, in key order:
+        for key in sorted(self.attempts):                                   # steps ascending, their ends, seconds
             if type(key[0]) is not int or type(key[1]) is not int:
                 raise TypeError("not an int key")
-            steps = self.attempts[key].steps
-            numbers = self.column(self.attempts[key], "step")
+            att = self.attempts[key]
+            numbers, ts = self.column(att, "step"), self.column(att, "t")
+            if numbers and self.all_int(att, "step") and set(map(type, ts)) == {float} and min(ts) > 0:
+                # numpy: each step's latest time (no NaN, no -0.0: the max is the one value max() keeps)
+                steps, times = np.array(numbers, dtype=np.int64), np.array(ts, dtype=np.float64)
+                order = np.argsort(steps, kind="stable")
+                distinct, first = np.unique(steps[order], return_index=True)
+                latest = np.maximum.reduceat(times[order], first)
+                if len(distinct):
+                    groups.append((key, distinct.tolist(), latest.tolist(), [None] + np.diff(latest).tolist()))
+                continue
             if not _all_int([n for n in numbers if n is not None]):
                 raise TypeError("not an int step")
             ends: Dict[int, Any] = {}
-            for n, e in zip(numbers, steps):
+            for n, e in zip(numbers, att.steps):
                 if n is not None:
                     ends[n] = max(ends[n], e["t"]) if n in ends else e["t"]
             if ends:
-                groups.append((key, ends))
+                steps_in_order = sorted(ends)
+                latest = [ends[n] for n in steps_in_order]
+                groups.append((key, steps_in_order, latest,
+                               [None] + [b - a for a, b in zip(latest, latest[1:])]))
         last_rank: Dict[int, int] = {}
-        for i, (_, ends) in enumerate(groups):
-            for n in ends:
-                last_rank[n] = i
+        for i, (_, steps_in_order, _, _) in enumerate(groups):
+            last_rank.update(dict.fromkeys(steps_in_order, i))
         out: List[StepSpan] = []
-        for i, ((fit, attempt), ends) in enumerate(groups):
-            begin = None
-            for n in sorted(ends):
-                end = ends[n]
-                out.append(StepSpan(fit, attempt, n, begin, end, None if begin is None else end - begin,
-                                    i < last_rank[n]))
-                begin = end
+        for i, ((fit, attempt), steps_in_order, latest, seconds) in enumerate(groups):
+            out += [StepSpan(fit, attempt, n, begin, end, span_s, i < last_rank[n])
+                    for n, begin, end, span_s in zip(steps_in_order, [None] + latest[:-1], latest, seconds)]
         return out
 
     def _step_spans_all(self) -> List[StepSpan]:
@@ -860,6 +880,65 @@ class _Steps:
             if test(k):
                 return k, e
         return None, None
+
+
+class _AttemptSteps(_Steps):
+    """_Steps read from the model's attempts (their step lists and time
+    columns), for a history whose seqs are ints and whose step times are
+    numbers: the same answers, without a list of all the steps in one order."""
+
+    @staticmethod
+    def of(h: History) -> _Steps:
+        if h.int_seqs:
+            by_key: Dict[Key, Tuple[List[float], List[Event]]] = {}
+            for key, att in h.attempts.items():
+                if not att.steps:
+                    continue
+                ts = h.column(att, "t")
+                if not set(map(type, ts)) <= {int, float} or not all(map(eq, ts, ts)):   # numbers, no NaN
+                    break
+                if ts == sorted(ts):
+                    by_key[key] = (ts, att.steps)
+                else:   # a stable sort by time, ties in seq order
+                    order = sorted(range(len(ts)), key=ts.__getitem__)
+                    by_key[key] = ([ts[i] for i in order], [att.steps[i] for i in order])
+            else:
+                return _AttemptSteps(h, by_key)
+        return _Steps(_step_list(h))
+
+    def __init__(self, h: History, by_key: Dict[Key, Tuple[List[float], List[Event]]]):
+        self.fast = True
+        self._h = h
+        self._by_t = None
+        self.by_key = by_key
+
+    def ordered(self) -> List[Tuple[Key, Event]]:
+        if self._by_t is None:
+            self._by_t = sorted(_step_list(self._h), key=lambda ke: ke[1]["t"])
+        return self._by_t
+
+    def first_after(self, since: float, test) -> Tuple[Optional[Key], Optional[Event]]:
+        scan = lambda: next(((k, e) for k, e in self.ordered() if e["t"] > since and test(k)), (None, None))  # noqa: E731
+        if type(since) not in (int, float) or since != since:
+            return scan()
+        firsts = []
+        for k, (ts, events) in self.by_key.items():
+            i = bisect.bisect_right(ts, since)
+            if i < len(ts):   # ties in time: the first in seq order (seqs are ints)
+                firsts.append((ts[i], events[i].get("seq", 0), k, events[i]))
+        firsts.sort(key=lambda c: c[:2])
+        if any(a[:2] == b[:2] for a, b in zip(firsts, firsts[1:])):   # one seq twice: the order of the events decides
+            return scan()
+        for _, _, k, e in firsts:   # attempts in the order a scan meets them; `test` once each
+            if test(k):
+                return k, e
+        return None, None
+
+
+def _step_list(h: History) -> List[Tuple[Key, Event]]:
+    """(attempt key, event) of the steps of attempts, in seq order."""
+    events, placed = h.events, h.placed
+    return [(placed[i][1], events[i]) for i in h._kinds.get("step", ()) if placed[i][1] is not None]
 
 
 def _mean(values: List[float]) -> Optional[float]:

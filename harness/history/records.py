@@ -131,6 +131,7 @@ def _long_number(data: bytes) -> bool:
     return _LONG[0] in t or _LONG[1] in t
 #: fields whose string values repeat from event to event: one copy of each value is kept
 _SHARED = ("kind", "source", "run", "attempt_id", "node_id", "emitter", "checkpoint")
+_SKIP = object()   # a blank line
 #: the bytes read at a time
 _BLOCK = 1 << 22
 
@@ -195,38 +196,65 @@ class HistoryReader:
                 self.offset += len(pending)
         return self.events[start:]
 
+    def _decode(self, line: bytes) -> Any:
+        """One line's event; _SKIP for a blank line, and None (or what is not a
+        dict) for one that is not an object. orjson's where it reads the line as
+        the standard library would, else the standard library's."""
+        if not line.strip():
+            return _SKIP
+        try:
+            if _orjson_loads is not None and not _long_number(line):
+                try:
+                    return _orjson_loads(line)
+                except ValueError:
+                    pass
+            return _std_loads(line, self._keys)
+        except (ValueError, UnicodeDecodeError):
+            return None
+
     def _lines(self, body: bytes, torn: bool = False) -> None:
         """Decode `body`, whole lines each ending with a newline (`torn`: one
         line that had none in the file)."""
         lines = body.split(b"\n")
         lines.pop()   # after the last newline
-        fast = _orjson_loads is not None
-        long_numbers = fast and _long_number(body)   # then line by line
-        keys, strings, events, first = self._keys, self._strings.setdefault, self.events, self.lines
+        fast = _orjson_loads is not None and not _long_number(body)   # else line by line
+        loads = _orjson_loads if fast else self._decode
+        strings, events, first = self._strings.setdefault, self.events, self.lines
         ends = []   # (position in `lines`, event) of history_end events: the digest before each
         for i, line in enumerate(lines):
-            if not line.strip():
-                continue
             try:
-                if fast and not (long_numbers and _long_number(line)):
-                    try:
-                        e = _orjson_loads(line)
-                    except ValueError:
-                        e = _std_loads(line, keys)
-                else:
-                    e = _std_loads(line, keys)
-                if type(e) is not dict:
-                    raise ValueError("not an object")
-            except (ValueError, UnicodeDecodeError):
-                self.problems.append(f"line {first + i + 1}: {'torn last line dropped' if torn else 'unreadable'}")
+                e = loads(line)
+            except ValueError:   # orjson's refusal (the standard library decides) or a blank line
+                e = self._decode(line)
+            if e.__class__ is not dict:
+                if e is not _SKIP:
+                    self.problems.append(f"line {first + i + 1}: {'torn last line dropped' if torn else 'unreadable'}")
                 continue
-            for k in _SHARED:
-                v = e.get(k)
-                if v.__class__ is str:
-                    e[k] = strings(v, v)
+            # one copy of each repeated string value (_SHARED, spelled out: this runs for every event)
+            kind = e.get("kind")
+            if kind.__class__ is str:
+                e["kind"] = kind = strings(kind, kind)
+            v = e.get("source")
+            if v.__class__ is str:
+                e["source"] = strings(v, v)
+            v = e.get("run")
+            if v.__class__ is str:
+                e["run"] = strings(v, v)
+            v = e.get("attempt_id")
+            if v.__class__ is str:
+                e["attempt_id"] = strings(v, v)
+            v = e.get("node_id")
+            if v.__class__ is str:
+                e["node_id"] = strings(v, v)
+            v = e.get("emitter")
+            if v.__class__ is str:
+                e["emitter"] = strings(v, v)
+            v = e.get("checkpoint")
+            if v.__class__ is str:
+                e["checkpoint"] = strings(v, v)
             if "_line" in e:
                 del e["_line"]
-            if e.get("kind") == "history_end":   # the manifest's digest covers the lines before it
+            if kind == "history_end":   # the manifest's digest covers the lines before it
                 ends.append((i, e))
             elif "_digest_before" in e:
                 del e["_digest_before"]
@@ -272,7 +300,7 @@ def _integrity_in_order(events: List[Dict[str, Any]]) -> Optional[List[str]]:
             if emitter is not None and i < len(events) - 1:
                 counts[emitter] = counts.get(emitter, 0) + 1
         problems += _manifest_checks(end, counts, len(events) - 1, after=False)
-    if not any(e.get("kind") == "run_end" for e in events):
+    if not any(e.get("kind") == "run_end" for e in reversed(events)):   # (near the end, when there)
         problems.append("no run_end: no fit() outcome was recorded")
     return problems
 

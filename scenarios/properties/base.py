@@ -37,7 +37,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
-from harness.history.model import History, Key, _all_int
+from harness.history.model import History, Key
 from scenarios.reference_data import WorkloadConfig
 
 MAX_SHOWN = 3                  # violations spelled out in an explanation
@@ -133,7 +133,7 @@ def _lineage(h: History) -> Tuple[Dict[int, Optional[Key]], List[str]]:
 def _steps_above(h: History, att, r) -> List:
     """The distinct steps of `att` above `r`, ascending."""
     steps = h.column(att, "step")
-    if type(r) is int and _all_int(steps):   # then `or 0` changes nothing: a sort of the distinct ones
+    if type(r) is int and h.all_int(att, "step"):   # then `or 0` changes nothing: a sort of the distinct ones
         distinct = sorted(set(steps))
         return distinct[bisect.bisect_right(distinct, r):]
     return sorted({e.get("step") for e in att.steps if (e.get("step") or 0) > r})

@@ -25,7 +25,7 @@ from functools import partial
 from itertools import accumulate
 from typing import Dict, List, Optional, Tuple
 
-from harness.history.model import Attempt, History, _all_int, _seq, as_history
+from harness.history.model import Attempt, History, _seq, as_history
 from scenarios.properties.base import MAX_SHOWN, CheckResult, Events, Facts, failure_text, not_judged, result
 
 
@@ -109,7 +109,7 @@ def _lag(h: History, registered_at: Dict[str, int]) -> int:
         if not mine:
             continue
         steps = h.column(att, "step")
-        if h.int_seqs and _all_int(steps):   # every step counts: the running maximum at once
+        if h.int_seqs and h.all_int(att, "step"):   # every step counts: the running maximum at once
             highest = list(accumulate(steps, max))
             count, position = len(steps), partial(bisect.bisect_left, att.steps, key=_seq)   # seqs ascend
         else:
@@ -197,7 +197,7 @@ def _restored(att: Attempt, ckpts: _Checkpoints) -> Tuple[Optional[str], Optiona
 
 def _steps(h: History, att: Attempt) -> List[int]:
     steps = h.column(att, "step")
-    if _all_int(steps):
+    if h.all_int(att, "step"):
         return list(steps)
     return [e["step"] for e in att.steps if _is_step(e.get("step"))]
 

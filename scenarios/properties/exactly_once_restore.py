@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from harness.history.model import Attempt, History, Key, _all_int, as_history
+from harness.history.model import Attempt, History, Key, as_history
 from scenarios.properties.base import (CheckResult, Events, always, lineage, not_judged, result, segments,
                                        workload_config)
 from scenarios.reference_data import ACC_FIELDS
@@ -109,7 +109,7 @@ def _each_in_sequence(h: History, att: Attempt, starts: Dict[tuple, dict], defau
     `_sequence_violations` finds no gap in), for steps, ranks and pids that
     are ints, from arrays; False when that is not sure."""
     steps, ranks, pids = (h.column(att, name) for name in ("step", "rank", "pid"))
-    if not steps or not (_all_int(steps) and _all_int(ranks) and _all_int(pids)):
+    if not steps or not all(h.all_int(att, name) for name in ("step", "rank", "pid")):
         return False
     try:
         rank, pid, step = (np.array(c, dtype=np.int64) for c in (ranks, pids, steps))

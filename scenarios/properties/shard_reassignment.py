@@ -306,9 +306,10 @@ def _table(h: History, att) -> Optional[_Table]:
 def _make_table(h: History, att) -> Optional[_Table]:
     if not att.steps:
         return None
-    steps, ranks, ws, epochs = (h.column(att, name) for name in ("step", "rank", "world_size", "epoch"))
-    if not all(map(_all_int, (steps, ranks, ws, epochs))):
+    names = ("step", "rank", "world_size", "epoch")
+    if not all(h.all_int(att, name) for name in names):
         return None
+    steps, ranks, ws, epochs = (h.column(att, name) for name in names)
     rows = [e.get("rows") for e in att.steps]
     if set(map(type, rows)) != {list} or len(set(map(len, rows))) != 1 or not rows[0]:
         return None
