@@ -270,6 +270,60 @@ class HistoryReader:
         self.lines += len(lines)
 
 
+class LiveHistory:
+    """The events of a history file that is still being written, and their
+    model (harness.history.model.History), kept up to date by reading only
+    the lines appended since the last `update()` (a line still being written
+    waits for its newline): what a live view judges over and over.
+
+    `events` are those `read_history` returns for the lines read (in seq
+    order), without the check of the record's completeness; the model grows
+    with them, and is built again only when an appended event sorts before
+    one already in (never, for a history as the actor writes it)."""
+
+    def __init__(self, path: str):
+        self.path = history_path(path)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.reader = HistoryReader(self.path)
+        self.events: List[Dict[str, Any]] = []
+        self.model = None
+        self._last_seq: Optional[int] = 0   # the last event's seq while they ascend (None: not in order)
+
+    def update(self):
+        """(events, model) of the history as it stands now."""
+        from harness.history.model import History
+
+        try:
+            size = os.path.getsize(self.path)
+        except OSError:   # not written yet: no events, as read_history reads a missing file
+            self._reset()
+            self.model = History([])
+            return self.events, self.model
+        if size < self.reader.offset:   # replaced or cut: start again
+            self._reset()
+        new = self.reader.read()
+        for e in self.reader.ends:
+            e.pop("_digest_before", None)
+        self.reader.ends.clear()
+        ordered = self._last_seq is not None
+        for e in new:
+            seq = e.get("seq")
+            if ordered and type(seq) is int and seq > self._last_seq:
+                self._last_seq = seq
+            else:
+                ordered = False
+        self.events += new
+        if not ordered:   # read_history's order, and a model built from it
+            self._last_seq = None
+            self.events.sort(key=lambda e: _int(e.get("seq")))
+            self.model = History(self.events)
+        elif self.model is None or not self.model.extend(new):
+            self.model = History(self.events)
+        return self.events, self.model
+
+
 def _integrity_in_order(events: List[Dict[str, Any]]) -> Optional[List[str]]:
     """`integrity_problems(events)` for a history whose seqs are 1, 2, 3 ... in
     file order (a whole one, as written), in one pass; None for any other."""
