@@ -10,14 +10,16 @@ landings, the five properties, the final accumulators, `run_metrics`).
 
 One line per size:
 
-    100000 events: 1.9 s, 420 MB  (CPU 1.8 s; read 1.2 s; verdict PASS)
+    100121 events: 1.9 s, 230 MB  (CPU 1.8 s = read 0.8 + judge 1.0; judge wall 1.0 s; verdict PASS)
 
-The seconds are `evaluate` alone, wall clock (CPU: its process time); `read` is
-reading and verifying the file. The
-MB are the peak RSS of the child (`resource.getrusage(RUSAGE_SELF).ru_maxrss`),
-which holds the events read from the file and everything judging them needs.
-Then the ratio of CPU time per event between consecutive sizes (1.0: linear;
-CPU time, since wall time also counts whatever else the machine runs).
+The seconds are what a run pays after fit() returns, wall clock: reading and
+verifying the file plus `evaluate`; CPU is their process time, split between
+the two. The MB are the peak RSS of the child
+(`resource.getrusage(RUSAGE_SELF).ru_maxrss`), which holds the events read
+from the file and everything judging them needs. Then the ratio of CPU time
+per event between consecutive sizes (1.0: linear; CPU time, since wall time
+also counts whatever else the machine runs), and the machine's load average
+before and after (wall time on a loaded machine is longer than the CPU time).
 
     .venv/bin/python benchmarks/checks_scale.py                      # 10^4 and 10^5 events
     .venv/bin/python benchmarks/checks_scale.py --events 1000000
@@ -129,6 +131,7 @@ def judge(folder: str) -> dict:
     t2, c2 = time.perf_counter(), time.process_time()
     json.dumps(summary, default=str)
     return {"events": len(read.events), "read_s": t1 - t0, "judge_s": t2 - t1, "judge_cpu_s": c2 - c1,
+            "read_cpu_s": c1 - c0, "total_s": t2 - t0, "cpu_s": c2 - c0,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "verdict": summary["verdict"], "why": (summary["mismatches"] + summary["inconclusive"])[:2]}
 
@@ -156,6 +159,7 @@ def main(argv=None) -> int:
         return 0
     base = a.histories or a.keep or tempfile.mkdtemp(prefix="checks_scale_")
     rows = []
+    load = "load average %.2f %.2f %.2f" % os.getloadavg()
     for n in a.events:
         folder = os.path.join(base, str(n))
         if not a.histories:
@@ -166,11 +170,13 @@ def main(argv=None) -> int:
         rows.append(r)
         extra = f"; generated in {gen_s:.1f} s" if not a.histories else ""
         why = f" ({'; '.join(r['why'])[:200]})" if r["verdict"] != "PASS" else ""
-        print(f"{r['events']} events: {r['judge_s']:.1f} s, {r['peak_mb']:.0f} MB  "
-              f"(CPU {r['judge_cpu_s']:.1f} s; read {r['read_s']:.1f} s; verdict {r['verdict']}{why}{extra})", flush=True)
+        print(f"{r['events']} events: {r['total_s']:.1f} s, {r['peak_mb']:.0f} MB  "
+              f"(CPU {r['cpu_s']:.1f} s = read {r['read_cpu_s']:.1f} + judge {r['judge_cpu_s']:.1f}; "
+              f"judge wall {r['judge_s']:.1f} s; verdict {r['verdict']}{why}{extra})", flush=True)
     for prev, cur in zip(rows, rows[1:]):   # on CPU time: wall time also counts other load on the machine
-        ratio = (cur["judge_cpu_s"] / cur["events"]) / (prev["judge_cpu_s"] / prev["events"])
+        ratio = (cur["cpu_s"] / cur["events"]) / (prev["cpu_s"] / prev["events"])
         print(f"CPU time per event, {cur['events']} vs {prev['events']} events: x{ratio:.2f}")
+    print(f"{os.cpu_count()} CPUs; before: {load}; after: " + "load average %.2f %.2f %.2f" % os.getloadavg())
     if not a.keep and not a.histories:
         import shutil
 

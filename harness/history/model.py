@@ -38,7 +38,10 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import eq, itemgetter
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+
+import numpy as np
 
 Event = Dict[str, Any]
 Key = Tuple[int, int]          # (fit index, attempt ordinal)
@@ -69,10 +72,10 @@ def charged(events: Iterable[Event]) -> Dict[str, int]:
     """Failure events charged to each budget (never raises on a malformed event);
     `max_restarts` appears only when a torchrun agent charged something to it."""
     used = {b: 0 for b in BUDGETS}
-    for e in events:
-        if e.get("kind") == "failure" and e.get("budget") == TORCHRUN_BUDGET:
+    for e in [e for e in events if e.get("kind") == "failure"]:
+        if e.get("budget") == TORCHRUN_BUDGET:
             used[TORCHRUN_BUDGET] = used.get(TORCHRUN_BUDGET, 0) + 1
-        elif e.get("kind") == "failure" and e.get("budget") in used:
+        elif e.get("budget") in used:
             used[e["budget"]] += 1
     return used
 
@@ -102,6 +105,20 @@ def wall_time(events: Iterable[Event]) -> Optional[float]:
     starts = [e["t"] for e in ev if e.get("kind") == "run_start"] or [e["t"] for e in ev]
     ends = [e["t"] for e in ev if e.get("kind") == "run_end"] or [e["t"] for e in ev]
     return span(min(starts), max(ends)) if starts else None
+
+
+def _seq(e: Event) -> Any:
+    """The order of events in a model: their `seq` (0 when missing)."""
+    return e.get("seq", 0)
+
+
+_INT = {int}
+
+
+def _all_int(values: List[Any]) -> bool:
+    """Every value is an int (not a bool, not a float): what the fast paths of
+    the model and the properties take for granted before they skip a check."""
+    return set(map(type, values)) <= _INT
 
 
 def _by_t(events: Iterable[Event]) -> List[Event]:
@@ -262,7 +279,7 @@ class History:
     recoveries, steps and budgets they show."""
 
     def __init__(self, events: Iterable[dict]):
-        self.events = sorted(events, key=lambda e: e.get("seq", 0))
+        self.events: List[dict] = []
         self.fits: Dict[int, Fit] = {}
         self.attempts: Dict[Key, Attempt] = {}
         self.registered: List[dict] = []
@@ -270,26 +287,116 @@ class History:
         #: per event of `events`: (its fit, its attempt key or None)
         self.placed: List[Tuple[int, Optional[Key]]] = []
         self._fit: Optional[int] = None
-        self._recoveries: Optional[List[Recovery]] = None
         self._failure_copy: Dict[int, dict] = {}   # id of a failure event -> its copy with `_key`
         self._open: Dict[Key, Attempt] = {}          # attempts without an end yet, in creation order
         self._ordinals: Dict[Any, List[Any]] = {}    # fit -> [ordinals of its attempts not yet in the max, max]
         self._kinds: Dict[Any, List[int]] = {}       # kind -> positions in `events`, in seq order
+        #: attempt id -> how its steps, reports and written checkpoints are filed (see _file_fast)
+        self._filing: Dict[Any, tuple] = {}
+        #: every event's seq (0 when missing) is an int: each list of events in the model ascends in it
+        self.int_seqs = True
+        self._add_all(self._in_order(events))
+
+    def _in_order(self, events: Iterable[dict]) -> List[dict]:
+        """`events` sorted by seq (as they come when their seqs are ints that ascend already)."""
+        events = list(events)
+        seqs = [e.get("seq", 0) for e in events]
+        if _all_int(seqs):
+            return events if seqs == sorted(seqs) else sorted(events, key=_seq)
+        self.int_seqs = False
+        return sorted(events, key=_seq)
+
+    def extend(self, events: Iterable[dict]) -> bool:
+        """Add events that follow those in the model: the model becomes the one
+        of all the events (what a live view reads as the history grows). False,
+        and nothing added, when one of them sorts before the last event in: the
+        caller builds the model again from all of them."""
+        int_seqs = self.int_seqs
+        new = self._in_order(events)
+        if new and self.events:
+            try:
+                if _seq(new[0]) < _seq(self.events[-1]):
+                    self.int_seqs = int_seqs
+                    return False
+            except TypeError:   # seqs that do not compare: the whole sort decides
+                self.int_seqs = int_seqs
+                return False
+        self._add_all(new)
+        return True
+
+    def _add_all(self, events: List[dict]) -> None:
+        """File `events` (in seq order, after those in) and reset what was derived from the model."""
+        self._recoveries: Optional[List[Recovery]] = None
         self._spans: Optional[List[StepSpan]] = None
         self._of_kind: Dict[str, List[Tuple[Event, int, Optional[Key]]]] = {}
         #: views derived from the model that several readers share, computed once by the first
         #: (e.g. scenarios.properties.base.lineage)
         self.memo: Dict[str, Any] = {}
-        for i, e in enumerate(self.events):
-            self.placed.append(self._add(e))
+        kinds, filing, add_placed = self._kinds, self._filing, self.placed.append
+        first = len(self.events)
+        self.events += events
+        for i, e in enumerate(events, first):
+            kind = e.get("kind")
+            # the bulk of a history (steps, reports, written checkpoints) of an attempt already
+            # known: what _add does with them, without its other cases
+            if kind == "step" or kind == "report" or kind == "checkpoint_written":
+                source = e.get("source")
+                if source == "worker" or source == "controller":
+                    aid = e.get("attempt_id")
+                    to = filing.get(aid) if aid is not None else None
+                    if to is not None:   # (att.events, att.steps, att.reports, att.written, placement, kinds)
+                        to[0](e)
+                        to[1 if kind == "step" else 2 if kind == "report" else 3](e)
+                        add_placed(to[4])
+                        to[5 if kind == "step" else 6 if kind == "report" else 7](i)
+                        continue
+            add_placed(self._add(e))
             try:
-                self._kinds.setdefault(e.get("kind"), []).append(i)
+                kinds.setdefault(kind, []).append(i)
             except TypeError:   # an unhashable kind is no kind we look for
                 pass
+            if kind == "step" or kind == "report" or kind == "checkpoint_written":
+                self._file_fast(e, kind)
         self._registered_seqs = [e.get("seq", 0) for e in self.registered]
         self._registered_sorted = all(type(q) is int for q in self._registered_seqs)
 
+    def column(self, att: "Attempt", name: str) -> List[Any]:
+        """`e.get(name)` of each of the attempt's step events, in order (kept
+        until the model changes: several properties read the same ones)."""
+        columns = self.memo.setdefault("columns", {})
+        found = columns.get((att.key, name))
+        if found is None:
+            try:   # where every event has the field (no Python call per event)
+                found = list(map(itemgetter(name), att.steps))
+            except KeyError:
+                found = [e.get(name) for e in att.steps]
+            columns[(att.key, name)] = found
+        return found
+
+    def all_int(self, att: "Attempt", name: str) -> bool:
+        """`_all_int(self.column(att, name))`, kept like the column."""
+        checked = self.memo.setdefault("all_int", {})
+        found = checked.get((att.key, name))
+        if found is None:
+            found = checked[(att.key, name)] = _all_int(self.column(att, name))
+        return found
+
     # -- building
+    def _file_fast(self, e: dict, kind: str) -> None:
+        """After `_add` filed `e` (a step, report or written checkpoint): when
+        its attempt id names an attempt with a first seq, the next events of
+        that id are filed the same way without `_add` (`_filing`)."""
+        source, aid = e.get("source"), e.get("attempt_id")
+        if (source == "worker" or source == "controller") and aid is not None and aid not in self._filing:
+            key = self.key_of_id.get(aid)
+            att = self.attempts.get(key) if key is not None else None
+            if att is not None and att.first_seq is not None:
+                kinds = self._kinds
+                self._filing[aid] = (att.events.append, att.steps.append, att.reports.append, att.written.append,
+                                     (key[0], key), kinds.setdefault("step", []).append,
+                                     kinds.setdefault("report", []).append,
+                                     kinds.setdefault("checkpoint_written", []).append)
+
     def _add(self, e: dict) -> Tuple[int, Optional[Key]]:
         kind = e.get("kind")
         if kind == "run_start":
@@ -432,7 +539,17 @@ class History:
 
     def last_step(self) -> int:
         """The highest step any worker recorded (0 for none)."""
+        steps = self._step_values()
+        if _all_int(steps):
+            return max(steps, default=0)   # `or 0` and int() change no int
         return max((int(e.get("step") or 0) for e, _, _ in self._of("step")), default=0)
+
+    def _step_values(self) -> List[Any]:
+        """The `step` of every step event, in seq order."""
+        if "step_values" not in self.memo:
+            events = self.events
+            self.memo["step_values"] = [events[i].get("step") for i in self._kinds.get("step", ())]
+        return self.memo["step_values"]
 
     def failure_config(self) -> Dict[str, Any]:
         """The failure_config the first fit() ran with ({} when none was recorded)."""
@@ -495,8 +612,7 @@ class History:
 
     def _measure(self) -> List[Recovery]:
         found = self.outages()
-        steps = _Steps(sorted(((key, e) for e, _, key in self._of("step") if key is not None),
-                              key=lambda ke: ke[1]["t"]))
+        steps = _AttemptSteps.of(self)
         out: List[Recovery] = []
         claimed = set()
         for e, fit, _ in self._of("fault_injected"):
@@ -556,6 +672,50 @@ class History:
         return list(self._spans)
 
     def _step_spans(self) -> List[StepSpan]:
+        try:
+            return self._step_spans_by_attempt()
+        except Exception:  # noqa: BLE001 - keys or steps that are not ints: the general pass (and its error)
+            return self._step_spans_all()
+
+    def _step_spans_by_attempt(self) -> List[StepSpan]:
+        """`_step_spans_all` one attempt at a time, where every attempt key and
+        step is an int (it raises otherwise)."""
+        groups: List[Tuple[Key, List[int], List[Any], List[Any]]] = []   # attempts with steps, in key order:
+        for key in sorted(self.attempts):                                   # steps ascending, their ends, seconds
+            if type(key[0]) is not int or type(key[1]) is not int:
+                raise TypeError("not an int key")
+            att = self.attempts[key]
+            numbers, ts = self.column(att, "step"), self.column(att, "t")
+            if numbers and self.all_int(att, "step") and set(map(type, ts)) == {float} and min(ts) > 0:
+                # numpy: each step's latest time (no NaN, no -0.0: the max is the one value max() keeps)
+                steps, times = np.array(numbers, dtype=np.int64), np.array(ts, dtype=np.float64)
+                order = np.argsort(steps, kind="stable")
+                distinct, first = np.unique(steps[order], return_index=True)
+                latest = np.maximum.reduceat(times[order], first)
+                if len(distinct):
+                    groups.append((key, distinct.tolist(), latest.tolist(), [None] + np.diff(latest).tolist()))
+                continue
+            if not _all_int([n for n in numbers if n is not None]):
+                raise TypeError("not an int step")
+            ends: Dict[int, Any] = {}
+            for n, e in zip(numbers, att.steps):
+                if n is not None:
+                    ends[n] = max(ends[n], e["t"]) if n in ends else e["t"]
+            if ends:
+                steps_in_order = sorted(ends)
+                latest = [ends[n] for n in steps_in_order]
+                groups.append((key, steps_in_order, latest,
+                               [None] + [b - a for a, b in zip(latest, latest[1:])]))
+        last_rank: Dict[int, int] = {}
+        for i, (_, steps_in_order, _, _) in enumerate(groups):
+            last_rank.update(dict.fromkeys(steps_in_order, i))
+        out: List[StepSpan] = []
+        for i, ((fit, attempt), steps_in_order, latest, seconds) in enumerate(groups):
+            out += [StepSpan(fit, attempt, n, begin, end, span_s, i < last_rank[n])
+                    for n, begin, end, span_s in zip(steps_in_order, [None] + latest[:-1], latest, seconds)]
+        return out
+
+    def _step_spans_all(self) -> List[StepSpan]:
         ends: Dict[Tuple[int, int, int], float] = {}
         for e, _, key in self._of("step"):
             if key is not None and e.get("step") is not None:
@@ -600,9 +760,16 @@ class History:
         """
         productive = round(float(sum(s.seconds for s in self.step_spans()
                                      if not s.lost and s.seconds is not None)), 6)
-        wall = wall_time(self.events)
+        wall = self._wall_time()
         return {"productive_s": productive, "wall_time_s": wall,
                 "ettr": round(productive / wall, 6) if wall else None}
+
+    def _wall_time(self) -> Optional[float]:
+        """`wall_time(self.events)`, from the run_start and run_end events the model indexed."""
+        events = self.events
+        starts = [events[i]["t"] for i in self._kinds.get("run_start", ())] or [e["t"] for e in events]
+        ends = [events[i]["t"] for i in self._kinds.get("run_end", ())] or [e["t"] for e in events]
+        return span(min(starts), max(ends)) if starts else None
 
     def budget_use(self, failure_config: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
         """Failures charged per budget class against the configured limit.
@@ -646,8 +813,7 @@ class History:
             "attempts": len({key for _, _, key in self._of("attempt_start")}),
             "failures": len(self._of("failure")),
             "faults_injected": len(self._of("fault_injected")),
-            "last_step": max((int(e["step"]) for e, _, _ in self._of("step") if e.get("step") is not None),
-                             default=0),
+            "last_step": self._last_recorded_step(),
             "detection_s": values["detection_s"],
             "recovery_s": values["recovery_s"],
             "mean_recovery_s": _mean(values["recovery_s"]),
@@ -659,35 +825,120 @@ class History:
         }
 
 
+    def _last_recorded_step(self) -> int:
+        """The highest step recorded (0 for none), of the steps that have one."""
+        steps = [s for s in self._step_values() if s is not None]
+        if _all_int(steps):
+            return max(steps, default=0)
+        return max((int(e["step"]) for e, _, _ in self._of("step") if e.get("step") is not None), default=0)
+
+
 class _Steps:
     """The step events of attempts, by time, and the first one after a moment
-    that an attempt matching a test made: what a scan of the list in order
+    that an attempt matching a test made: what a scan of them in order of time
     finds, by a binary search per attempt."""
 
     def __init__(self, steps: List[Tuple[Key, Event]]):
-        self.steps = steps
-        self.fast = all(type(e["t"]) in (int, float) and e["t"] == e["t"] for _, e in steps)
+        """`steps` in seq order; in order of time (a stable sort) they are `ordered()`."""
+        self._seq_order = steps
+        ts = [e["t"] for _, e in steps]
+        self.fast = set(map(type, ts)) <= {int, float} and all(t == t for t in ts)   # numbers, no NaN
+        self._by_t: Optional[List[Tuple[Key, Event]]] = None
+        if not self.fast:   # the order of time now: it raises here if the times do not compare
+            self.ordered()
+        #: key -> its steps' (t, position in seq order), ascending
         self.by_key: Dict[Key, Tuple[List[float], List[int]]] = {}
         if self.fast:
-            for pos, (k, e) in enumerate(steps):
-                ts, where = self.by_key.setdefault(k, ([], []))
-                ts.append(e["t"])
-                where.append(pos)
+            for pos, ((k, _), t) in enumerate(zip(steps, ts)):
+                mine = self.by_key.get(k)
+                if mine is None:
+                    mine = self.by_key[k] = ([], [])
+                mine[0].append(t)
+                mine[1].append(pos)
+            for k, (kts, where) in self.by_key.items():
+                if kts != sorted(kts):   # a stable sort by time, ties in seq order
+                    order = sorted(range(len(kts)), key=kts.__getitem__)
+                    self.by_key[k] = ([kts[i] for i in order], [where[i] for i in order])
+
+    def ordered(self) -> List[Tuple[Key, Event]]:
+        """The steps in order of time (ties in seq order)."""
+        if self._by_t is None:
+            self._by_t = sorted(self._seq_order, key=lambda ke: ke[1]["t"])
+        return self._by_t
 
     def first_after(self, since: float, test) -> Tuple[Optional[Key], Optional[Event]]:
         """(key, event) of the first step with t > since whose attempt passes `test`."""
         if not self.fast or type(since) not in (int, float) or since != since:
-            return next(((k, e) for k, e in self.steps if e["t"] > since and test(k)), (None, None))
+            return next(((k, e) for k, e in self.ordered() if e["t"] > since and test(k)), (None, None))
         firsts = []
         for k, (ts, where) in self.by_key.items():
             i = bisect.bisect_right(ts, since)
             if i < len(ts):
-                firsts.append(where[i])
-        for pos in sorted(firsts):   # attempts in the order a scan meets them; `test` once each
-            k, e = self.steps[pos]
+                firsts.append((ts[i], where[i]))
+        for _, pos in sorted(firsts):   # attempts in the order a scan meets them; `test` once each
+            k, e = self._seq_order[pos]
             if test(k):
                 return k, e
         return None, None
+
+
+class _AttemptSteps(_Steps):
+    """_Steps read from the model's attempts (their step lists and time
+    columns), for a history whose seqs are ints and whose step times are
+    numbers: the same answers, without a list of all the steps in one order."""
+
+    @staticmethod
+    def of(h: History) -> _Steps:
+        if h.int_seqs:
+            by_key: Dict[Key, Tuple[List[float], List[Event]]] = {}
+            for key, att in h.attempts.items():
+                if not att.steps:
+                    continue
+                ts = h.column(att, "t")
+                if not set(map(type, ts)) <= {int, float} or not all(map(eq, ts, ts)):   # numbers, no NaN
+                    break
+                if ts == sorted(ts):
+                    by_key[key] = (ts, att.steps)
+                else:   # a stable sort by time, ties in seq order
+                    order = sorted(range(len(ts)), key=ts.__getitem__)
+                    by_key[key] = ([ts[i] for i in order], [att.steps[i] for i in order])
+            else:
+                return _AttemptSteps(h, by_key)
+        return _Steps(_step_list(h))
+
+    def __init__(self, h: History, by_key: Dict[Key, Tuple[List[float], List[Event]]]):
+        self.fast = True
+        self._h = h
+        self._by_t = None
+        self.by_key = by_key
+
+    def ordered(self) -> List[Tuple[Key, Event]]:
+        if self._by_t is None:
+            self._by_t = sorted(_step_list(self._h), key=lambda ke: ke[1]["t"])
+        return self._by_t
+
+    def first_after(self, since: float, test) -> Tuple[Optional[Key], Optional[Event]]:
+        scan = lambda: next(((k, e) for k, e in self.ordered() if e["t"] > since and test(k)), (None, None))  # noqa: E731
+        if type(since) not in (int, float) or since != since:
+            return scan()
+        firsts = []
+        for k, (ts, events) in self.by_key.items():
+            i = bisect.bisect_right(ts, since)
+            if i < len(ts):   # ties in time: the first in seq order (seqs are ints)
+                firsts.append((ts[i], events[i].get("seq", 0), k, events[i]))
+        firsts.sort(key=lambda c: c[:2])
+        if any(a[:2] == b[:2] for a, b in zip(firsts, firsts[1:])):   # one seq twice: the order of the events decides
+            return scan()
+        for _, _, k, e in firsts:   # attempts in the order a scan meets them; `test` once each
+            if test(k):
+                return k, e
+        return None, None
+
+
+def _step_list(h: History) -> List[Tuple[Key, Event]]:
+    """(attempt key, event) of the steps of attempts, in seq order."""
+    events, placed = h.events, h.placed
+    return [(placed[i][1], events[i]) for i in h._kinds.get("step", ()) if placed[i][1] is not None]
 
 
 def _mean(values: List[float]) -> Optional[float]:

@@ -27,7 +27,7 @@ import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List
+from typing import Any, Dict, Iterable, List, Optional
 
 HISTORY_FILE = "history.jsonl"
 #: every rank that reports a checkpoint writes its own marker into it (lineage step, and the
@@ -44,6 +44,12 @@ def is_marker(filename: str) -> bool:
     """Whether a checkpoint file is one of ftharness's markers (never a file of the job's)."""
     return filename.startswith(MARKER_PREFIX) and filename.endswith(MARKER_SUFFIX)
 MAX_PROBLEMS_SHOWN = 5
+NO_END = "no history_end: the run did not close its history (crash or kill of the harness)"
+
+try:   # a faster decoder, when installed (a dependency of the package; the standard library's otherwise)
+    from orjson import loads as _orjson_loads
+except ImportError:  # pragma: no cover - depends on the environment
+    _orjson_loads = None
 
 
 @dataclass
@@ -66,14 +72,18 @@ def gc_paused():
     or judging it). Every full collection walks all the live objects, the
     events included, so with a million events it would cost more than the
     pass; reference counting still frees everything that holds no cycle, and
-    the collector resumes (when it was on) at the end."""
+    the collector resumes (when it was on) at the end, with the objects the
+    pass made in the oldest generation (the youngest would hold them all, and
+    its next collection would walk every one of them at once)."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if was:
+        if was:   # what the pass made joins the oldest generation: no collection of it all at once now
+            gc.freeze()
             gc.enable()
+            gc.unfreeze()
 
 
 def read_history(path: str) -> HistoryRead:
@@ -84,46 +94,269 @@ def read_history(path: str) -> HistoryRead:
 
 def _read_history(path: str) -> HistoryRead:
     path = history_path(path)
-    events: List[Dict[str, Any]] = []
-    problems: List[str] = []
-    digest = hashlib.sha256()   # of the lines read so far, each with its newline
-    strings: Dict[str, str] = {}   # one copy of each string value (kinds, sources, ids repeat on every line)
+    reader = HistoryReader(path)
     try:
-        with open(path, "rb") as f:
-            for i, raw in enumerate(f):   # one line at a time: the file is never held whole
-                torn = not raw.endswith(b"\n")   # only the last line can lack its newline
-                line = raw if torn else raw[:-1]
-                if not line.strip():
-                    digest.update(line + b"\n")
-                    continue
-                try:
-                    e = json.loads(line.decode("utf-8"))
-                    if not isinstance(e, dict):
-                        raise ValueError("not an object")
-                except (ValueError, UnicodeDecodeError):
-                    problems.append(f"line {i + 1}: {'torn last line dropped' if torn else 'unreadable'}")
-                    digest.update(line + b"\n")
-                    continue
-                for k, v in e.items():
-                    if type(v) is str:
-                        e[k] = strings.setdefault(v, v)
-                if e.get("kind") == "history_end":   # the manifest's digest covers the lines before it
-                    e["_digest_before"] = digest.hexdigest()
-                digest.update(line + b"\n")
-                events.append(e)
+        reader.read(final=True)
     except OSError as e:
         return HistoryRead([], [f"no history: {path} cannot be read ({e.strerror or e})"])
+    events, problems = reader.events, list(reader.problems)
+    reader.events = []
+    checked = None
     try:
-        problems += integrity_problems(events)
+        checked = _integrity_in_order(events)
+        problems += integrity_problems(events) if checked is None else checked
     except Exception as e:  # noqa: BLE001 - a record too damaged to check is incomplete
         problems.append(f"the history's bookkeeping is damaged ({type(e).__name__})")
-    for e in events:
-        e.pop("_line", None)
+    for e in reader.ends:
         e.pop("_digest_before", None)
-    events.sort(key=lambda e: _int(e.get("seq")))
+    if checked is None:   # not in seq order already
+        events.sort(key=lambda e: _int(e.get("seq")))
     if len(problems) > MAX_PROBLEMS_SHOWN:
         problems = problems[:MAX_PROBLEMS_SHOWN] + [f"... and {len(problems) - MAX_PROBLEMS_SHOWN} more"]
     return HistoryRead(events, problems)
+
+
+#: bytes -> ":" for the bytes a JSON number follows (`:,[`), "0" for digits, "-" for itself, "x" for
+#: the rest (blanks deleted): a number of 19 or more digits then reads ":0000..." or ":-0000..."
+_NUMBERS = bytes(ord(":") if c in b":,[" else ord("0") if c in b"0123456789" else c if c == ord("-") else ord("x")
+                 for c in range(256))
+_LONG = (b":" + b"0" * 19, b":-" + b"0" * 19)
+
+
+def _long_number(data: bytes) -> bool:
+    """Whether `data` may hold a number of 19 or more digits: maybe an integer
+    beyond 64 bits, which orjson would read as a float (a string that looks like
+    one is harmless: its line is read by the standard library)."""
+    t = data.translate(_NUMBERS, b" \t\n\r")
+    return _LONG[0] in t or _LONG[1] in t
+#: fields whose string values repeat from event to event: one copy of each value is kept
+_SHARED = ("kind", "source", "run", "attempt_id", "node_id", "emitter", "checkpoint")
+_SKIP = object()   # a blank line
+#: the bytes read at a time
+_BLOCK = 1 << 22
+
+
+def _std_loads(line: bytes, keys: Dict[str, str]) -> Any:
+    """The standard library's decoding; an object's keys shared with earlier
+    events' (json makes new key strings for every line, orjson caches them)."""
+    e = json.loads(line.decode("utf-8"))
+    if type(e) is dict:
+        e = {keys.setdefault(k, k): v for k, v in e.items()}
+    return e
+
+
+class HistoryReader:
+    """Reads a history file as it grows: each `read()` decodes only the whole
+    lines appended since the last one (a line still being written waits for its
+    newline), so a live view follows a long run at the cost of what is new.
+
+    `events` are in file order, each line's problems in `problems`; `digest`
+    covers every line read, each with its newline. `read(final=True)` also
+    takes a last line without its newline (torn by a crash mid-write: dropped
+    and named when it is not JSON). Decoding is orjson's when it is installed
+    (the standard library's otherwise, and for every line orjson refuses or
+    could read differently), with the same events either way."""
+
+    def __init__(self, path: str):
+        self.path = history_path(path)
+        self.offset = 0                     # bytes of whole lines consumed
+        self.lines = 0
+        self.events: List[Dict[str, Any]] = []
+        self.problems: List[str] = []
+        self.ends: List[Dict[str, Any]] = []   # the history_end events, each with `_digest_before`
+        self.digest = hashlib.sha256()
+        self._strings: Dict[str, str] = {}   # one copy of each string value (kinds, sources, ids repeat)
+        self._keys: Dict[str, str] = {}
+        self._torn = False
+
+    def read(self, final: bool = False) -> List[Dict[str, Any]]:
+        """Decode what was appended since the last read; returns the new events."""
+        if self._torn:
+            raise ValueError("the history was already read to its torn end")
+        start = len(self.events)
+        with gc_paused(), open(self.path, "rb") as f:
+            f.seek(self.offset)
+            pending = b""
+            while True:
+                block = f.read(_BLOCK)
+                if not block:
+                    break
+                if pending:
+                    block = pending + block
+                cut = block.rfind(b"\n") + 1
+                if cut == 0:
+                    pending = block
+                    continue
+                pending = block[cut:]
+                self._lines(block[:cut] if cut < len(block) else block)
+                self.offset += cut
+            if final and pending:
+                self._torn = True
+                self._lines(pending + b"\n", torn=True)
+                self.offset += len(pending)
+        return self.events[start:]
+
+    def _decode(self, line: bytes) -> Any:
+        """One line's event; _SKIP for a blank line, and None (or what is not a
+        dict) for one that is not an object. orjson's where it reads the line as
+        the standard library would, else the standard library's."""
+        if not line.strip():
+            return _SKIP
+        try:
+            if _orjson_loads is not None and not _long_number(line):
+                try:
+                    return _orjson_loads(line)
+                except ValueError:
+                    pass
+            return _std_loads(line, self._keys)
+        except (ValueError, UnicodeDecodeError):
+            return None
+
+    def _lines(self, body: bytes, torn: bool = False) -> None:
+        """Decode `body`, whole lines each ending with a newline (`torn`: one
+        line that had none in the file)."""
+        lines = body.split(b"\n")
+        lines.pop()   # after the last newline
+        fast = _orjson_loads is not None and not _long_number(body)   # else line by line
+        loads = _orjson_loads if fast else self._decode
+        strings, events, first = self._strings.setdefault, self.events, self.lines
+        ends = []   # (position in `lines`, event) of history_end events: the digest before each
+        for i, line in enumerate(lines):
+            try:
+                e = loads(line)
+            except ValueError:   # orjson's refusal (the standard library decides) or a blank line
+                e = self._decode(line)
+            if e.__class__ is not dict:
+                if e is not _SKIP:
+                    self.problems.append(f"line {first + i + 1}: {'torn last line dropped' if torn else 'unreadable'}")
+                continue
+            # one copy of each repeated string value (_SHARED, spelled out: this runs for every event)
+            kind = e.get("kind")
+            if kind.__class__ is str:
+                e["kind"] = kind = strings(kind, kind)
+            v = e.get("source")
+            if v.__class__ is str:
+                e["source"] = strings(v, v)
+            v = e.get("run")
+            if v.__class__ is str:
+                e["run"] = strings(v, v)
+            v = e.get("attempt_id")
+            if v.__class__ is str:
+                e["attempt_id"] = strings(v, v)
+            v = e.get("node_id")
+            if v.__class__ is str:
+                e["node_id"] = strings(v, v)
+            v = e.get("emitter")
+            if v.__class__ is str:
+                e["emitter"] = strings(v, v)
+            v = e.get("checkpoint")
+            if v.__class__ is str:
+                e["checkpoint"] = strings(v, v)
+            if "_line" in e:
+                del e["_line"]
+            if kind == "history_end":   # the manifest's digest covers the lines before it
+                ends.append((i, e))
+            elif "_digest_before" in e:
+                del e["_digest_before"]
+            events.append(e)
+        at, done = 0, 0
+        for i, e in ends:
+            upto = at + sum(len(line) + 1 for line in lines[done:i])
+            self.digest.update(body[at:upto])
+            at, done = upto, i
+            e["_digest_before"] = self.digest.hexdigest()
+            self.ends.append(e)
+        self.digest.update(body[at:] if at else body)
+        self.lines += len(lines)
+
+
+class LiveHistory:
+    """The events of a history file that is still being written, and their
+    model (harness.history.model.History), kept up to date by reading only
+    the lines appended since the last `update()` (a line still being written
+    waits for its newline): what a live view judges over and over.
+
+    `events` are those `read_history` returns for the lines read (in seq
+    order), without the check of the record's completeness; the model grows
+    with them, and is built again only when an appended event sorts before
+    one already in (never, for a history as the actor writes it)."""
+
+    def __init__(self, path: str):
+        self.path = history_path(path)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.reader = HistoryReader(self.path)
+        self.events: List[Dict[str, Any]] = []
+        self.model = None
+        self._last_seq: Optional[int] = 0   # the last event's seq while they ascend (None: not in order)
+
+    def update(self):
+        """(events, model) of the history as it stands now."""
+        from harness.history.model import History
+
+        try:
+            size = os.path.getsize(self.path)
+        except OSError:   # not written yet: no events, as read_history reads a missing file
+            self._reset()
+            self.model = History([])
+            return self.events, self.model
+        if size < self.reader.offset:   # replaced or cut: start again
+            self._reset()
+        new = self.reader.read()
+        for e in self.reader.ends:
+            e.pop("_digest_before", None)
+        self.reader.ends.clear()
+        ordered = self._last_seq is not None
+        for e in new:
+            seq = e.get("seq")
+            if ordered and type(seq) is int and seq > self._last_seq:
+                self._last_seq = seq
+            else:
+                ordered = False
+        self.events += new
+        if not ordered:   # read_history's order, and a model built from it
+            self._last_seq = None
+            self.events.sort(key=lambda e: _int(e.get("seq")))
+            self.model = History(self.events)
+        elif self.model is None or not self.model.extend(new):
+            self.model = History(self.events)
+        return self.events, self.model
+
+
+def _integrity_in_order(events: List[Dict[str, Any]]) -> Optional[List[str]]:
+    """`integrity_problems(events)` for a history whose seqs are 1, 2, 3 ... in
+    file order (a whole one, as written), in one pass; None for any other."""
+    if not events:
+        return None
+    seqs = [e.get("seq") for e in events]
+    if seqs != list(range(1, len(seqs) + 1)):
+        return None
+    emitted = [(i, e.get("emitter"), e.get("eseq")) for i, e in enumerate(events) if "emitter" in e]
+    by_emitter: Dict[str, List[Any]] = {}
+    for _, emitter, eseq in emitted:
+        if emitter is not None:
+            if type(emitter) is not str:
+                return None
+            by_emitter.setdefault(emitter, []).append(eseq)
+    problems: List[str] = []
+    for emitter, nums in by_emitter.items():
+        if nums != list(range(1, len(nums) + 1)):
+            problems += _emitter_gaps([{"seq": 1, "emitter": emitter, "eseq": n} for n in nums])
+    end = events[-1]
+    if end.get("kind") != "history_end":
+        if any(e.get("kind") == "history_end" for e in events):
+            return None   # events after history_end: the general check
+        problems.append(NO_END)
+    else:   # the last history_end, and the only one a check reads: every other event came before it
+        counts: Dict[str, int] = {}
+        for i, emitter, _ in emitted:
+            if emitter is not None and i < len(events) - 1:
+                counts[emitter] = counts.get(emitter, 0) + 1
+        problems += _manifest_checks(end, counts, len(events) - 1, after=False)
+    if not any(e.get("kind") == "run_end" for e in reversed(events)):   # (near the end, when there)
+        problems.append("no run_end: no fit() outcome was recorded")
+    return problems
 
 
 def read_events(path: str) -> List[Dict[str, Any]]:
@@ -161,7 +394,7 @@ def integrity_problems(events: List[Dict[str, Any]]) -> List[str]:
     problems += _emitter_gaps(events)
     ends = [e for e in events if e.get("kind") == "history_end"]
     if not ends:
-        problems.append("no history_end: the run did not close its history (crash or kill of the harness)")
+        problems.append(NO_END)
     else:
         problems += _manifest_problems(events, ends[-1])
     if not any(e.get("kind") == "run_end" for e in events):
@@ -186,26 +419,33 @@ def _emitter_gaps(events: Iterable[Dict[str, Any]]) -> List[str]:
 
 
 def _manifest_problems(events: List[Dict[str, Any]], end: Dict[str, Any]) -> List[str]:
-    out = []
-    if not end.get("seal"):
-        out.append("history_end has no seal (written by an older ftharness, or edited)")
-    elif end["seal"] != seal(end):
-        out.append("history_end was changed after it was written (seal mismatch)")
     before = [e for e in events if _int(e.get("seq")) < _int(end.get("seq"))]
     counts: Dict[str, int] = {}
     for e in before:
         if e.get("emitter") is not None:
             counts[str(e["emitter"])] = counts.get(str(e["emitter"]), 0) + 1
+    after = any(_int(e.get("seq")) > _int(end.get("seq")) for e in events)
+    return _manifest_checks(end, counts, len(before), after)
+
+
+def _manifest_checks(end: Dict[str, Any], counts: Dict[str, int], before: int, after: bool) -> List[str]:
+    """history_end against the file: `counts` of each emitter's events before
+    it, `before` events in all, `after`: whether any came after it."""
+    out = []
+    if not end.get("seal"):
+        out.append("history_end has no seal (written by an older ftharness, or edited)")
+    elif end["seal"] != seal(end):
+        out.append("history_end was changed after it was written (seal mismatch)")
     declared = {str(k): _int(v) for k, v in (end.get("emitters") or {}).items()}
     for emitter in sorted(set(declared) | set(counts)):
         if declared.get(emitter, 0) != counts.get(emitter, 0):
             out.append(f"emitter {emitter}: history_end counts {declared.get(emitter, 0)} event(s), "
                        f"the file holds {counts.get(emitter, 0)}")
-    if end.get("events") is not None and _int(end["events"]) != len(before):
-        out.append(f"history_end counts {end['events']} event(s) before it, the file holds {len(before)}")
+    if end.get("events") is not None and _int(end["events"]) != before:
+        out.append(f"history_end counts {end['events']} event(s) before it, the file holds {before}")
     if end.get("digest") and "_digest_before" in end and end["digest"] != end["_digest_before"]:
         out.append("history digest differs from history_end's: the file was changed after it was written")
-    if any(_int(e.get("seq")) > _int(end.get("seq")) for e in events):
+    if after:
         out.append("events after history_end")
     return out
 

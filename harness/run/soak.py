@@ -20,7 +20,7 @@ from harness.history import records
 from harness.run.runner import RunOptions, ScenarioRunner
 from scenarios.soak import RECOVERY_WAIT_S, QUIET_TAIL_S, SoakPlan
 
-#: live judging costs a read of the whole history: at most this share of the time
+#: live judging reads only what the history gained but judges it all again: at most this share of the time
 JUDGE_SHARE = 0.1
 JUDGE_MIN_INTERVAL_S = 20.0
 
@@ -37,6 +37,7 @@ class SoakDriver:
         self.waits: List[Dict[str, Any]] = []  # recoveries the plan gave up waiting for
         self.live: Dict[str, str] = {}
         self._next_judge = time.time() + JUDGE_MIN_INTERVAL_S
+        self._history: Optional[records.LiveHistory] = None   # the history read so far, and its model
 
     # -- the fault process
     def tick(self, runner: ScenarioRunner, progress: Dict[str, Any]) -> str:
@@ -73,15 +74,14 @@ class SoakDriver:
 
     # -- live verdict
     def _judge(self, runner: ScenarioRunner) -> None:
-        """The properties over the history so far (as they stand: the run has no outcome yet)."""
-        from scenarios.verdict import fault_landings, run_properties
-
+        """The properties over the history so far (as they stand: the run has no
+        outcome yet), reading only what it gained since the last time."""
         t = time.time()
         try:
-            events = records.read_history(runner.history_path).events
-            faults = fault_landings(runner.scenario, events, runner.injector.specs)
-            results = run_properties(runner.scenario, events, {}, None, faults)
-            self.live = {name: r["status"] for name, r in results.items()}
+            if self._history is None or self._history.path != records.history_path(runner.history_path):
+                self._history = records.LiveHistory(runner.history_path)
+            events, model = self._history.update()
+            self.live = live_statuses(runner.scenario, events, runner.injector.specs, model)
         except Exception as e:  # noqa: BLE001 - a live view that fails must not stop the soak
             self.live = {"judging": f"failed ({type(e).__name__})"}
         cost = time.time() - t
@@ -94,6 +94,16 @@ class SoakDriver:
             "not_reached": [d.index for d in self.plan.draws[self.next:]],
             "recovery_waits_given_up": self.waits, "budgets_sized": self.plan.budgets(),
         }
+
+
+def live_statuses(scenario, events: List[Dict[str, Any]], specs, model=None) -> Dict[str, str]:
+    """Each property's status over the history as it stands (the run has no
+    outcome yet); `model`: the events' History, when kept up to date."""
+    from scenarios.verdict import fault_landings, run_properties
+
+    faults = fault_landings(scenario, events, specs)
+    results = run_properties(scenario, events, {}, None, faults, model)
+    return {name: r["status"] for name, r in results.items()}
 
 
 def run_soak(scenario, plan: SoakPlan, options: RunOptions) -> Dict[str, Any]:

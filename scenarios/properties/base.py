@@ -32,6 +32,7 @@ attempt's steps replace them.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
@@ -122,15 +123,32 @@ def _lineage(h: History) -> Tuple[Dict[int, Optional[Key]], List[str]]:
             order.append(s)
         while order and order[-1] > r:
             del kept[order.pop()]
-        for s in sorted({e.get("step") for e in att.steps if (e.get("step") or 0) > r}):
+        for s in _steps_above(h, att, r):
             kept[s] = att.key
             order.append(s)
         started = True
     return kept, problems
 
 
+def _steps_above(h: History, att, r) -> List:
+    """The distinct steps of `att` above `r`, ascending."""
+    steps = h.column(att, "step")
+    if type(r) is int and h.all_int(att, "step"):   # then `or 0` changes nothing: a sort of the distinct ones
+        distinct = sorted(set(steps))
+        return distinct[bisect.bisect_right(distinct, r):]
+    return sorted({e.get("step") for e in att.steps if (e.get("step") or 0) > r})
+
+
 def segments(h: History, kept: Dict[int, Optional[Key]]) -> str:
     """'attempt 1: 1-4, attempt 2: 5-12' for a lineage."""
+    if "lineage" in h.memo and h.memo["lineage"][0] == kept:   # the lineage several properties show
+        if "segments" not in h.memo:
+            h.memo["segments"] = _segments(h, kept)
+        return h.memo["segments"]
+    return _segments(h, kept)
+
+
+def _segments(h: History, kept: Dict[int, Optional[Key]]) -> str:
     parts: List[List] = []
     for s in sorted(kept):
         if parts and parts[-1][0] == kept[s] and parts[-1][2] == s - 1:

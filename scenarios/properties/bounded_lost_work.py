@@ -21,9 +21,11 @@ allowed, and the summary says so.
 from __future__ import annotations
 
 import bisect
+from functools import partial
+from itertools import accumulate
 from typing import Dict, List, Optional, Tuple
 
-from harness.history.model import Attempt, History, as_history
+from harness.history.model import Attempt, History, _seq, as_history
 from scenarios.properties.base import MAX_SHOWN, CheckResult, Events, Facts, failure_text, not_judged, result
 
 
@@ -47,12 +49,12 @@ def check(events: Events, context: dict) -> CheckResult:
     violations: List[str] = []
     findings: List[str] = []
     judged: List[int] = []
-    top = _top(started[0], _restored(started[0], ckpts)[1] or 0)
+    top = _top(h, started[0], _restored(started[0], ckpts)[1] or 0)
     for prev, att in zip(started, started[1:]):
         name, r = _restored(att, ckpts)
         if r is None:
             findings.append(f"{h.label(att.key)} restored {name} at an unknown step: its lost work is not judged")
-            top = max([top] + _steps(att))
+            top = max([top] + _steps(h, att))
             continue
         lost = max(0, top - r)
         where = f"{h.label(att.key)} ({_cause(h, att, prev)})"
@@ -66,7 +68,7 @@ def check(events: Events, context: dict) -> CheckResult:
         else:
             findings.append(f"{where} {what}")
             judged.append(lost)
-        top = _top(att, r)
+        top = _top(h, att, r)
     if not violations and not judged:
         more = f" (+{len(findings) - MAX_SHOWN} more)" if len(findings) > MAX_SHOWN else ""
         return not_judged("bounded_lost_work", "; ".join(findings[:MAX_SHOWN]) + more)
@@ -106,17 +108,23 @@ def _lag(h: History, registered_at: Dict[str, int]) -> int:
         mine = [e for e in att.reports if e.get("checkpoint") and _is_step(e.get("step"))]
         if not mine:
             continue
-        seqs, highest = [], []   # the attempt's steps in seq order, and the highest step so far
-        for e in att.steps:
-            if _is_step(e.get("step")) and type(e.get("seq", 0)) is int:
-                seqs.append(e.get("seq", 0))
-                highest.append(max(e["step"], highest[-1]) if highest else e["step"])
+        steps = h.column(att, "step")
+        if h.int_seqs and h.all_int(att, "step"):   # every step counts: the running maximum at once
+            highest = list(accumulate(steps, max))
+            count, position = len(steps), partial(bisect.bisect_left, att.steps, key=_seq)   # seqs ascend
+        else:
+            seqs, highest = [], []   # the attempt's steps in seq order, and the highest step so far
+            for e in att.steps:
+                if _is_step(e.get("step")) and type(e.get("seq", 0)) is int:
+                    seqs.append(e.get("seq", 0))
+                    highest.append(max(e["step"], highest[-1]) if highest else e["step"])
+            count, position = len(seqs), partial(bisect.bisect_left, seqs)
         last_registered = max((e["step"] for e in mine if e["checkpoint"] in registered_at), default=None)
         for e in mine:
             until = registered_at.get(e["checkpoint"])
             if until is None and last_registered is not None and e["step"] <= last_registered:
                 continue   # an older one Ray skipped or a later one superseded: not in flight
-            i = len(seqs) if until is None or type(until) is not int else bisect.bisect_left(seqs, until)
+            i = count if until is None or type(until) is not int else position(until)
             reached = highest[i - 1] if i else e["step"]
             lag = max(lag, reached - e["step"])
     return lag
@@ -187,13 +195,17 @@ def _restored(att: Attempt, ckpts: _Checkpoints) -> Tuple[Optional[str], Optiona
     return name, step if _is_step(step) else ckpts.step_of.get(name)
 
 
-def _steps(att: Attempt) -> List[int]:
+def _steps(h: History, att: Attempt) -> List[int]:
+    steps = h.column(att, "step")
+    if h.all_int(att, "step"):
+        return list(steps)
     return [e["step"] for e in att.steps if _is_step(e.get("step"))]
 
 
-def _top(att: Attempt, r: int) -> int:
+def _top(h: History, att: Attempt, r: int) -> int:
     """The lineage's highest step after `att`, which restored step `r`."""
-    return max([r] + [s for s in _steps(att) if s > r])
+    top = max(_steps(h, att), default=r)
+    return top if top > r else r
 
 
 def _is_step(v) -> bool:

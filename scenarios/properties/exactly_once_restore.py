@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Dict, List, Optional, Tuple
 
+import numpy as np
+
 from harness.history.model import Attempt, History, Key, as_history
 from scenarios.properties.base import (CheckResult, Events, always, lineage, not_judged, result, segments,
                                        workload_config)
@@ -87,9 +89,11 @@ def _sequence_violations(h: History, att: Attempt) -> List[str]:
     """Each worker's steps run restored_step+1, +2, ... with none skipped or repeated."""
     starts = {(e.get("rank"), e.get("pid")): e for e in att.worker_starts}
     default_base = att.restored_step() or 0
+    if _each_in_sequence(h, att, starts, default_base):
+        return []
     by_worker: Dict[tuple, List[dict]] = defaultdict(list)
-    for e in att.steps:
-        by_worker[(e.get("rank"), e.get("pid"))].append(e)
+    for worker, e in zip([(e.get("rank"), e.get("pid")) for e in att.steps], att.steps):
+        by_worker[worker].append(e)
     problems = []
     for (rank, pid), steps in sorted(by_worker.items(), key=lambda kv: str(kv[0])):
         ws = starts.get((rank, pid))
@@ -100,8 +104,37 @@ def _sequence_violations(h: History, att: Attempt) -> List[str]:
     return _by_rank(h.label(att.key), problems)
 
 
+def _each_in_sequence(h: History, att: Attempt, starts: Dict[tuple, dict], default_base) -> bool:
+    """True when each worker's steps run base+1, base+2, ... (what
+    `_sequence_violations` finds no gap in), for steps, ranks and pids that
+    are ints, from arrays; False when that is not sure."""
+    steps, ranks, pids = (h.column(att, name) for name in ("step", "rank", "pid"))
+    if not steps or not all(h.all_int(att, name) for name in ("step", "rank", "pid")):
+        return False
+    try:
+        rank, pid, step = (np.array(c, dtype=np.int64) for c in (ranks, pids, steps))
+        order = np.lexsort((pid, rank))   # by worker, each in the attempt's order (a stable sort)
+        rank, pid, step = rank[order], pid[order], step[order]
+        first = np.flatnonzero(np.r_[True, (rank[1:] != rank[:-1]) | (pid[1:] != pid[:-1])])
+        bases = []
+        for i in first:
+            ws = starts.get((int(rank[i]), int(pid[i])))
+            base = (ws.get("restored_step") or 0) if ws else default_base
+            if type(base) is not int:
+                return False
+            bases.append(base)
+        counts = np.diff(np.r_[first, len(step)])
+        # step k of a worker (from 0) should be its base + 1 + k
+        want = np.repeat(np.array(bases, dtype=np.int64) + 1 - first, counts) + np.arange(len(step))
+        return bool(np.array_equal(step, want))
+    except Exception:  # noqa: BLE001 - the worker-by-worker check decides (and raises)
+        return False
+
+
 def _first_gap(steps: List[int], base: int) -> Optional[Tuple[int, str]]:
     """(index, problem) of the first step that is not the next one after `base`."""
+    if type(base) is int and steps == list(range(base + 1, base + 1 + len(steps))):
+        return None   # each the next one (a quick answer for the usual case)
     for i, got in enumerate(steps):
         want = base + 1 + i
         if got == want:

@@ -3,10 +3,11 @@ later attempts rely on: its late checkpoints are neither registered nor restored
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from typing import Dict, List
 
-from harness.history.model import Attempt, History, as_history
+from harness.history.model import Attempt, History, _seq, as_history
 from scenarios.properties.base import CheckResult, Events, Facts, not_judged, result
 
 
@@ -29,7 +30,8 @@ def check(events: Events, context: dict) -> CheckResult:
     for att in h.ordered():
         if att.end is None:
             continue
-        for e in sorted(att.steps + att.reports + att.written, key=lambda e: e.get("seq", 0)):
+        for e in sorted(_later(h, att, att.steps) + _later(h, att, att.reports) + _later(h, att, att.written),
+                        key=lambda e: e.get("seq", 0)):
             if _after(e, att.end):
                 text = (f"{h.label(att.key)} rank {e.get('rank')} wrote {e.get('kind')} (step {e.get('step')}) "
                         f"at seq {e.get('seq')} after the attempt ended at seq {att.end.get('seq')} "
@@ -53,6 +55,15 @@ def _zombie_restores(h: History, late_ckpts: Dict[str, str]) -> List[str]:
                 out.append(f"{h.label(att.key)} rank {ws.get('rank')} restored "
                            f"{ws['restored_checkpoint']}, persisted by a zombie: {late_ckpts[ws['restored_checkpoint']]}")
     return out
+
+
+def _later(h: History, att: Attempt, events: List[dict]) -> List[dict]:
+    """The events of `att` (one of its lists) that may come after its end: all of
+    them, or where every seq is an int (the lists then ascend in it) those past
+    the end's seq, found by a binary search."""
+    if not h.int_seqs:
+        return events
+    return events[bisect.bisect_right(events, att.end.get("seq", 0), key=_seq):]
 
 
 def _after(e: dict, end: dict) -> bool:

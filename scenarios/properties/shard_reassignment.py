@@ -9,10 +9,10 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from harness.history.model import History, Key, as_history
+from harness.history.model import History, Key, _all_int, as_history
 from scenarios.properties.base import (CheckResult, Events, Facts, lineage, not_judged, result, segments,
                                        workload_config)
-from scenarios.reference_data import WorkloadConfig, global_batch, rank_slice
+from scenarios.reference_data import WorkloadConfig, epoch_permutation, global_batch, rank_slice
 
 
 def applies(facts: Facts) -> bool:
@@ -63,7 +63,8 @@ def _overlap_violations(h: History) -> List[str]:
     """Within one attempt and epoch no row is consumed twice (by any rank or step)."""
     out = []
     for att in h.ordered():
-        if _all_distinct(att):
+        table = _table(h, att)
+        if _all_distinct(att) if table is None else table.distinct_by_epoch():
             continue
         seen: Dict[tuple, tuple] = {}
         dups: Dict[int, List[str]] = defaultdict(list)
@@ -121,6 +122,9 @@ def _slice_violations(h: History, cfg: Optional[WorkloadConfig]) -> List[str]:
     out = []
     batch_of: Optional[tuple] = None   # the last step's global batch: its ranks' events follow one another
     for att in h.ordered():
+        table = _table(h, att)
+        if table is not None and table.sampled(cfg):
+            continue   # every event holds its slice and its epoch: nothing to find event by event
         for e in att.steps:
             step, ws = e.get("step"), e.get("world_size")
             if e.get("rows") is None or not step or not ws:
@@ -180,6 +184,8 @@ def _lineage_steps(h: History, kept: Dict[int, Optional[Key]]) -> Dict[int, List
 def _lineage_row_violations(h: History, kept: Dict[int, Optional[Key]],
                             cfg: Optional[WorkloadConfig]) -> List[str]:
     """No row twice in an epoch of the lineage; with a config, complete epochs miss none."""
+    if _lineage_whole(h, kept, cfg):
+        return []
     out = []
     for epoch, events in sorted(_lineage_steps(h, kept).items(), key=lambda kv: str(kv[0])):
         rows = list(chain.from_iterable(e.get("rows") or [] for _, e in events))
@@ -248,3 +254,131 @@ def _drop_findings(h: History, cfg: Optional[WorkloadConfig]) -> List[str]:
             if ep < max(labels) and dropped > 0:
                 out.append(f"{h.label(att.key)} epoch {ep}: equal split dropped {dropped} of {cfg.rows} rows")
     return out
+
+
+# ------------------------------------------------------------------ fast paths
+# The checks above look at one event (and one row) at a time. For the usual
+# history (every step, rank, world size and epoch an int, every rows list of
+# one length, of ints) the same answers come from arrays, when they are that
+# nothing is wrong; wherever the arrays cannot say so, the code above looks.
+
+
+
+class _Table:
+    """An attempt's step events as arrays (in its order)."""
+
+    def __init__(self, steps: list, ranks: list, ws: list, epochs: list, rows: np.ndarray):
+        self.step_list, self.ranks, self.ws, self.epoch_list = steps, ranks, ws, epochs
+        self.steps = np.array(steps, dtype=np.int64)
+        self.epochs = np.array(epochs, dtype=np.int64)
+        self.rows = rows
+
+    def distinct_by_epoch(self) -> bool:
+        """`_all_distinct` of the attempt: no row twice within one epoch."""
+        for epoch in np.unique(self.epochs):
+            if not _distinct_ints(self.rows[self.epochs == epoch].ravel()):
+                return False
+        return True
+
+    def sampled(self, cfg: WorkloadConfig) -> bool:
+        """True when every event holds the rows rank_slice gives its rank of the
+        sampler's batch, and the epoch of its step (nothing for `_slice_violations`
+        to report); False when that is not sure."""
+        try:
+            size, n = self.ws[0], len(self.ws)
+            if size <= 0 or self.ws != [size] * n or min(self.step_list) < 1:
+                return False
+            if min(self.ranks) < 0 or max(self.ranks) >= size:
+                return False
+            b, spe = cfg.batch_size, cfg.steps_per_epoch
+            if type(b) is not int or type(spe) is not int or b <= 0 or spe <= 0 or b % size:
+                return False
+            width = b // size   # every rank's slice, with no remainder to spread
+            if self.rows.shape[1] != width:
+                return False
+            epoch, i = np.divmod(self.steps - 1, spe)
+            if not np.array_equal(epoch, self.epochs):
+                return False
+            start = i * b + np.array(self.ranks, dtype=np.int64) * width
+            for e in np.unique(epoch):
+                perm = epoch_permutation(cfg, int(e))
+                mine = epoch == e
+                if len(perm) != cfg.rows or not np.array_equal(self.rows[mine],
+                                                               perm[start[mine][:, None] + np.arange(width)]):
+                    return False
+            return True
+        except Exception:  # noqa: BLE001 - anything unusual: the event-by-event check decides (and raises)
+            return False
+
+
+def _table(h: History, att) -> Optional[_Table]:
+    """The attempt's steps as a _Table, or None when they are not all plain (see above)."""
+    tables = h.memo.setdefault("shard_tables", {})
+    if att.key not in tables:
+        tables[att.key] = _make_table(h, att)
+    return tables[att.key]
+
+
+def _make_table(h: History, att) -> Optional[_Table]:
+    if not att.steps:
+        return None
+    names = ("step", "rank", "world_size", "epoch")
+    if not all(h.all_int(att, name) for name in names):
+        return None
+    steps, ranks, ws, epochs = (h.column(att, name) for name in names)
+    rows = [e.get("rows") for e in att.steps]
+    if set(map(type, rows)) != {list} or len(set(map(len, rows))) != 1 or not rows[0]:
+        return None
+    try:
+        array = np.array(rows)
+        table = _Table(steps, ranks, ws, epochs, array)
+    except Exception:  # noqa: BLE001 - ints beyond 64 bits and the like: no table
+        return None
+    return table if array.ndim == 2 and array.dtype.kind == "i" else None
+
+
+def _distinct_ints(ids: np.ndarray) -> bool:
+    """No two equal elements of an int64 array."""
+    if not ids.size:
+        return True
+    low, high = int(ids.min()), int(ids.max())
+    if low >= 0 and high < 4 * ids.size + 1024:   # a count per value
+        return int(np.bincount(ids).max()) <= 1
+    ids = np.sort(ids)
+    return not (ids[1:] == ids[:-1]).any()
+
+
+def _lineage_whole(h: History, kept: Dict[int, Optional[Key]], cfg: Optional[WorkloadConfig]) -> bool:
+    """True when `_lineage_row_violations` finds nothing: in each epoch the
+    lineage's rows are distinct and, in an epoch kept whole, every row; False
+    when that is not sure."""
+    try:
+        tables = {}
+        for att in h.ordered():
+            if att.steps:
+                tables[att.key] = _table(h, att)
+                if tables[att.key] is None:
+                    return False
+        steps_of: Dict[Optional[Key], List[int]] = defaultdict(list)   # attempt -> its steps in the lineage
+        for s, key in kept.items():
+            steps_of[key].append(s)
+        by_epoch: Dict[int, List[np.ndarray]] = defaultdict(list)
+        for key, table in tables.items():
+            mine = steps_of.get(key)
+            if not mine:
+                continue
+            if not _all_int(mine):
+                return False
+            held = np.isin(table.steps, np.array(mine, dtype=np.int64))
+            for epoch in np.unique(table.epochs[held]):
+                by_epoch[int(epoch)].append(table.rows[held & (table.epochs == epoch)].ravel())
+        for epoch, parts in by_epoch.items():
+            ids = np.concatenate(parts)
+            if not _distinct_ints(ids):
+                return False
+            if cfg is not None and _epoch_kept(kept, cfg, epoch):
+                if not (len(ids) == cfg.rows and int(ids.min()) == 0 and int(ids.max()) == cfg.rows - 1):
+                    return False
+        return True
+    except Exception:  # noqa: BLE001 - the row-by-row check decides (and raises)
+        return False
