@@ -13,6 +13,7 @@ from pydantic import Field
 
 from faults.checkpoint import CorruptCheckpoint
 from faults.controller import KillController
+from faults.network import NetworkDegrade
 from faults.node import KillNode, PartitionNode, PreemptNode
 from faults.process import CrashWorker, HangWorker, KillWorker
 from faults.resources import StarveResources
@@ -26,6 +27,7 @@ KINDS = (
     KillNode,
     PreemptNode,
     PartitionNode,
+    NetworkDegrade,
     CorruptCheckpoint,
     StorageErrors,
     StarveResources,

@@ -12,6 +12,8 @@
   `duration_s`: no heartbeats, no answers, as behind a network partition. GCS
   declares the node dead; when the partition heals, the raylet learns it was
   declared dead and exits, as a partitioned node does on a real cluster.
+  `mode: network` on namespace hosts drops the node's packets instead, and
+  its processes run on (faults/network.py).
 
 `replace: true` starts a new node `replace_after_s` after the old one died
 (capacity returns); otherwise the cluster stays smaller.
@@ -61,7 +63,10 @@ class PartitionNodeSpec(TargetedSpec):
 
     kind: Literal["partition_node"]
     duration_s: Optional[float] = Field(None, gt=0)
-    mode: Optional[Literal["pause"]] = None  # "network" (netns per node) is not built yet
+    #: `pause`: SIGSTOP the node; `network`: drop its packets (needs cluster.network: namespaces)
+    mode: Optional[Literal["pause", "network"]] = None
+    #: with mode network: drop what comes `in`, goes `out`, or `both` (default)
+    direction: Optional[Literal["both", "in", "out"]] = None
 
 
 def _index_of(ctx: FaultContext, node_id: str) -> Optional[int]:
@@ -196,7 +201,9 @@ class PreemptNode(NodeFault):
 
 
 class PartitionNode(NodeFault):
-    """Freezes a node's processes (SIGSTOP) for a while: a pause partition.
+    """Freezes a node's processes (SIGSTOP) for a while: a pause partition; or, with
+    `mode: network` on namespace hosts, drops its packets while it runs on
+    (faults/network.py).
 
     On Ray the node's agent stops its raylet tree and a detached timer resumes it
     (once GCS declares the node dead, no call reaches the agent). Under torchrun
@@ -207,6 +214,7 @@ class PartitionNode(NodeFault):
     kind = "partition_node"
     Spec = PartitionNodeSpec
     settle_s = 60.0  # GCS must first miss the node's heartbeats
+    _healer = None
 
     def __init__(self, index, spec):
         super().__init__(index, spec)
@@ -221,6 +229,10 @@ class PartitionNode(NodeFault):
         _head_guard(ctx, node_id)
         duration = float(self.duration_s or 10.0)
         ranks = sorted(m["rank"] for m in ctx.members if m["node_id"] == node_id)
+        if self.spec.get("mode") == "network":
+            from faults.network import isolate
+
+            return isolate(self, ctx, node_id, ranks, self.spec.get("direction") or "both", duration)
         if hasattr(ctx.cluster, "pause_node"):
             return self._pause_processes(ctx, node_id, ranks, duration)
         import ray
@@ -255,7 +267,10 @@ class PartitionNode(NodeFault):
 
     def heal(self, ctx: FaultContext) -> Optional[Dict[str, Any]]:
         """Ray: the node's own timer resumes it (nothing to do). torchrun: a run that ended
-        inside the partition resumes the node's processes now."""
+        inside the partition resumes the node's processes now. A network partition is lifted."""
+        healer, self._healer = self._healer, None
+        if healer is not None:   # a network partition still in force when the run ends
+            return {"how": "nft table deleted at teardown", "removed": healer()}
         if self._paused is None:
             return None
         return self._resume(ctx, "at the end of the run")

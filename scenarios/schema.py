@@ -45,6 +45,9 @@ class ClusterSpec(_Strict):
     #: where checkpoints go: `local` (the results folder, or workload.storage_path) or `s3`
     #: (a real S3 endpoint on loopback that the run starts, with a bucket of its own)
     storage: Literal["local", "s3"] = "local"
+    #: `shared`: every node in the host's network namespace; `namespaces`: each worker node a
+    #: host of its own (network namespace, own IP on a bridge), so network faults are real
+    network: Literal["shared", "namespaces"] = "shared"
 
     @field_validator("address")
     @classmethod
@@ -315,6 +318,16 @@ class Scenario(_Strict):
                 raise ValueError(f"faults[{i}].at.step: {at.step} is never reached (workload.steps is {w.steps})")
             if at.time_s is not None and at.time_s >= self.timeout_s:
                 raise ValueError(f"faults[{i}].at.time_s: {at.time_s} is past timeout_s ({self.timeout_s})")
+            wire = f.kind == "network_degrade" or getattr(f, "mode", None) == "network"
+            if wire and c.network != "namespaces":
+                field = "kind" if f.kind == "network_degrade" else "mode"
+                raise ValueError(f"faults[{i}].{field}: {getattr(f, field)} acts on a node's own network, "
+                                 f"which needs cluster.network: namespaces")
+            if getattr(f, "direction", None) is not None and f.kind == "partition_node" and not wire:
+                raise ValueError(f"faults[{i}].direction: only with mode: network")
+        if c.network == "namespaces" and c.address is not None:
+            raise ValueError("cluster.network: namespaces builds the embedded cluster's hosts; "
+                             "it cannot be used with cluster.address")
         if c.storage == "s3" and (c.address is not None or w.storage_path is not None):
             raise ValueError("cluster.storage: s3 starts an S3 endpoint for an embedded cluster; with "
                              "cluster.address or workload.storage_path, give storage_path: s3://... instead")

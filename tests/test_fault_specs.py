@@ -26,7 +26,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUBLISHED = os.path.join(REPO, "scenarios", "scenario.schema.json")
 CATALOG = sorted(glob.glob(os.path.join(REPO, "scenarios", "catalog", "*.yaml")))
 
-TARGETED = ("kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node", "partition_node")
+TARGETED = ("kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node", "partition_node",
+            "network_degrade")
 
 #: the dict each kind's fault receives for a minimal spec (its model's dump without None)
 DEFAULTS = {
@@ -36,6 +37,7 @@ DEFAULTS = {
     "kill_node": {},
     "preempt_node": {"notice_s": 3.0},
     "partition_node": {},
+    "network_degrade": {},
     "corrupt_checkpoint": {"which": "latest", "how": "bitflip"},
     "storage_errors": {},
     "starve_resources": {},
@@ -45,18 +47,29 @@ DEFAULTS = {
 #: an argument of another kind, for each kind
 FOREIGN = {
     "kill_worker": "notice_s", "crash_worker": "graceful", "hang_worker": "where", "kill_node": "duration_s",
-    "preempt_node": "mode", "partition_node": "replace", "corrupt_checkpoint": "ops",
+    "preempt_node": "mode", "partition_node": "replace", "network_degrade": "notice_s", "corrupt_checkpoint": "ops",
     "storage_errors": "which", "starve_resources": "resume", "kill_controller": "how",
 }
 
 
+#: what a kind cannot do without
+REQUIRED = {"network_degrade": {"loss_pct": 10}}
+
+
 def minimal(kind, **args):
-    return {"kind": kind, "at": {"step": 2}, **({"target": {"rank": 0}} if kind in TARGETED else {}), **args}
+    return {"kind": kind, "at": {"step": 2}, **({"target": {"rank": 0}} if kind in TARGETED else {}),
+            **REQUIRED.get(kind, {}), **args}
+
+
+def scenario(fault):
+    """A scenario of one fault; wire faults get the namespace hosts they need."""
+    wire = isinstance(fault, dict) and fault.get("kind") == "network_degrade"
+    return {"name": "x", **({"cluster": {"network": "namespaces"}} if wire else {}), "faults": [fault]}
 
 
 def error_of(fault):
     with pytest.raises(ScenarioError) as e:
-        parse_scenario({"name": "x", "faults": [fault]}, source="s.yaml")
+        parse_scenario(scenario(fault), source="s.yaml")
     msg = str(e.value)
     assert "\n" not in msg and len(msg) <= schema.MAX_MESSAGE, msg
     return msg
@@ -79,7 +92,7 @@ def test_every_kind_owns_a_spec_whose_literal_is_its_kind(kind):
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 def test_the_union_picks_the_kind_s_model_with_its_defaults(kind):
-    sc = parse_scenario({"name": "x", "faults": [minimal(kind)]})
+    sc = parse_scenario(scenario(minimal(kind)))
     f = sc.faults[0]
     assert type(f) is REGISTRY[kind].Spec
     dumped = f.model_dump(mode="json", exclude_none=True)
@@ -127,7 +140,17 @@ def test_per_kind_rules():
         "s.yaml: faults[0].which: must be latest, oldest, in_flight or 'index N'")
     assert parse_scenario({"name": "x", "faults": [minimal("corrupt_checkpoint", which="index -1")]})
     assert error_of(minimal("preempt_node", notice_s=0)).startswith("s.yaml: faults[0].notice_s:")
-    assert error_of(minimal("partition_node", mode="network")).startswith("s.yaml: faults[0].mode: must be one of 'pause'")
+    assert error_of(minimal("partition_node", mode="wire")).startswith("s.yaml: faults[0].mode: must be one of 'pause'")
+    assert error_of(minimal("partition_node", mode="network")) == ("s.yaml: faults[0].mode: network acts on a node's "
+                                                                   "own network, which needs cluster.network: namespaces")
+    assert error_of(minimal("partition_node", direction="in")) == "s.yaml: faults[0].direction: only with mode: network"
+    wire = {"name": "x", "cluster": {"network": "namespaces"}}
+    assert parse_scenario({**wire, "faults": [minimal("partition_node", mode="network", direction="out")]})
+    assert error_of({**minimal("network_degrade"), "loss_pct": None}).startswith("s.yaml: faults[0]")
+    with pytest.raises(ScenarioError, match="faults\\[0\\].kind: network_degrade acts on a node's own network"):
+        parse_scenario({"name": "x", "faults": [minimal("network_degrade")]}, source="s.yaml")
+    with pytest.raises(ScenarioError, match="cluster.network: namespaces builds"):
+        parse_scenario({**wire, "cluster": {"network": "namespaces", "address": "1.2.3.4:6379"}})
     with pytest.raises(ValidationError):
         REGISTRY["storage_errors"].Spec.model_validate(minimal("storage_errors", error_rate=1.5))
 

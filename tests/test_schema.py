@@ -45,7 +45,7 @@ def test_default_scenario_is_valid():
      "faults[0].at.step", "never reached"),
     ({"name": "x", "faults": [{"kind": "crash_worker", "target": {"node": 0}, "at": {"step": 2}}]},
      "faults[0].target", "rank or random"),
-    ({"name": "x", "faults": [{"kind": "partition_node", "target": {"rank": 0}, "at": {"step": 2}, "mode": "network"}]},
+    ({"name": "x", "faults": [{"kind": "partition_node", "target": {"rank": 0}, "at": {"step": 2}, "mode": "wire"}]},
      "faults[0].mode", "pause"),
     ({"name": "x", "faults": [{"kind": "corrupt_checkpoint", "at": {"step": 2}, "which": "newest"}]},
      "faults[0].which", "latest, oldest, in_flight or 'index N'"),

@@ -28,7 +28,9 @@ from typing import Any, Dict, List, Optional
 
 import ray
 
+from harness.cluster import netns
 from harness.cluster import ray_private as rp
+from harness.cluster.ns_node import NamespaceNode
 from harness.cluster.reaper import alive, descendants, identify, kill_all
 from harness.errors import ClusterError
 
@@ -97,6 +99,10 @@ class _Reaper:
     def remove_dir_on_crash(self, path: str) -> None:
         self._send(f"dir {path}")
 
+    def remove_on_crash(self, kind: str, name: str) -> None:
+        """A network namespace ("netns") or a link ("link") to delete if the harness dies."""
+        self._send(f"{kind} {name}")
+
     def _send(self, line: str) -> None:
         try:
             self.proc.stdin.write(line + "\n")
@@ -120,9 +126,13 @@ class EmbeddedCluster:
     """A head plus `nodes` worker raylets on this host."""
 
     def __init__(self, nodes: int = 3, cpus_per_node: int = 1, gpus_per_node: int = 0,
-                 profile: str = "fast"):
+                 profile: str = "fast", network: str = "shared"):
         if profile not in PROFILES:
             raise ClusterError(f"cluster.profile: unknown {profile!r}; allowed: {', '.join(PROFILES)}")
+        if network not in ("shared", "namespaces"):
+            raise ClusterError(f"cluster.network: unknown {network!r}; allowed: shared, namespaces")
+        self.network = network
+        self.net: Optional[netns.Network] = None   # the bridge and namespaces, with network: namespaces
         self.num_nodes = nodes
         self.cpus_per_node = cpus_per_node
         self.gpus_per_node = gpus_per_node
@@ -152,10 +162,18 @@ class EmbeddedCluster:
         self._old_ray_tmpdir = os.environ.get("RAY_TMPDIR")
         os.environ["RAY_TMPDIR"] = self._temp_dir
         os.makedirs(os.path.join(self._temp_dir, "ray"), exist_ok=True)
+        head_ip = {}
         try:
+            if self.network == "namespaces":
+                why = netns.unavailable()
+                if why:
+                    raise ClusterError(f"cluster.network: namespaces: {why}")
+                self.net = netns.Network(on_create=self._reaper.remove_on_crash).start()
+                head_ip = {"node_ip_address": self.net.head_ip}
             self._cluster = Cluster(
                 initialize_head=True,
                 head_node_args={
+                    **head_ip,
                     "num_cpus": 0,
                     "num_gpus": 0,
                     "resources": {"ftharness_head": 1},
@@ -172,9 +190,16 @@ class EmbeddedCluster:
                 self.add_node(wait=False)
             self._cluster.wait_for_nodes()
             ray.init(address=self._cluster.address, _temp_dir=self._temp_dir,
+                     _node_ip_address=head_ip.get("node_ip_address"),
                      logging_level="ERROR", log_to_driver=False, namespace="ftharness")
+            for n in self._nodes.values():
+                if isinstance(n, NamespaceNode):
+                    n.wait_registered()
             self._install_sigterm()  # after ray.init, which installs its own handler
             self.wait_idle()
+        except ClusterError:
+            self.close()
+            raise
         except Exception as e:
             self.close()
             first = (str(e).strip().splitlines() or [""])[0][:200]
@@ -194,6 +219,12 @@ class EmbeddedCluster:
             if ray.is_initialized():
                 ray.shutdown()
         finally:
+            for n in self._nodes.values():
+                if isinstance(n, NamespaceNode):
+                    n.stop()
+            if self.net is not None:
+                self.net.close()
+                self.net = None
             if self._cluster is not None:
                 try:
                     self._cluster.shutdown()
@@ -242,7 +273,7 @@ class EmbeddedCluster:
 
     def _watch(self, node) -> None:
         if self._reaper is not None:
-            self._reaper.watch([p for pids in rp.node_process_pids(node).values() for p in pids])
+            self._reaper.watch(_node_pids(node))
 
     # ---------------------------------------------------------------------- nodes
     @property
@@ -257,9 +288,20 @@ class EmbeddedCluster:
         """Start one more worker node (main thread only); returns its index. The node
         carries the Ray label `ftharness.io/node: <index>` (a fault may target it by label)."""
         index = self._next_index
+        self._next_index += 1
+        num_cpus = self.cpus_per_node if cpus is None else cpus
+        if self.net is not None:
+            node = NamespaceNode(self.net.add_host(index), self._cluster.address, self._temp_dir,
+                                 num_cpus, self.gpus_per_node, {"ftharness_worker": 1},
+                                 {NODE_LABEL: str(index)}, NODE_OBJECT_STORE_BYTES)
+            self._nodes[index] = node
+            self._watch(node)
+            if wait:
+                node.wait_registered()
+            return index
         node = self._cluster.add_node(
             wait=wait,
-            num_cpus=self.cpus_per_node if cpus is None else cpus,
+            num_cpus=num_cpus,
             num_gpus=self.gpus_per_node,
             resources={"ftharness_worker": 1},
             labels={NODE_LABEL: str(index)},
@@ -267,13 +309,16 @@ class EmbeddedCluster:
             object_store_memory=NODE_OBJECT_STORE_BYTES,
         )
         self._watch(node)
-        self._next_index += 1
         self._nodes[index] = node
         return index
 
     def remove_node(self, index: int, graceful: bool = False) -> None:
         """Stop a worker node: SIGKILL its processes, or SIGTERM first if graceful."""
         node = self._nodes.pop(index)
+        if isinstance(node, NamespaceNode):
+            node.stop(graceful=graceful)
+            self.net.remove_host(index)   # the host is gone, and its links with it
+            return
         self._cluster.remove_node(node, allow_graceful=graceful)
 
     def heal(self) -> List[int]:
@@ -336,16 +381,20 @@ class EmbeddedCluster:
         head = self._cluster.head_node
         out = [node_info(-1, known.get(head.node_id, {}), True, rp.raylet_pid(head), node_id=head.node_id)]
         for i, n in sorted(self._nodes.items()):
-            out.append(node_info(i, known.get(n.node_id, {}), False, rp.raylet_pid(n),
+            out.append(node_info(i, known.get(n.node_id, {}), False, _raylet_pid(n),
                                  by_node.get(n.node_id, []), node_id=n.node_id))
         return out
 
     def all_pids(self) -> List[int]:
         pids = []
         for n in [self._cluster.head_node, *self._nodes.values()]:
-            for ps in rp.node_process_pids(n).values():
-                pids.extend(ps)
+            pids.extend(_node_pids(n))
         return pids
+
+    def node_ip(self, index: int) -> Optional[str]:
+        """The node's own IP where it is a namespace host."""
+        n = self._nodes.get(index)
+        return n.host.ip if isinstance(n, NamespaceNode) else None
 
     def head_node_id(self) -> str:
         return self._cluster.head_node.node_id
@@ -358,6 +407,16 @@ class EmbeddedCluster:
 
     def train_env(self) -> Dict[str, str]:
         return dict(PROFILES[self.profile]["train_env"])
+
+
+def _node_pids(node) -> List[int]:
+    if isinstance(node, NamespaceNode):
+        return node.pids()
+    return [p for pids in rp.node_process_pids(node).values() for p in pids]
+
+
+def _raylet_pid(node) -> Optional[int]:
+    return node.raylet_pid() if isinstance(node, NamespaceNode) else rp.raylet_pid(node)
 
 
 def _wait_gone(procs, timeout_s: float = 5.0) -> None:
@@ -477,4 +536,5 @@ def open_cluster(spec, address: Optional[str] = None):
     address = address or spec.address
     if address:
         return ExistingCluster(address, profile=spec.profile)
-    return EmbeddedCluster(spec.nodes, spec.cpus_per_node, spec.gpus_per_node, spec.profile)
+    return EmbeddedCluster(spec.nodes, spec.cpus_per_node, spec.gpus_per_node, spec.profile,
+                           getattr(spec, "network", "shared"))

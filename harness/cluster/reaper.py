@@ -1,7 +1,8 @@
 """Kills an embedded cluster's processes when the harness process dies.
 
 Started by `EmbeddedCluster` in its own session, it reads pids from stdin, one
-line per node. "done" means the harness shut the cluster down itself. End of
+line per node, plus `dir PATH`, `netns NAME` and `link NAME` lines for what
+to remove. "done" means the harness shut the cluster down itself. End of
 input without "done" means the harness died (SIGKILL, OOM, crash): every
 process received, and every descendant of them (Ray workers and agents are
 raylet children), gets SIGKILL. Descendants are sampled every half second while
@@ -88,6 +89,7 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the harness, which cleans up
     roots: Set[int] = set()
     dirs: List[str] = []
+    network: List[Tuple[str, str]] = []   # ("netns" | "link", name), in creation order
     known: Set[Proc] = set()
     buf = ""
     while True:
@@ -104,6 +106,9 @@ def main() -> None:
                 if line.startswith("dir "):
                     dirs.append(line[4:].strip())
                     continue
+                if line.startswith(("netns ", "link ")):
+                    network.append(tuple(line.split(None, 1)))
+                    continue
                 roots.update(int(p) for p in line.split() if p.isdigit())
         known |= identify(descendants(roots))
     known |= identify(descendants({p for p, _ in known}))
@@ -114,6 +119,11 @@ def main() -> None:
         for d in dirs:
             shutil.rmtree(d, ignore_errors=True)
         time.sleep(0.5)
+    if network:
+        from harness.cluster.netns import remove_leftovers
+
+        for kind, name in reversed(network):   # namespaces and veths before their bridge
+            remove_leftovers(kind, name.strip())
 
 
 if __name__ == "__main__":

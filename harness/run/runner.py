@@ -24,6 +24,7 @@ import ray
 import yaml
 
 from harness.history import records, store
+from harness.cluster import netns
 from harness.cluster.handles import open_cluster
 from harness.run.injector import Injector, crash_plans
 from faults.base import join_storage
@@ -486,6 +487,9 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
     if options.resume:
         _read_summary(options.resume)  # refuse before anything starts
     resolve_train_fn(scenario)         # an entrypoint that does not import: refused before the cluster starts
+    why = netns.refusal(scenario)      # a host without namespaces, nftables or netem: refused likewise
+    if why:
+        raise ScenarioError(why)
     resolve_datasets_fn(scenario)
     resolve_dataset_config_fn(scenario)
     handle = open_cluster(scenario.cluster, options.address)

@@ -69,7 +69,7 @@ def run_one(s: Scenario, cluster, options: RunOptions) -> Dict[str, Any]:
 
 def shape(s: Scenario):
     c = s.cluster
-    return (s.workload.runtime, c.nodes, c.cpus_per_node, c.gpus_per_node, c.profile)
+    return (s.workload.runtime, c.nodes, c.cpus_per_node, c.gpus_per_node, c.profile, c.network)
 
 
 def run_suite(scenarios: List[Scenario], out_dir: str, address: str = None,

@@ -1,0 +1,259 @@
+"""Worker nodes as hosts of their own: one Linux network namespace per node.
+
+With `cluster: {network: namespaces}` every worker node is a real `ray start`
+inside its own network namespace, with its own IP on a bridge; the head (GCS,
+driver, Train controller, history) stays on the host at the bridge's address.
+Ray then sees distinct hosts, and a network fault is a real one: packets are
+dropped by nftables rules inside the node's namespace (a partition, either
+way or both), or shaped by `tc tbf` on its link (a bandwidth cap). The rules
+live in the namespace, so they die with it.
+
+Names carry a short run tag (`fth<tag>...`), so several runs never touch each
+other's links, and the reaper removes them if the harness dies.
+
+Needs root, `ip netns`, and `nft` for drops (Debian package nftables); `tc netem`
+(latency) only where the kernel has it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from harness.errors import ClusterError
+
+NFT_TABLE = "ftharness"
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return _run(["ip", *args], check)
+
+
+def _run(cmd: List[str], check: bool = True, stdin: Optional[str] = None) -> subprocess.CompletedProcess:
+    p = subprocess.run(cmd, capture_output=True, text=True, input=stdin)
+    if check and p.returncode != 0:
+        raise ClusterError(f"network: `{' '.join(cmd)}` failed: {(p.stderr or p.stdout).strip()[:200]}")
+    return p
+
+
+def unavailable() -> Optional[str]:
+    """Why namespace hosts cannot be built here (None: they can)."""
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    if shutil.which("ip") is None:
+        return "the `ip` command (iproute2) is missing"
+    if _run(["ip", "netns", "list"], check=False).returncode != 0:
+        return "`ip netns` does not work here"
+    return None
+
+
+def nft_missing() -> Optional[str]:
+    if shutil.which("nft") is None:
+        return "dropping packets needs nftables (`apt-get install nftables`)"
+    return None
+
+
+def netem_missing() -> Optional[str]:
+    """netem is a kernel module; probe it on a throwaway dummy link."""
+    name = f"fthp{uuid.uuid4().hex[:6]}"
+    if _ip("link", "add", name, "type", "dummy", check=False).returncode != 0:
+        return "cannot probe tc netem (no dummy link)"
+    try:
+        ok = _run(["tc", "qdisc", "add", "dev", name, "root", "netem", "delay", "1ms"], check=False).returncode == 0
+    finally:
+        _ip("link", "del", name, check=False)
+    return None if ok else "this kernel has no tc netem (latency and jitter need it)"
+
+
+def _free_subnet() -> ipaddress.IPv4Network:
+    """A /24 in 10.0.0.0/8 no interface of this host uses."""
+    used = _run(["ip", "-4", "-o", "addr", "show"], check=False).stdout
+    nets = [ipaddress.ip_interface(w).network for w in used.split() if "/" in w and w[0].isdigit()]
+    for _ in range(200):
+        n = ipaddress.ip_network(f"10.{os.urandom(1)[0] % 200 + 50}.{os.urandom(1)[0]}.0/24")
+        if not any(n.overlaps(u) for u in nets):
+            return n
+    raise ClusterError("network: no free 10.x.y.0/24 subnet for the node bridge")
+
+
+@dataclass
+class Host:
+    """One node's namespace: its name, its address, and the host side of its link."""
+
+    index: int
+    netns: str
+    ip: str
+    host_link: str
+    shaped: List[str] = field(default_factory=list)
+
+    def pids(self) -> List[int]:
+        out = _run(["ip", "netns", "pids", self.netns], check=False).stdout.split()
+        return [int(p) for p in out if p.isdigit()]
+
+    def exec_argv(self, argv: List[str]) -> List[str]:
+        return ["ip", "netns", "exec", self.netns, *argv]
+
+
+class Network:
+    """A bridge on the host and a namespace per worker node; node faults on the wire."""
+
+    def __init__(self, on_create=None):
+        self.tag = uuid.uuid4().hex[:5]
+        self.bridge = f"fth{self.tag}br"
+        self.subnet = _free_subnet()
+        self.hosts: Dict[int, Host] = {}
+        self._on_create = on_create or (lambda kind, name: None)  # tells the reaper
+        self._up = False
+
+    @property
+    def head_ip(self) -> str:
+        return str(self.subnet.network_address + 1)
+
+    def start(self) -> "Network":
+        self._on_create("link", self.bridge)
+        _ip("link", "add", self.bridge, "type", "bridge")
+        _ip("addr", "add", f"{self.head_ip}/{self.subnet.prefixlen}", "dev", self.bridge)
+        _ip("link", "set", self.bridge, "up")
+        self._up = True
+        return self
+
+    def add_host(self, index: int) -> Host:
+        """A namespace with its own IP, bridged to the head; lo up, default route via the head."""
+        ns = f"fth{self.tag}n{index}"
+        link = f"fth{self.tag}v{index}"
+        ip = str(self.subnet.network_address + 2 + index)
+        if index + 2 >= self.subnet.num_addresses - 1:
+            raise ClusterError(f"network: node index {index} does not fit in {self.subnet}")
+        self._on_create("netns", ns)
+        self._on_create("link", link)
+        _ip("netns", "add", ns)
+        _ip("link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", ns)
+        _ip("link", "set", link, "master", self.bridge, "up")
+        _ip("-n", ns, "addr", "add", f"{ip}/{self.subnet.prefixlen}", "dev", "eth0")
+        _ip("-n", ns, "link", "set", "eth0", "up")
+        _ip("-n", ns, "link", "set", "lo", "up")
+        _ip("-n", ns, "route", "add", "default", "via", self.head_ip)
+        host = Host(index, ns, ip, link)
+        self.hosts[index] = host
+        return host
+
+    def remove_host(self, index: int) -> None:
+        """Kill whatever still runs in the namespace, then delete it and its link."""
+        host = self.hosts.pop(index, None)
+        if host is None:
+            return
+        for _ in range(3):
+            pids = host.pids()
+            if not pids:
+                break
+            for p in pids:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.2)
+        _ip("link", "del", host.host_link, check=False)
+        _ip("netns", "del", host.netns, check=False)
+
+    def close(self) -> None:
+        for index in list(self.hosts):
+            self.remove_host(index)
+        if self._up:
+            _ip("link", "del", self.bridge, check=False)
+            self._up = False
+
+    # ------------------------------------------------------------------ faults
+    def drop(self, index: int, direction: str = "both", percent: float = 100.0,
+             peers: Optional[List[str]] = None) -> str:
+        """Drop the node's packets: `in`, `out` or `both` ways, all or `percent` of them, with
+        everyone or only with `peers` (IPs). Returns the nft rules, the evidence."""
+        missing = nft_missing()
+        if missing:
+            raise ClusterError(f"network: {missing}")
+        host = self.hosts[index]
+        match = "" if percent >= 100 else f"numgen random mod 10000 < {int(round(percent * 100))} "
+        rules = []
+        for chain, hook, addr in (("in_f", "input", "saddr"), ("out_f", "output", "daddr")):
+            if direction not in ("both", "in" if hook == "input" else "out"):
+                continue
+            iface = "iifname" if hook == "input" else "oifname"
+            who = f"ip {addr} {{ {', '.join(peers)} }} " if peers else ""
+            rules.append(f"  chain {chain} {{\n    type filter hook {hook} priority 0; policy accept;\n"
+                         f"    {iface} \"eth0\" {who}{match}drop\n  }}")
+        text = f"table inet {NFT_TABLE} {{\n" + "\n".join(rules) + "\n}\n"
+        self.undrop(index)
+        _run(host.exec_argv(["nft", "-f", "-"]), stdin=text)
+        return " | ".join(r.split("\n")[2].strip() for r in rules)
+
+    def undrop(self, index: int) -> bool:
+        host = self.hosts.get(index)
+        if host is None:
+            return False
+        return _run(host.exec_argv(["nft", "delete", "table", "inet", NFT_TABLE]), check=False).returncode == 0
+
+    def shape(self, index: int, rate_mbit: float) -> str:
+        """Cap the node's bandwidth both ways with tc tbf (its eth0 out, its host link in)."""
+        host = self.hosts[index]
+        rate = f"{rate_mbit:g}mbit"
+        burst = f"{max(4, int(rate_mbit * 1000 / 8 / 100)):d}kb"   # ~10 ms at the rate, at least 4 kB
+        args = ["root", "tbf", "rate", rate, "burst", burst, "latency", "100ms"]
+        _run(host.exec_argv(["tc", "qdisc", "replace", "dev", "eth0", *args]))
+        _run(["tc", "qdisc", "replace", "dev", host.host_link, *args])
+        return f"tc tbf rate {rate} burst {burst} on eth0 and {host.host_link}"
+
+    def delay(self, index: int, latency_ms: float) -> str:
+        missing = netem_missing()
+        if missing:
+            raise ClusterError(f"network: {missing}")
+        host = self.hosts[index]
+        _run(host.exec_argv(["tc", "qdisc", "replace", "dev", "eth0", "root", "netem", "delay",
+                             f"{latency_ms:g}ms"]))
+        return f"tc netem delay {latency_ms:g}ms on eth0"
+
+    def unshape(self, index: int) -> bool:
+        host = self.hosts.get(index)
+        if host is None:
+            return False
+        a = _run(host.exec_argv(["tc", "qdisc", "del", "dev", "eth0", "root"]), check=False).returncode == 0
+        b = _run(["tc", "qdisc", "del", "dev", host.host_link, "root"], check=False).returncode == 0
+        return a or b
+
+    def heal(self, index: int) -> Dict[str, bool]:
+        """Every network fault on the node gone: drops and shaping."""
+        return {"undrop": self.undrop(index), "unshape": self.unshape(index)}
+
+
+def remove_leftovers(kind: str, name: str) -> None:
+    """The reaper's half: delete a namespace (its processes first) or a link."""
+    if kind == "netns":
+        for p in _run(["ip", "netns", "pids", name], check=False).stdout.split():
+            try:
+                os.kill(int(p), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        _ip("netns", "del", name, check=False)
+    elif kind == "link":
+        _ip("link", "del", name, check=False)
+
+
+def refusal(scenario) -> Optional[str]:
+    """One line on what this host lacks for the scenario's network, or None."""
+    if getattr(scenario.cluster, "network", "shared") != "namespaces":
+        return None
+    why = unavailable()
+    if why:
+        return f"cluster.network: namespaces: {why}"
+    for i, f in enumerate(scenario.faults):
+        drops = getattr(f, "mode", None) == "network" or getattr(f, "loss_pct", None) is not None
+        if drops and nft_missing():
+            return f"faults[{i}]: {nft_missing()}"
+        if getattr(f, "latency_ms", None) is not None and netem_missing():
+            return f"faults[{i}].latency_ms: {netem_missing()}; use loss_pct or rate_mbit"
+    return None

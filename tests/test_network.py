@@ -1,0 +1,92 @@
+"""Namespace hosts and faults on the wire, on a real embedded cluster whose worker nodes
+each live in a network namespace of their own (needs root, `ip netns`, nftables)."""
+
+import os
+import statistics
+import subprocess
+
+import pytest
+
+from harness.cluster import netns
+from harness.history.records import read_events
+from harness.run.suite import catalog_dir
+
+pytestmark = [pytest.mark.cluster, pytest.mark.exclusive_ray, pytest.mark.slow,
+              pytest.mark.skipif(netns.unavailable() is not None or netns.nft_missing() is not None,
+                                 reason=f"{netns.unavailable() or netns.nft_missing()}")]
+
+
+def leftovers(tag):
+    """Namespaces and links of network `tag` still on this host."""
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    return [w for w in (names + links).split() if w.startswith(f"fth{tag}")]
+
+
+@pytest.fixture(scope="module")
+def ns_cluster():
+    from harness.cluster.handles import EmbeddedCluster
+    from harness.frontends.pytest_plugin import _shared
+
+    _shared.release()
+    cluster = EmbeddedCluster(nodes=3, cpus_per_node=1, network="namespaces").start()
+    tag = cluster.net.tag
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+    assert leftovers(tag) == []
+
+
+def run(cluster, tmp_path, name):
+    from harness.run.runner import RunOptions, ScenarioRunner
+    from scenarios.schema import load_scenario
+
+    cluster.heal()
+    sc = load_scenario(os.path.join(catalog_dir(), f"{name}.yaml"))
+    s = ScenarioRunner(sc, cluster, RunOptions(out_dir=str(tmp_path / name), progress=False)).run()
+    return s, read_events(s["results_dir"])
+
+
+def test_worker_nodes_are_hosts_with_their_own_ips(ns_cluster):
+    import ray
+
+    ips = {n["NodeManagerAddress"] for n in ray.nodes() if n.get("Alive") and "ftharness_worker" in n["Resources"]}
+    assert len(ips) == 3 and ns_cluster.net.head_ip not in ips, ips
+    for index in ns_cluster.worker_node_indices():
+        host = ns_cluster.net.hosts[index]
+        assert host.ip in ips
+        assert ns_cluster.nodes()[0].is_head
+        assert set(ns_cluster._nodes[index].pids()) <= set(host.pids()) | {ns_cluster._nodes[index].proc.pid}
+
+
+def test_network_partition_is_detected_and_the_run_restarts_elsewhere(ns_cluster, tmp_path):
+    s, ev = run(ns_cluster, tmp_path, "network-partition")
+    assert s["matches_expectation"], (s["mismatches"], s["inconclusive"])
+    hit = next(e for e in ev if e["kind"] == "fault_injected")["target_hit"]
+    assert hit["how"] == "nft drop (both)" and "drop" in hit["rules"]
+    failures = [e for e in ev if e["kind"] == "failure"]
+    assert failures and failures[0]["budget"] == "worker_group"
+    groups = [e for e in ev if e["kind"] == "worker_group_started"]
+    assert hit["node_id"] not in {w["node_id"] for w in groups[-1]["workers"]}
+    assert any(e["kind"] == "fault_healed" for e in ev)
+    assert "no_zombie_writes" in s["properties"]
+
+
+def step_seconds(ev, rank, t0, t1):
+    ts = [e["t"] for e in ev if e["kind"] == "step" and e.get("rank") == rank and t0 <= e["t"] <= t1]
+    return [b - a for a, b in zip(ts, ts[1:])]
+
+
+def test_network_degrade_slows_the_steps_it_lasts(ns_cluster, tmp_path):
+    s, ev = run(ns_cluster, tmp_path, "network-degrade")
+    assert s["matches_expectation"], (s["mismatches"], s["inconclusive"])
+    inj = next(e for e in ev if e["kind"] == "fault_injected")
+    healed = next(e for e in ev if e["kind"] == "fault_healed")
+    assert "numgen random" in inj["target_hit"]["how"] and "tbf" in inj["target_hit"]["how"]
+    before = step_seconds(ev, 0, 0, inj["t"])
+    during = step_seconds(ev, 0, inj["t"], healed["t"])
+    assert before and during
+    slow, base = statistics.median(during), statistics.median(before)
+    print(f"median step {base * 1000:.0f} ms before, {slow * 1000:.0f} ms degraded (x{slow / base:.1f})")
+    assert slow > 1.5 * base, (base, slow)
