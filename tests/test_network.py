@@ -2,8 +2,12 @@
 each live in a network namespace of their own (needs root, `ip netns`, nftables)."""
 
 import os
+import signal
 import statistics
 import subprocess
+import sys
+import textwrap
+import time
 
 import pytest
 
@@ -16,11 +20,52 @@ pytestmark = [pytest.mark.cluster, pytest.mark.exclusive_ray, pytest.mark.slow,
                                  reason=f"{netns.unavailable() or netns.nft_missing()}")]
 
 
+def alive(pids):
+    out = set()
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    out.add(p)
+        except OSError:
+            pass
+    return out
+
+
 def leftovers(tag):
     """Namespaces and links of network `tag` still on this host."""
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
     return [w for w in (names + links).split() if w.startswith(f"fth{tag}")]
+
+
+CHILD = textwrap.dedent("""
+    import time
+    from harness.cluster.handles import EmbeddedCluster
+    from harness.cluster.reaper import descendants
+    c = EmbeddedCluster(nodes=2, network="namespaces").start()
+    print(c.net.tag, flush=True)
+    print(" ".join(map(str, descendants(set(c.all_pids())))), flush=True)
+    time.sleep(600)
+""")
+
+
+def test_harness_killed_leaves_no_namespace_link_or_process():
+    """First in this file, before the module's cluster starts: one cluster at a time."""
+    from harness.frontends.pytest_plugin import _shared
+
+    _shared.release()
+    proc = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    tag = proc.stdout.readline().strip()
+    pids = {int(p) for p in proc.stdout.readline().split()}
+    assert tag and len(leftovers(tag)) >= 5 and len(pids) >= 5, (tag, leftovers(tag), pids)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    deadline = time.time() + 30
+    while time.time() < deadline and (leftovers(tag) or alive(pids)):
+        time.sleep(0.3)
+    assert leftovers(tag) == [] and alive(pids) == set()
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +135,4 @@ def test_network_degrade_slows_the_steps_it_lasts(ns_cluster, tmp_path):
     slow, base = statistics.median(during), statistics.median(before)
     print(f"median step {base * 1000:.0f} ms before, {slow * 1000:.0f} ms degraded (x{slow / base:.1f})")
     assert slow > 1.5 * base, (base, slow)
+
