@@ -9,11 +9,11 @@ demo: setup
 	@.venv/bin/ftharness run
 
 test: setup
-	@./scripts/setup-browser.sh
+	@./scripts/setup-system.sh
 	@./scripts/test.sh core
 
 test-full: setup
-	@./scripts/setup-browser.sh
+	@./scripts/setup-system.sh
 	@./scripts/test.sh full
 
 test-fast: setup

@@ -1,5 +1,5 @@
 """The HTML report: its structure (stdlib html.parser) and, where Chromium is
-installed (scripts/setup-browser.sh), what a browser actually draws and what
+installed (scripts/setup-system.sh), what a browser actually draws and what
 its script does. Synthetic results folders and tests/data; no Ray cluster."""
 
 import json
@@ -24,7 +24,7 @@ CHROMIUM = "/usr/bin/chromium"
 SCENARIOS = ("kill", "twice", "out-of-budget")
 DATA = os.path.join(os.path.dirname(__file__), "data")
 needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                                    reason="no Chromium; scripts/setup-browser.sh installs it")
+                                    reason="no Chromium; scripts/setup-system.sh installs it")
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +190,7 @@ def test_frames_are_written_beside_the_report(report):
         assert os.path.getsize(os.path.join(out, f"{name}.parquet")) > 0
 
 
-@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="no Chromium; scripts/setup-browser.sh installs it")
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="no Chromium; scripts/setup-system.sh installs it")
 def test_chromium_renders_the_report(report, tmp_path):
     png = tmp_path / "report.png"
     subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
