@@ -209,6 +209,7 @@ TORCHRUN_REFUSED = {
     "preempt_node": "is Ray-only (a drain through Ray's GCS; TorchElastic gets no notice)",
     "starve_resources": "is Ray-only (hog actors hold Ray resources)",
     "kill_controller": "is Ray-only (torchrun has no Train controller)",
+    "network_degrade": "is Ray-only (it needs cluster.network: namespaces, whose hosts are Ray nodes)",
 }
 #: corrupt_checkpoint `how` values a torchrun run cannot have, and why
 TORCHRUN_REFUSED_HOW = {
@@ -325,6 +326,9 @@ class Scenario(_Strict):
                                  f"which needs cluster.network: namespaces")
             if getattr(f, "direction", None) is not None and f.kind == "partition_node" and not wire:
                 raise ValueError(f"faults[{i}].direction: only with mode: network")
+        if c.network == "namespaces" and w.runtime == "torchrun":
+            raise ValueError("cluster.network: namespaces builds Ray nodes in namespaces; workload.runtime "
+                             "torchrun runs its own agents on this host (allowed: shared)")
         if c.network == "namespaces" and c.address is not None:
             raise ValueError("cluster.network: namespaces builds the embedded cluster's hosts; "
                              "it cannot be used with cluster.address")

@@ -3,11 +3,12 @@ scenario language refuses in one line naming the field, and what it accepts."""
 
 import pytest
 
-from faults import FAULT_KINDS
+from faults import FAULT_KINDS, REGISTRY
+from faults.base import TargetedSpec
 from harness.errors import ScenarioError
 from scenarios.schema import TORCHRUN_FAULTS, TORCHRUN_REFUSED, parse_scenario
 
-TARGETED = ("kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node", "partition_node")
+TARGETED = tuple(k for k, cls in REGISTRY.items() if issubclass(cls.Spec, TargetedSpec))
 
 
 def torchrun(**parts):
@@ -38,12 +39,14 @@ def test_every_fault_kind_is_either_accepted_or_refused_with_a_reason():
 
 @pytest.mark.parametrize("kind", sorted(TORCHRUN_REFUSED))
 def test_faults_torchrun_cannot_do_are_refused_naming_the_field_and_what_is_allowed(kind):
-    fault = {"kind": kind, "at": {"step": 2}, **({"target": {"rank": 0}} if kind in TARGETED else {})}
+    fault = {"kind": kind, "at": {"step": 2}, **({"target": {"rank": 0}} if kind in TARGETED else {}),
+             **({"loss_pct": 10} if kind == "network_degrade" else {})}
     msg = refused(torchrun(faults=[fault]))
     assert msg.startswith(f"s.yaml: faults[0].kind: {kind} "), msg
     assert "allowed: kill_worker, crash_worker, hang_worker, kill_node, partition_node, corrupt_checkpoint" in msg
-    # the same fault is fine under Ray Train
-    parse_scenario({"name": "x", "faults": [fault]})
+    # the same fault is fine under Ray Train (a wire fault on namespace hosts)
+    wire = {"cluster": {"network": "namespaces"}} if kind == "network_degrade" else {}
+    parse_scenario({"name": "x", "faults": [fault], **wire})
 
 
 @pytest.mark.parametrize("fault", [

@@ -42,8 +42,11 @@ class NamespaceNode:
                 f"--resources={json.dumps(resources)}", "--labels=" + ",".join(f"{k}={v}" for k, v in labels.items()),
                 f"--object-store-memory={object_store_memory}", f"--temp-dir={self.temp_dir}"]
         self._log = open(os.path.join(self.temp_dir, "ray-start.log"), "ab")
+        # Gloo finds its own address from the hostname, which resolves to the loopback here;
+        # name the interface instead, as on a real host with several (Ray's workers inherit it).
+        env = {**os.environ, "GLOO_SOCKET_IFNAME": "eth0"}
         self.proc = subprocess.Popen(host.exec_argv(argv), stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+                                     start_new_session=True, env=env)
 
     def wait_registered(self, timeout_s: float = 60.0) -> str:
         """The node id GCS gave the raylet at this host's IP."""
