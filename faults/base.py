@@ -46,13 +46,16 @@ class Strict(BaseModel):
 
 class At(Strict):
     """When a fault fires: exactly one of `step`, `time_s` (seconds after training
-    started) or `event` (its `nth` occurrence); `rank` narrows a step to one rank."""
+    started) or `event` (its `nth` occurrence); `rank` narrows a step to one rank.
+    A worker event holds the emitting worker until the fault is done; `hold: false`
+    lets it run on (a partitioned worker could never hear its release)."""
 
     step: Optional[int] = Field(None, ge=1)
     rank: Optional[int] = Field(None, ge=0)
     time_s: Optional[float] = Field(None, ge=0)
     event: Optional[Literal[TRIGGER_EVENTS]] = None  # type: ignore[valid-type]
     nth: int = Field(1, ge=1)
+    hold: bool = True
 
     @model_validator(mode="after")
     def _one(self):
@@ -61,6 +64,8 @@ class At(Strict):
             raise ValueError("needs exactly one of step, time_s, event")
         if self.rank is not None and self.step is None:
             raise ValueError("rank only goes with step")
+        if not self.hold and self.time_s is not None:
+            raise ValueError("hold only goes with step or event (a time trigger holds nobody)")
         return self
 
 

@@ -74,7 +74,7 @@ def ns_cluster():
     from harness.frontends.pytest_plugin import _shared
 
     _shared.release()
-    cluster = EmbeddedCluster(nodes=3, cpus_per_node=1, network="namespaces").start()
+    cluster = EmbeddedCluster(nodes=3, cpus_per_node=2, network="namespaces").start()
     tag = cluster.net.tag
     try:
         yield cluster
@@ -105,7 +105,11 @@ def test_worker_nodes_are_hosts_with_their_own_ips(ns_cluster):
         assert set(ns_cluster._nodes[index].pids()) <= set(host.pids()) | {ns_cluster._nodes[index].proc.pid}
 
 
-def test_network_partition_is_detected_and_the_run_restarts_elsewhere(ns_cluster, tmp_path):
+def test_network_partition_is_detected_and_the_cut_off_workers_are_judged_as_zombies(ns_cluster, tmp_path):
+    """Both ranks on one node; its packets are dropped. The run restarts on another node; the
+    cut-off pair trains on, and its late steps come from the node's journal as findings."""
+    import ray
+
     s, ev = run(ns_cluster, tmp_path, "network-partition")
     assert s["matches_expectation"], (s["mismatches"], s["inconclusive"])
     hit = next(e for e in ev if e["kind"] == "fault_injected")["target_hit"]
@@ -113,9 +117,17 @@ def test_network_partition_is_detected_and_the_run_restarts_elsewhere(ns_cluster
     failures = [e for e in ev if e["kind"] == "failure"]
     assert failures and failures[0]["budget"] == "worker_group"
     groups = [e for e in ev if e["kind"] == "worker_group_started"]
-    assert hit["node_id"] not in {w["node_id"] for w in groups[-1]["workers"]}
+    assert {w["node_id"] for w in groups[0]["workers"]} == {hit["node_id"]}     # packed on the cut node
+    assert hit["node_id"] not in {w["node_id"] for w in groups[-1]["workers"]}  # restarted elsewhere
+    late = [e for e in ev if e.get("spooled")]
+    first = groups[0]["attempt_id"]
+    assert late and {e["attempt_id"] for e in late} == {first}, late
+    assert any(e["kind"] == "step" for e in late)
+    zombie = s["properties"]["no_zombie_writes"]
+    assert zombie["status"] == "passed" and any("journaled on its node" in f for f in zombie["findings"]), zombie
     assert any(e["kind"] == "fault_healed" for e in ev)
-    assert "no_zombie_writes" in s["properties"]
+    ips = {n["NodeManagerAddress"] for n in ray.nodes() if n["NodeID"] == hit["node_id"]}
+    assert ips == {hit["ip"]}
 
 
 def step_seconds(ev, rank, t0, t1):

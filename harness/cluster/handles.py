@@ -399,6 +399,12 @@ class EmbeddedCluster:
     def head_node_id(self) -> str:
         return self._cluster.head_node.node_id
 
+    def adopt_dir(self, path: str) -> None:
+        """A folder a run made beside the cluster (a spool): removed with the cluster's
+        temp dir if this process dies."""
+        if self._reaper is not None:
+            self._reaper.remove_dir_on_crash(path)
+
     def adopt(self, pids: List[int]) -> None:
         """Processes a run started beside the cluster (an S3 endpoint): the reaper
         kills them with the cluster's if this process dies."""

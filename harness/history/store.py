@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Optional
 
 import ray
 
+from harness.history import spool
 from harness.history.records import seal
 from harness.history.triggers import TriggerBook
 
@@ -225,6 +226,33 @@ class HistoryBook:
     def _last_t(self) -> Optional[float]:
         return getattr(self, "_last_event_t", None)
 
+    def merge_spooled(self, events: List[Dict[str, Any]]) -> int:
+        """Append events that emitters journaled on their nodes while the actor was out of
+        reach, marked `spooled`, unless the actor got them too; returns how many were new."""
+        with self._lock:
+            if self._file.closed or not events:
+                return 0
+            emitters = {e.get("emitter") for e in events}
+            have = set()
+            self._file.flush()
+            with open(self._path) as f:
+                for line in f:
+                    if '"eseq"' in line:
+                        try:
+                            r = json.loads(line)
+                        except ValueError:
+                            continue
+                        if r.get("emitter") in emitters:
+                            have.add((r["emitter"], r.get("eseq")))
+            new = 0
+            for e in sorted(events, key=lambda e: (e.get("t") or 0, str(e.get("emitter")), e.get("eseq") or 0)):
+                if (e.get("emitter"), e.get("eseq")) in have:
+                    continue
+                have.add((e.get("emitter"), e.get("eseq")))
+                self._append_locked(dict(e, spooled=True))
+                new += 1
+            return new
+
     def close(self) -> int:
         """Write `history_end` (the manifest a reader checks the file against) and close."""
         with self._lock:
@@ -271,7 +299,15 @@ class Emitter:
     `emit` blocks until the history actor has flushed the event. Failures to
     record never raise into training or into the Train controller; every event
     is numbered (`emitter`, `eseq`) so a lost one is a visible gap.
+
+    An acknowledgement that does not come within `ack_timeout_s` means the head
+    is out of reach (a partition) or the actor is gone: the event goes to the
+    node-local journal (harness.history.spool), and so does every later one
+    until an earlier hand-over is seen to complete. Events are still sent,
+    without waiting, so a slow actor loses nothing; the merge drops duplicates.
     """
+
+    ack_timeout_s = 10.0
 
     def __init__(self, run_name: str, source: str, base: Optional[Dict[str, Any]] = None):
         self.run_name = run_name
@@ -281,6 +317,19 @@ class Emitter:
         self.id = f"{source}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._numbers = itertools.count(1)
         self._order = threading.Lock()
+        self._cut_ref = None   # while cut off: the last hand-over sent without waiting
+
+    def _reconnected(self) -> bool:
+        """Whether the last hand-over sent while cut off has reached the actor."""
+        if self._cut_ref is False:
+            return False
+        try:
+            done, _ = ray.wait([self._cut_ref], timeout=0)
+        except Exception:  # noqa: BLE001
+            return False
+        if done:
+            self._cut_ref = None
+        return bool(done)
 
     def handle(self):
         if self._handle is None:
@@ -297,14 +346,25 @@ class Emitter:
         """Record an event. With `wait`, return once it is on disk, and if it
         fired a gating fault trigger, once the injector has done that fault."""
         e = self.event(kind, **fields)
+        ref = None
         try:
             with self._order:  # numbered in the order they are handed over
                 e["emitter"], e["eseq"] = self.id, next(self._numbers)
+                if self._cut_ref is not None and not self._reconnected():
+                    spool.write(self.run_name, self.id, e)
+                    try:
+                        self._cut_ref = self.handle().append.remote(e)
+                    except Exception:  # noqa: BLE001 - the journal has it
+                        self._handle = None
+                    return None
                 ref = self.handle().append.remote(e)
             if not wait:
                 return None
-            ack = ray.get(ref, timeout=30)
-        except Exception:  # never break the caller; the eseq gap shows the loss in the history
+            ack = ray.get(ref, timeout=self.ack_timeout_s)
+        except Exception:  # never break the caller; the journal (or the eseq gap) keeps the event
+            with self._order:
+                spool.write(self.run_name, self.id, e)
+                self._cut_ref = ref if ref is not None else self._cut_ref or False
             return None
         if ack.get("gate") is not None:
             try:

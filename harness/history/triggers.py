@@ -4,7 +4,8 @@ A `TriggerBook` lives inside the history actor and sees every event as it is
 appended, so a trigger fires on the exact event, in history order. Triggers on
 worker events (a step, a checkpoint written or reported, a restore) also *gate*:
 the emitting worker waits until the injector has done the fault, so "at step 5"
-means no rank starts step 6 before the fault lands. Controller events
+means no rank starts step 6 before the fault lands (unless the trigger says
+`hold: false`). Controller events
 (checkpoint registered, attempt started) fire without a gate: the controller
 must never block. Time triggers are the injector's own business.
 """
@@ -38,6 +39,7 @@ class ArmedTrigger:
     rank: Optional[int] = None
     event: Optional[str] = None
     nth: int = 1
+    hold: bool = True
     seen: Set[Any] = field(default_factory=set)
     fired: bool = False
 
@@ -45,7 +47,8 @@ class ArmedTrigger:
     def from_spec(cls, fault: int, at: Dict[str, Any]) -> Optional["ArmedTrigger"]:
         if at.get("time_s") is not None:
             return None
-        return cls(fault, at.get("step"), at.get("rank"), at.get("event"), int(at.get("nth") or 1))
+        return cls(fault, at.get("step"), at.get("rank"), at.get("event"), int(at.get("nth") or 1),
+                   bool(at.get("hold", True)))
 
     def matches(self, e: Dict[str, Any]) -> Tuple[bool, bool]:
         """(fires now, gates the emitter)."""
@@ -54,13 +57,13 @@ class ArmedTrigger:
         if self.step is not None:
             hit = (e.get("kind") == "step" and e.get("step") == self.step
                    and (self.rank is None or e.get("rank") == self.rank))
-            return hit, hit
+            return hit, hit and self.hold
         kind, pred, key, gates = EVENT_TRIGGERS[self.event]
         if e.get("kind") != kind or not pred(e):
             return False, False
         self.seen.add(key(e))
         hit = len(self.seen) >= self.nth
-        return hit, hit and gates
+        return hit, hit and gates and self.hold
 
 
 class TriggerBook:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Optional
 import ray
 import yaml
 
-from harness.history import records, store
+from harness.history import records, spool, store
 from harness.cluster import netns
 from harness.cluster.handles import open_cluster
 from harness.run.injector import Injector, crash_plans
@@ -237,9 +237,13 @@ class ScenarioRunner:
         os.makedirs(self.out_dir, exist_ok=True)
         if self.scenario.cluster.storage == "s3":
             self._start_s3()
+        journal = spool.create(self.run_name)
+        if hasattr(self.cluster, "adopt_dir"):
+            self.cluster.adopt_dir(journal)
         try:
             self._start()
         except BaseException:
+            spool.remove(self.run_name)
             if self.s3 is not None:
                 self.s3.close()
             raise
@@ -331,11 +335,21 @@ class ScenarioRunner:
             self.injector.finish()
         finally:
             try:
+                self._merge_spooled()
                 ray.get(self.history.close.remote())
                 ray.kill(self.history)
             finally:
                 if self.s3 is not None:
                     self.s3.close()
+
+    def _merge_spooled(self) -> None:
+        """Events journaled on nodes the history could not hear (harness.history.spool)."""
+        try:
+            events = spool.collect(self.run_name)
+            if events:
+                ray.get(self.history.merge_spooled.remote(events), timeout=60)
+        finally:
+            spool.remove(self.run_name)
 
     def _start_s3(self) -> None:
         """A real S3 endpoint on loopback; the run's checkpoints go to its bucket."""

@@ -20,7 +20,9 @@ def check(events: Events, context: dict) -> CheckResult:
     rely on: its late checkpoints are neither registered nor restored.
 
     Workers of an ended attempt often keep computing for a moment while Ray
-    tears them down; those late steps and reports are listed as findings.
+    tears them down, and a partitioned worker runs on for as long as it is cut
+    off (its events come from its node's journal); those late steps, writes and
+    reports are listed as findings.
     """
     h = as_history(events)
     if not any(a.end is not None for a in h.ordered()):
@@ -35,7 +37,9 @@ def check(events: Events, context: dict) -> CheckResult:
             if _after(e, att.end):
                 text = (f"{h.label(att.key)} rank {e.get('rank')} wrote {e.get('kind')} (step {e.get('step')}) "
                         f"at seq {e.get('seq')} after the attempt ended at seq {att.end.get('seq')} "
-                        f"({att.end.get('kind')})")
+                        f"({att.end.get('kind')})"
+                        + (f", {e['t'] - att.end['t']:.1f} s later, journaled on its node (the history "
+                           f"was out of its reach)" if e.get("spooled") and att.end.get("t") else ""))
                 findings.append(text)
                 if e.get("kind") == "report" and e.get("checkpoint"):
                     late_ckpts[e["checkpoint"]] = text
@@ -43,7 +47,7 @@ def check(events: Events, context: dict) -> CheckResult:
     ended = sum(1 for a in h.ordered() if a.end is not None)
     summary = (f"{ended} ended attempt(s): no late checkpoint registered or restored; "
                f"{len(h.registered)} registered checkpoint(s) all reported by live attempts"
-               + (f"; {len(findings)} late write(s) during teardown (findings)" if findings else ""))
+               + (f"; {len(findings)} late write(s) after their attempt ended (findings)" if findings else ""))
     return result("no_zombie_writes", violations, findings, summary)
 
 
