@@ -96,7 +96,7 @@ def test_the_union_picks_the_kind_s_model_with_its_defaults(kind):
     f = sc.faults[0]
     assert type(f) is REGISTRY[kind].Spec
     dumped = f.model_dump(mode="json", exclude_none=True)
-    assert dumped == {**minimal(kind, **DEFAULTS[kind]), "at": {"step": 2, "nth": 1}}
+    assert dumped == {**minimal(kind, **DEFAULTS[kind]), "at": {"step": 2, "nth": 1, "hold": True}}
     assert TypeAdapter(FaultSpec).validate_python(minimal(kind)) == f
 
 
