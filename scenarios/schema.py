@@ -28,8 +28,8 @@ def ray_client_refusal(address: Optional[str]) -> Optional[str]:
     if not address or not address.strip().lower().startswith("ray://"):
         return None
     return ("Ray Client (ray://) runs the driver remotely, but the history and fault agents need a driver "
-            "on the cluster: run ftharness on the head (--address auto or HOST:6379) or as a Ray job "
-            "(ray job submit -- ftharness run ...)")
+            "on the cluster: run ftharness on the head (--address auto or HOST:6379) or submit it there "
+            "(ftharness run --submit http://HEAD:8265)")
 
 
 MAX_FILE_BYTES = 1 << 20    # a scenario is a page of YAML, not a data file

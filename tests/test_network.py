@@ -135,6 +135,7 @@ def step_seconds(ev, rank, t0, t1):
     return [b - a for a, b in zip(ts, ts[1:])]
 
 
+@pytest.mark.full
 def test_network_degrade_slows_the_steps_it_lasts(ns_cluster, tmp_path):
     s, ev = run(ns_cluster, tmp_path, "network-degrade")
     assert s["matches_expectation"], (s["mismatches"], s["inconclusive"])

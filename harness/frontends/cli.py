@@ -93,6 +93,8 @@ def cmd_run(args) -> int:
             data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
             data["workload"]["steps"] = args.steps
             scenario = parse_scenario(data, source="--steps", base_dir=scenario.base_dir)
+        if args.submit:
+            return _submit(args, scenario)
         if scenario.workload.runtime == "torchrun":   # no Ray cluster, so RAY_ADDRESS is not ours to read
             if args.address:
                 return _fail(f"--address: workload.runtime torchrun starts its own agents and uses no Ray "
@@ -116,6 +118,30 @@ def cmd_run(args) -> int:
         return internal_error(e, out)
     print_summary(summary, out)
     write_reports(out)
+    return summary_exit(summary)
+
+
+def _submit(args, scenario) -> int:
+    """`run --submit`: the run as a Ray Job on the cluster, its results brought back here."""
+    from harness.run.runner import exit_code as summary_exit
+    from harness.run.submit import submit_run
+
+    for flag, given in (("--address", args.address), ("--resume", args.resume)):
+        if given:
+            return _fail(f"{flag}: not with --submit (the job runs on the cluster it is sent to)")
+    if scenario.workload.runtime == "torchrun":
+        return _fail("--submit: workload.runtime torchrun starts its own agents and uses no Ray cluster")
+    if scenario.cluster.network != "shared":
+        return _fail("--submit: cluster.network: namespaces builds an embedded cluster; a submitted run "
+                     "uses the cluster's own hosts (allowed: shared)")
+    check_existing(scenario, args.submit, "--submit", args.allow_destructive)
+    out = args.out or os.path.join("results", f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    if os.path.exists(os.path.join(out, "summary.json")):
+        return _fail(f"--out {out}: already holds a run; choose another folder")
+    submit_run(scenario, args.submit, out, args.allow_destructive, quiet=args.quiet)
+    with open(os.path.join(out, "summary.json")) as f:
+        summary = json.load(f)
+    print_summary(summary, out)
     return summary_exit(summary)
 
 
@@ -477,6 +503,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="results folder (default: results/<scenario>-<time>)")
     r.add_argument("--address", help="run on an existing cluster: 'auto' or the GCS 'HOST:PORT' (not ray://: "
                    "ftharness needs its driver on the cluster)")
+    r.add_argument("--submit", metavar="ADDRESS", help="run the harness as a Ray Job on the cluster whose "
+                   "dashboard is at ADDRESS (http://HOST:8265) and bring the results back here")
     r.add_argument("--resume", metavar="RESULTS", help="resume the run of a previous results folder (same run name and storage)")
     r.add_argument("--steps", type=int, help="override workload.steps")
     r.add_argument("--allow-destructive", action="store_true", help="allow faults on a cluster ftharness did not start")

@@ -1,0 +1,186 @@
+"""`ftharness run --submit ADDRESS`: the harness itself runs as a Ray Job on the cluster.
+
+The driver, the Train controller and the history then sit on the cluster's head,
+as they must: the history actor writes on the head's disk, and drains go to the
+GCS from there. This process only submits, streams the job's log as progress,
+and brings the results folder back. The results travel in the log itself (a
+base64 tar between two marker lines, written by `python -m harness.run.submit`
+on the head), so nothing but the Jobs API (the dashboard's port) is needed
+between here and the cluster: no shared disk, no SSH. Checkpoints (`storage/`)
+do not travel; they are removed with the job's folder on the head, unless
+`workload.storage_path` names storage of the user's own.
+
+A Ctrl-C here stops the job: a submitted run never outlives its submitter.
+"""
+
+from __future__ import annotations
+
+import base64
+import glob
+import io
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+import time
+from typing import List, Optional
+
+import yaml
+
+from harness.errors import ClusterError, ScenarioError
+
+BEGIN, END = "=====ftharness-results-begin=====", "=====ftharness-results-end====="
+#: the results (without checkpoints) that may travel back in the job's log
+MAX_RESULTS_BYTES = 64 * 1024 * 1024
+JOB_RESULTS = "results"   # the results folder, in the job's working dir on the head
+TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+
+
+def dashboard_url(address: str) -> str:
+    """`http://HOST:PORT` of the Jobs API from what the user gave (a bare HOST:PORT works)."""
+    if address.startswith("ray://"):
+        raise ScenarioError(f"--submit: {address}: give the dashboard's address (http://HOST:8265), "
+                            f"not a Ray Client one")
+    if "://" not in address:
+        address = f"http://{address}"
+    if not address.startswith(("http://", "https://")):
+        raise ScenarioError(f"--submit: {address}: allowed: http://HOST:PORT or HOST:PORT of the Ray dashboard")
+    return address.rstrip("/")
+
+
+def job_argv(allow_destructive: bool, quiet: bool) -> List[str]:
+    """The `ftharness run` the job runs on the head."""
+    argv = ["run", "scenario.yaml", "--address", "auto", "--out", JOB_RESULTS]
+    return argv + (["--allow-destructive"] if allow_destructive else []) + (["--quiet"] if quiet else [])
+
+
+def working_dir(scenario) -> str:
+    """A temp folder the job gets as its working dir: the scenario as resolved here (with
+    --steps applied), and the Python files beside the scenario (a user's train module)."""
+    wd = tempfile.mkdtemp(prefix="ftharness-submit-")
+    data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
+    data.get("cluster", {}).pop("address", None)   # the job runs on the cluster it was sent to
+    with open(os.path.join(wd, "scenario.yaml"), "w") as f:
+        yaml.safe_dump(data, f, sort_keys=False)
+    base = getattr(scenario, "base_dir", None)
+    for py in sorted(glob.glob(os.path.join(base, "*.py"))) if base else []:
+        shutil.copy(py, wd)
+    return wd
+
+
+def pack(folder: str) -> str:
+    """The results folder without checkpoints, as one base64 line."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name in sorted(os.listdir(folder)):
+            if name != "storage":
+                tar.add(os.path.join(folder, name), arcname=name)
+    data = buf.getvalue()
+    if len(data) > MAX_RESULTS_BYTES:
+        raise ClusterError(f"results of {len(data)} bytes exceed {MAX_RESULTS_BYTES}; they stay on the head "
+                           f"in {os.path.abspath(folder)}")
+    return base64.b64encode(data).decode()
+
+
+def unpack(log: str, out: str) -> bool:
+    """Extract the results a job printed into `out`; False if the log holds none."""
+    if BEGIN not in log or END not in log:
+        return False
+    blob = log.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    os.makedirs(out, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(blob)), mode="r:gz") as tar:
+        tar.extractall(out, filter="data")
+    return True
+
+
+def visible(log: str) -> str:
+    """The log as a person should see it: the results blob left out."""
+    if BEGIN not in log:
+        return log
+    head, rest = log.split(BEGIN, 1)
+    return head + (rest.split(END, 1)[1] if END in rest else "")
+
+
+def submit_run(scenario, address: str, out: str, allow_destructive: bool, quiet: bool = False,
+               poll_s: float = 1.0) -> Optional[int]:
+    """Submit, stream, fetch. Returns the job's exit status as far as it is known (None: the
+    job ended without results), after the results folder has been written to `out`."""
+    from ray.job_submission import JobSubmissionClient
+
+    url = dashboard_url(address)
+    try:
+        client = JobSubmissionClient(url)
+    except Exception as e:  # noqa: BLE001 - unreachable, not a dashboard, wrong version
+        raise ClusterError(f"--submit: {url}: no Ray Jobs API there ({type(e).__name__}: "
+                           f"{str(e).strip().splitlines()[0][:160] if str(e).strip() else 'no answer'})")
+    wd = working_dir(scenario)
+    job_id = None
+    try:
+        entry = " ".join(["python", "-m", "harness.run.submit", *job_argv(allow_destructive, quiet)])
+        job_id = client.submit_job(entrypoint=entry, runtime_env={"working_dir": wd},
+                                   metadata={"ftharness": scenario.name})
+        print(f"submitted {scenario.name} to {url} as job {job_id}", file=sys.stderr, flush=True)
+        shown = 0
+        while True:
+            status = str(client.get_job_status(job_id)).split(".")[-1]
+            log = client.get_job_logs(job_id)
+            text = visible(log)
+            if len(text) > shown:
+                sys.stderr.write(text[shown:])
+                sys.stderr.flush()
+                shown = len(text)
+            if status in TERMINAL:
+                break
+            time.sleep(poll_s)
+        if not unpack(client.get_job_logs(job_id), out):
+            info = client.get_job_info(job_id)
+            raise ClusterError(f"--submit: job {job_id} ended {status} without results"
+                               + (f": {info.message}" if getattr(info, "message", None) else ""))
+        job_id = None   # done: nothing to stop
+        return None
+    except KeyboardInterrupt:
+        raise
+    finally:
+        if job_id is not None:
+            try:
+                client.stop_job(job_id)
+            except Exception:  # noqa: BLE001 - best effort; the job may be over already
+                pass
+        shutil.rmtree(wd, ignore_errors=True)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """On the head, as the job's entrypoint: run, then print the results folder.
+
+    The run happens in a folder of its own, not in the job's working dir: Ray
+    deletes that package once the harness's own driver connects (seen on Ray
+    2.60: the cwd vanished under the run). The folder, checkpoints included, is
+    removed when the results have been printed."""
+    from harness.frontends.cli import main as cli_main
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    home = tempfile.mkdtemp(prefix="ftharness-job-")
+    try:
+        for name in os.listdir("."):
+            if os.path.isfile(name):
+                shutil.copy(name, home)
+        os.chdir(home)
+        sys.path.insert(0, home)
+        rc = cli_main(argv)
+        out = argv[argv.index("--out") + 1]
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if os.path.isdir(out):
+            try:
+                print(f"\n{BEGIN}\n{pack(out)}\n{END}", flush=True)
+            except ClusterError as e:
+                print(f"ftharness: error: {e}", file=sys.stderr, flush=True)
+        return rc
+    finally:
+        os.chdir("/")
+        shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""`ftharness run --submit`: the harness as a Ray Job on a cluster an operator started
+(`ray start` with its dashboard), results brought back; and the refusals, which
+never contact a cluster."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from conftest import REPO, run_cli
+from harness.run.submit import BEGIN, END, dashboard_url, pack, unpack, visible
+from test_existing_cluster import alive_nodes, free_port
+
+RAY = os.path.join(os.path.dirname(sys.executable), "ray")
+
+
+# ------------------------------------------------------------------ pure
+def test_dashboard_address_forms():
+    assert dashboard_url("10.0.0.5:8265") == "http://10.0.0.5:8265"
+    assert dashboard_url("https://ray.example:443/") == "https://ray.example:443"
+    for bad, why in (("ray://10.0.0.5:10001", "not a Ray Client one"), ("s3://x", "allowed: http://")):
+        with pytest.raises(Exception, match=why):
+            dashboard_url(bad)
+
+
+def test_results_travel_in_the_log_without_checkpoints(tmp_path):
+    res = tmp_path / "res"
+    (res / "storage" / "checkpoint_1").mkdir(parents=True)
+    (res / "storage" / "checkpoint_1" / "state.pt").write_bytes(b"x" * 1000)
+    (res / "summary.json").write_text('{"verdict": "PASS"}')
+    (res / "history.jsonl").write_text('{"seq": 1}\n')
+    log = f"progress line\n{BEGIN}\n{pack(str(res))}\n{END}\nlast line\n"
+    assert visible(log) == "progress line\n\nlast line\n"
+    out = tmp_path / "back"
+    assert unpack(log, str(out))
+    assert sorted(os.listdir(out)) == ["history.jsonl", "summary.json"]
+    assert not unpack("no results here", str(tmp_path / "none"))
+
+
+@pytest.mark.parametrize("args, field", [
+    (["--address", "127.0.0.1:6379"], "--address: not with --submit"),
+    (["--resume", "results/x"], "--resume: not with --submit"),
+    ([], "--allow-destructive"),
+])
+def test_submit_refusals_are_one_line_before_anything_is_sent(tmp_path, args, field):
+    r = run_cli("run", "--submit", "127.0.0.1:1", "--out", str(tmp_path / "r"), *args, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.count("\n") == 1 and field in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_submit_to_nothing_is_one_line(tmp_path):
+    r = run_cli("run", "--submit", f"127.0.0.1:{free_port()}", "--allow-destructive", "--out",
+                str(tmp_path / "r"), timeout=120)
+    assert r.returncode == 2 and "--submit" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "r").exists()
+
+
+# ------------------------------------------------------------------ real
+@pytest.fixture
+def operator_cluster_with_dashboard(exclusive_ray):
+    temp = tempfile.mkdtemp(prefix="fth-op-", dir="/tmp")
+    port, dash = free_port(), free_port()
+    address = f"127.0.0.1:{port}"
+    # the job's entrypoint runs `python` from the cluster's PATH: this venv's
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0",
+           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    try:
+        subprocess.run([RAY, "start", "--head", f"--port={port}", "--num-cpus=0", f"--temp-dir={temp}",
+                        "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}",
+                        "--disable-usage-stats"], check=True, capture_output=True, env=env, timeout=120)
+        for _ in range(2):
+            subprocess.run([RAY, "start", f"--address={address}", "--num-cpus=1"],
+                           check=True, capture_output=True, env=env, timeout=120)
+        deadline = time.time() + 60
+        while alive_nodes(address) < 3 and time.time() < deadline:
+            time.sleep(1)
+        yield address, f"http://127.0.0.1:{dash}"
+    finally:
+        subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.mark.exclusive_ray
+@pytest.mark.slow
+@pytest.mark.full
+def test_submitted_run_brings_its_results_back_and_leaves_the_cluster_intact(
+        operator_cluster_with_dashboard, tmp_path, write_scenario):
+    gcs, url = operator_cluster_with_dashboard
+    scenario = write_scenario("""
+name: submitted
+workload: {num_workers: 2, steps: 8, checkpoint_every: 2}
+failure_config: {max_failures: 1}
+faults: [{kind: kill_worker, target: {rank: 1}, at: {step: 3}}]
+expect: {outcome: succeeded, properties: [exactly_once_restore, budget_accounting, recovers]}
+""")
+    out = tmp_path / "res"
+    r = run_cli("run", scenario, "--submit", url, "--allow-destructive", "--out", str(out), "--quiet",
+                timeout=600, cwd=REPO)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "submitted submitted to " in r.stderr and "PASS submitted" in r.stdout
+    assert BEGIN not in r.stderr + r.stdout                      # the blob is not shown
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["verdict"] == "PASS" and summary["attempts"] == 2
+    assert summary["settings"]["address"] == "auto"             # the job ran on the cluster itself
+    assert (out / "history.jsonl").exists() and (out / "report.html").exists()
+    assert not (out / "storage").exists()                       # checkpoints do not travel
+    from ray.job_submission import JobSubmissionClient
+
+    jobs = [j for j in JobSubmissionClient(url).list_jobs() if j.submission_id]   # not the drivers
+    assert [str(j.status).split(".")[-1] for j in jobs] == ["SUCCEEDED"]
+    assert alive_nodes(gcs) == 3
