@@ -424,3 +424,41 @@ def test_controller_death_is_a_finding_only_when_a_controller_kill_explains_it()
     unexplained = [e for e in first_fit if e["kind"] != "fault_injected"]
     assert "without a RAISE" in failing("budget_accounting", unexplained, dict(context, injected=[])).explanation
     assert not CHECKS["recovers"](first_fit, context).passed
+
+
+def _journaled(events, e):
+    """`e` as the runner merges a node's journal: at the end, marked spooled, own clock kept."""
+    events.append(dict(e, seq=max(x["seq"] for x in events) + 1, spooled=True))
+
+
+@settings(max_examples=15, **SETTINGS)
+@given(data=st.data())
+def test_journaled_late_step_of_a_cut_off_worker_is_a_finding(data):
+    plan = data.draw(plans(min_workers=2, faulty=True))
+    events, context = planted(plan, lambda ev, ctx: True)
+    shutdown = of(events, "worker_group_shutdown")
+    steps = of(events, "step", attempt_id=shutdown[0]["attempt_id"]) if shutdown else []
+    assume(steps)
+    _journaled(events, dict(steps[-1], step=steps[-1]["step"] + 1, t=shutdown[0]["t"] + 8.0))
+    result = CHECKS["no_zombie_writes"](events, context)
+    assert result.passed and any("journaled on its node" in f for f in result.findings), result
+
+
+@settings(max_examples=15, **SETTINGS)
+@given(data=st.data())
+def test_journaled_checkpoint_of_a_cut_off_worker_that_was_restored_fails(data):
+    plan = data.draw(plans(min_workers=2, faulty=True))
+    events, context = planted(plan, lambda ev, ctx: True)
+    for shutdown in of(events, "worker_group_shutdown"):
+        later = [e for e in of(events, "worker_start") if e["seq"] > shutdown["seq"]
+                 and e["attempt_id"] != shutdown["attempt_id"]]
+        starts = of(events, "worker_start", attempt_id=shutdown["attempt_id"], rank=0)
+        if later and starts:
+            break
+    else:
+        assume(False)
+    for ws in of(events, "worker_start", attempt_id=later[0]["attempt_id"]):
+        ws["restored_checkpoint"] = "checkpoint_cut_off"
+    _journaled(events, dict(starts[0], kind="report", step=99, checkpoint="checkpoint_cut_off", metrics={},
+                            t=shutdown["t"] + 8.0))
+    assert "persisted by a zombie" in failing("no_zombie_writes", events, context).explanation
