@@ -1,6 +1,7 @@
 """`ftharness run --address` against a cluster an operator started with
 `ray start`: the run works and the cluster is left running and intact."""
 
+import contextlib
 import os
 import shutil
 import socket
@@ -31,16 +32,21 @@ def alive_nodes(address):
     return int(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.fixture
-def operator_cluster(exclusive_ray):
+@contextlib.contextmanager
+def started_cluster(dashboard_port=None):
+    """A head and two 1-CPU workers started with `ray start`, as an operator would; `ray stop`
+    after. With `dashboard_port`, the head serves the dashboard (the Jobs API) there."""
     temp = tempfile.mkdtemp(prefix="fth-op-", dir="/tmp")
     port = free_port()
     address = f"127.0.0.1:{port}"
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    # a submitted job's entrypoint runs `python` from the cluster's PATH: this venv's
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0",
+           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    dashboard = (["--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard_port}"]
+                 if dashboard_port else ["--include-dashboard=false"])
     try:
         subprocess.run([RAY, "start", "--head", f"--port={port}", "--num-cpus=0", f"--temp-dir={temp}",
-                        "--include-dashboard=false", "--disable-usage-stats"],
-                       check=True, capture_output=True, env=env, timeout=120)
+                        *dashboard, "--disable-usage-stats"], check=True, capture_output=True, env=env, timeout=120)
         for _ in range(2):
             subprocess.run([RAY, "start", f"--address={address}", "--num-cpus=1"],
                            check=True, capture_output=True, env=env, timeout=120)
@@ -51,6 +57,12 @@ def operator_cluster(exclusive_ray):
     finally:
         subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120)
         shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture
+def operator_cluster(exclusive_ray):
+    with started_cluster() as address:
+        yield address
 
 
 def head_of(address):

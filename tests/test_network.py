@@ -14,22 +14,11 @@ import pytest
 from harness.cluster import netns
 from harness.history.records import read_events
 from harness.run.suite import catalog_dir
+from test_teardown import alive
 
 pytestmark = [pytest.mark.cluster, pytest.mark.exclusive_ray, pytest.mark.slow,
               pytest.mark.skipif(netns.unavailable() is not None or netns.nft_missing() is not None,
                                  reason=f"{netns.unavailable() or netns.nft_missing()}")]
-
-
-def alive(pids):
-    out = set()
-    for p in pids:
-        try:
-            with open(f"/proc/{p}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
-                    out.add(p)
-        except OSError:
-            pass
-    return out
 
 
 def leftovers(tag):

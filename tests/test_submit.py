@@ -4,19 +4,12 @@ never contact a cluster."""
 
 import json
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
-import time
 
 import pytest
 
 from conftest import REPO, run_cli
 from harness.run.submit import BEGIN, END, dashboard_url, pack, unpack, visible
-from test_existing_cluster import alive_nodes, free_port
-
-RAY = os.path.join(os.path.dirname(sys.executable), "ray")
+from test_existing_cluster import alive_nodes, free_port, started_cluster
 
 
 # ------------------------------------------------------------------ pure
@@ -64,26 +57,9 @@ def test_submit_to_nothing_is_one_line(tmp_path):
 # ------------------------------------------------------------------ real
 @pytest.fixture
 def operator_cluster_with_dashboard(exclusive_ray):
-    temp = tempfile.mkdtemp(prefix="fth-op-", dir="/tmp")
-    port, dash = free_port(), free_port()
-    address = f"127.0.0.1:{port}"
-    # the job's entrypoint runs `python` from the cluster's PATH: this venv's
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0",
-           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
-    try:
-        subprocess.run([RAY, "start", "--head", f"--port={port}", "--num-cpus=0", f"--temp-dir={temp}",
-                        "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}",
-                        "--disable-usage-stats"], check=True, capture_output=True, env=env, timeout=120)
-        for _ in range(2):
-            subprocess.run([RAY, "start", f"--address={address}", "--num-cpus=1"],
-                           check=True, capture_output=True, env=env, timeout=120)
-        deadline = time.time() + 60
-        while alive_nodes(address) < 3 and time.time() < deadline:
-            time.sleep(1)
+    dash = free_port()
+    with started_cluster(dashboard_port=dash) as address:
         yield address, f"http://127.0.0.1:{dash}"
-    finally:
-        subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120)
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.mark.exclusive_ray
