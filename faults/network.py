@@ -54,10 +54,25 @@ def network_of(ctx: FaultContext, node_id: str):
     return net, index
 
 
-def isolate(fault: Fault, ctx: FaultContext, node_id: str, ranks, direction: str, duration: float) -> Dict[str, Any]:
-    """partition_node mode network: drop the node's packets, heal after `duration`."""
+def peers_of(net, index: int, cut_from: str) -> Optional[list]:
+    """The IPs the node is cut from: None for everyone, the head's, or the other hosts'."""
+    if cut_from == "head":
+        return [net.head_ip]
+    if cut_from == "workers":
+        others = sorted(h.ip for i, h in net.hosts.items() if i != index)
+        if not others:
+            raise FaultSkipped("cut_from workers: the node is the only worker node")
+        return others
+    return None
+
+
+def isolate(fault: Fault, ctx: FaultContext, node_id: str, ranks, direction: str, duration: float,
+            cut_from: str = "all") -> Dict[str, Any]:
+    """partition_node mode network: drop the node's packets (with everyone, the head, or the
+    other workers), heal after `duration`."""
     net, index = network_of(ctx, node_id)
-    rules = net.drop(index, direction)
+    peers = peers_of(net, index, cut_from)
+    rules = net.drop(index, direction, peers=peers)
     fault._healer = lambda: net.undrop(index)
 
     def heal_now() -> Dict[str, Any]:
@@ -66,7 +81,7 @@ def isolate(fault: Fault, ctx: FaultContext, node_id: str, ranks, direction: str
 
     ctx.schedule(duration, heal_now, f"partition heals (fault {fault.index})", kind="fault_healed")
     return {"node_id": node_id, "ranks": ranks, "ip": net.hosts[index].ip, "how": f"nft drop ({direction})",
-            "rules": rules, "duration_s": duration}
+            "cut_from": cut_from, "peers": peers, "rules": rules, "duration_s": duration}
 
 
 class NetworkDegrade(Fault):

@@ -67,6 +67,10 @@ class PartitionNodeSpec(TargetedSpec):
     mode: Optional[Literal["pause", "network"]] = None
     #: with mode network: drop what comes `in`, goes `out`, or `both` (default)
     direction: Optional[Literal["both", "in", "out"]] = None
+    #: with mode network, who the node is cut from: `all` (default); `head` (GCS, controller,
+    #: history: Ray declares the node dead while it still reaches the other workers); or
+    #: `workers` (the other worker nodes: Ray sees a healthy node, only the collectives stall)
+    cut_from: Optional[Literal["all", "head", "workers"]] = None
 
 
 def _index_of(ctx: FaultContext, node_id: str) -> Optional[int]:
@@ -232,7 +236,8 @@ class PartitionNode(NodeFault):
         if self.spec.get("mode") == "network":
             from faults.network import isolate
 
-            return isolate(self, ctx, node_id, ranks, self.spec.get("direction") or "both", duration)
+            return isolate(self, ctx, node_id, ranks, self.spec.get("direction") or "both", duration,
+                           self.spec.get("cut_from") or "all")
         if hasattr(ctx.cluster, "pause_node"):
             return self._pause_processes(ctx, node_id, ranks, duration)
         import ray

@@ -96,8 +96,10 @@ class WorkloadSpec(_Strict):
     #: what runs the workload: Ray Train V2 (`ray_train`) or TorchElastic (`torchrun`: one
     #: `python -m torch.distributed.run` agent per node, no Ray; see harness/torchrun)
     runtime: Literal["ray_train", "torchrun"] = "ray_train"
-    #: torchrun only: the gloo process group's timeout (default 120 s). TorchElastic has no worker
-    #: health check, so a stopped worker is noticed only when the other ranks' collective times out
+    #: the torch process group's timeout: a collective waiting longer on a peer raises. torchrun:
+    #: default 120 s (TorchElastic has no worker health check, so a stopped worker is noticed only
+    #: when the other ranks' collective times out); ray_train with trainer torch: Ray's default
+    #: (30 min) unless given, which is what ends a stall Ray cannot see (partition_node cut_from workers)
     collective_timeout_s: Optional[float] = Field(None, gt=0, le=24 * 3600)
 
     @field_validator("num_workers", mode="before")
@@ -292,9 +294,9 @@ class Scenario(_Strict):
             problem = torchrun_problem(self)
             if problem:
                 raise ValueError(problem)
-        if w.collective_timeout_s is not None and w.runtime != "torchrun":
-            raise ValueError("workload.collective_timeout_s: torchrun only (its gloo process group); under "
-                             "ray_train a hung worker is ended by Ray Train's health check")
+        if w.collective_timeout_s is not None and w.runtime != "torchrun" and w.trainer != "torch":
+            raise ValueError(f"workload.collective_timeout_s: the torch process group's timeout; trainer "
+                             f"{w.trainer} has none (allowed with trainer: torch or runtime: torchrun)")
         if c.address is None and w.runtime == "ray_train":
             per_node = c.cpus_per_node // w.cpus_per_worker
             capacity = per_node * c.nodes
@@ -324,8 +326,9 @@ class Scenario(_Strict):
                 field = "kind" if f.kind == "network_degrade" else "mode"
                 raise ValueError(f"faults[{i}].{field}: {getattr(f, field)} acts on a node's own network, "
                                  f"which needs cluster.network: namespaces")
-            if getattr(f, "direction", None) is not None and f.kind == "partition_node" and not wire:
-                raise ValueError(f"faults[{i}].direction: only with mode: network")
+            for opt in ("direction", "cut_from"):
+                if getattr(f, opt, None) is not None and f.kind == "partition_node" and not wire:
+                    raise ValueError(f"faults[{i}].{opt}: only with mode: network")
         if c.network == "namespaces" and w.runtime == "torchrun":
             raise ValueError("cluster.network: namespaces builds Ray nodes in namespaces; workload.runtime "
                              "torchrun runs its own agents on this host (allowed: shared)")

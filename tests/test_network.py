@@ -138,3 +138,21 @@ def test_network_degrade_slows_the_steps_it_lasts(ns_cluster, tmp_path):
     print(f"median step {base * 1000:.0f} ms before, {slow * 1000:.0f} ms degraded (x{slow / base:.1f})")
     assert slow > 1.5 * base, (base, slow)
 
+
+
+def test_partition_between_workers_is_invisible_to_ray_until_the_collective_times_out(ns_cluster, tmp_path):
+    """Cut from the other workers but not from the head: the node stays alive for Ray; the
+    failure is the process group's timeout, and the run recovers once the partition heals."""
+    import ray
+
+    s, ev = run(ns_cluster, tmp_path, "network-partition-workers")
+    assert s["matches_expectation"], (s["mismatches"], s["inconclusive"])
+    hit = next(e for e in ev if e["kind"] == "fault_injected")["target_hit"]
+    assert hit["cut_from"] == "workers" and ns_cluster.net.head_ip not in hit["peers"] and hit["peers"]
+    injected = next(e for e in ev if e["kind"] == "fault_injected")
+    failure = next(e for e in ev if e["kind"] == "failure")
+    state = [e for e in ev if e["kind"] == "controller_state" and e.get("error")][0]
+    assert "timed out" in state["error"].lower() or "timeout" in state["error"].lower(), state["error"][:400]
+    assert failure["t"] - injected["t"] >= 9, failure["t"] - injected["t"]   # the 10 s timeout, not a check
+    node = next(n for n in ray.nodes() if n["NodeID"] == hit["node_id"])
+    assert node["Alive"]                                                    # Ray never saw it go

@@ -82,14 +82,20 @@ def test_corrupt_checkpoint_modes_torchrun_cannot_have_are_refused_in_one_line(h
     parse_scenario({"name": "x", "faults": [fault]})   # fine under Ray Train
 
 
-def test_collective_timeout_is_a_torchrun_setting_with_a_default():
+def test_collective_timeout_has_a_torchrun_default_and_is_a_torch_process_group_setting():
+    from harness.run.runner import _torch_config
     from harness.run.torchrun_runner import collective_timeout_s
     from scenarios.schema import TORCHRUN_COLLECTIVE_TIMEOUT_S
 
     assert collective_timeout_s(parse_scenario(torchrun())) == TORCHRUN_COLLECTIVE_TIMEOUT_S == 120
     assert collective_timeout_s(parse_scenario(torchrun(workload={"collective_timeout_s": 5}))) == 5
-    msg = refused({"name": "x", "workload": {"collective_timeout_s": 5}})
-    assert msg.startswith("s.yaml: workload.collective_timeout_s: torchrun only"), msg
+    # Ray Train's TorchTrainer takes it as TorchConfig(timeout_s); no default of ours there
+    assert parse_scenario({"name": "x", "workload": {"collective_timeout_s": 5}}).workload.collective_timeout_s == 5
+    assert _torch_config({"collective_timeout_s": 4.6, "trainer": "torch"})["torch_config"].timeout_s == 5
+    assert _torch_config({"collective_timeout_s": None, "trainer": "torch"}) == {}
+    msg = refused({"name": "x", "workload": {"collective_timeout_s": 5, "trainer": "xgboost", "entrypoint": "m:f"}})
+    assert msg.startswith("s.yaml: workload.collective_timeout_s: the torch process group's timeout; "
+                          "trainer xgboost has none"), msg
     assert refused(torchrun(workload={"collective_timeout_s": 0})).startswith("s.yaml: workload.collective_timeout_s:")
 
 

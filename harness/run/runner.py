@@ -132,6 +132,17 @@ def trainer_class(name: str):
     return TorchTrainer
 
 
+def _torch_config(spec: Dict[str, Any]) -> Dict[str, Any]:
+    """`torch_config=` of a TorchTrainer whose scenario sets workload.collective_timeout_s: a
+    collective that waits that long on a peer raises, where Ray's default waits 30 minutes."""
+    timeout = spec.get("collective_timeout_s")
+    if timeout is None or spec.get("trainer", "torch") != "torch":
+        return {}
+    from ray.train.torch import TorchConfig
+
+    return {"torch_config": TorchConfig(timeout_s=max(1, int(round(timeout))))}
+
+
 @ray.remote(num_cpus=0, max_retries=0)
 def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
     """Builds the TorchTrainer and runs fit(); returns the outcome as plain data."""
@@ -175,6 +186,7 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
         ),
         datasets=datasets,
         dataset_config=dataset_config,
+        **_torch_config(spec),
     )
     try:
         result = trainer.fit()
@@ -382,6 +394,7 @@ class ScenarioRunner:
             "num_workers": w.num_workers,
             "use_gpu": use_gpu,
             "cpus_per_worker": w.cpus_per_worker,
+            "collective_timeout_s": w.collective_timeout_s,
             "num_to_keep": w.num_to_keep,
             "failure_config": sc.failure_config.model_dump(),
             "data": w.data if w.kind == "reference" else "resumable",
