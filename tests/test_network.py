@@ -140,6 +140,7 @@ def test_network_degrade_slows_the_steps_it_lasts(ns_cluster, tmp_path):
 
 
 
+@pytest.mark.full
 def test_partition_between_workers_is_invisible_to_ray_until_the_collective_times_out(ns_cluster, tmp_path):
     """Cut from the other workers but not from the head: the node stays alive for Ray; the
     failure is the process group's timeout, and the run recovers once the partition heals."""
@@ -152,7 +153,8 @@ def test_partition_between_workers_is_invisible_to_ray_until_the_collective_time
     injected = next(e for e in ev if e["kind"] == "fault_injected")
     failure = next(e for e in ev if e["kind"] == "failure")
     state = [e for e in ev if e["kind"] == "controller_state" and e.get("error")][0]
-    assert "timed out" in state["error"].lower() or "timeout" in state["error"].lower(), state["error"][:400]
-    assert failure["t"] - injected["t"] >= 9, failure["t"] - injected["t"]   # the 10 s timeout, not a check
+    low = state["error"].lower()
+    assert "rank 0,1" in low and "timed out" in low, state["error"]   # both ranks' collective timed out
+    assert failure["t"] - injected["t"] >= 29, failure["t"] - injected["t"]   # the 30 s timeout, not a check
     node = next(n for n in ray.nodes() if n["NodeID"] == hit["node_id"])
     assert node["Alive"]                                                    # Ray never saw it go

@@ -17,6 +17,15 @@ from harness.history.model import LIMIT_FIELD as _LIMIT_KEY
 from harness.history.store import Emitter
 
 
+def clip_error(text: str, limit: int = 1000) -> str:
+    """Head and tail of a long error: Ray puts the traceback first and the exception that
+    says what happened (a Gloo timeout, a connection refused) last."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 5) // 2
+    return f"{text[:half]} ... {text[-half:]}"
+
+
 def _safe(fn):
     def wrapper(self, *args, **kwargs):
         try:
@@ -53,7 +62,7 @@ class ControllerRecorder(rp.ControllerCallback, rp.WorkerGroupCallback, rp.Repor
         fields: Dict[str, Any] = {"prev": prev, "cur": cur}
         if err is not None:
             fields["error_type"] = type(err).__name__
-            fields["error"] = str(err)[:500]
+            fields["error"] = clip_error(str(err))
             failures = getattr(err, "worker_failures", None) or {}
             fields["worker_failures"] = {str(k): type(v).__name__ for k, v in failures.items()}
             ctrl = getattr(err, "controller_failure", None)
