@@ -4,8 +4,8 @@ The driver, the Train controller and the history then sit on the cluster's head,
 as they must: the history actor writes on the head's disk, and drains go to the
 GCS from there. This process only submits, streams the job's log as progress,
 and brings the results folder back. The results travel in the log itself (a
-base64 tar between two marker lines, written by `python -m harness.run.submit`
-on the head), so nothing but the Jobs API (the dashboard's port) is needed
+base64 tar between two marker lines, written by `python -m
+harness.frontends.job_entry` on the head), so nothing but the Jobs API (the dashboard's port) is needed
 between here and the cluster: no shared disk, no SSH. Checkpoints (`storage/`)
 do not travel; they are removed with the job's folder on the head, unless
 `workload.storage_path` names storage of the user's own.
@@ -117,7 +117,7 @@ def submit_run(scenario, address: str, out: str, allow_destructive: bool, quiet:
     wd = working_dir(scenario)
     job_id = None
     try:
-        entry = " ".join(["python", "-m", "harness.run.submit", *job_argv(allow_destructive, quiet)])
+        entry = " ".join(["python", "-m", "harness.frontends.job_entry", *job_argv(allow_destructive, quiet)])
         job_id = client.submit_job(entrypoint=entry, runtime_env={"working_dir": wd},
                                    metadata={"ftharness": scenario.name})
         print(f"submitted {scenario.name} to {url} as job {job_id}", file=sys.stderr, flush=True)
@@ -148,39 +148,3 @@ def submit_run(scenario, address: str, out: str, allow_destructive: bool, quiet:
             except Exception:  # noqa: BLE001 - best effort; the job may be over already
                 pass
         shutil.rmtree(wd, ignore_errors=True)
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    """On the head, as the job's entrypoint: run, then print the results folder.
-
-    The run happens in a folder of its own, not in the job's working dir: Ray
-    deletes that package once the harness's own driver connects (seen on Ray
-    2.60: the cwd vanished under the run). The folder, checkpoints included, is
-    removed when the results have been printed."""
-    from harness.frontends.cli import main as cli_main
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    home = tempfile.mkdtemp(prefix="ftharness-job-")
-    try:
-        for name in os.listdir("."):
-            if os.path.isfile(name):
-                shutil.copy(name, home)
-        os.chdir(home)
-        sys.path.insert(0, home)
-        rc = cli_main(argv)
-        out = argv[argv.index("--out") + 1]
-        sys.stdout.flush()
-        sys.stderr.flush()
-        if os.path.isdir(out):
-            try:
-                print(f"\n{BEGIN}\n{pack(out)}\n{END}", flush=True)
-            except ClusterError as e:
-                print(f"ftharness: error: {e}", file=sys.stderr, flush=True)
-        return rc
-    finally:
-        os.chdir("/")
-        shutil.rmtree(home, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
