@@ -43,3 +43,12 @@ def test_cut_from_on_namespace_hosts_is_accepted():
     with pytest.raises(ScenarioError, match="cut_from"):
         parse_scenario({"name": "x", "cluster": {"network": "namespaces"},
                         "faults": [fault(mode="network", cut_from="rack")]}, source="s.yaml")
+
+
+def test_a_host_without_root_refuses_namespace_hosts_in_one_line(monkeypatch):
+    from harness.cluster import netns
+
+    monkeypatch.setattr(netns.os, "geteuid", lambda: 1000)
+    sc = parse_scenario({"name": "x", "cluster": {"network": "namespaces"}})
+    assert netns.refusal(sc) == "cluster.network: namespaces: network namespaces need root"
+    assert netns.refusal(parse_scenario({"name": "x"})) is None
