@@ -72,11 +72,12 @@ def test_first_step_after_is_what_a_scan_finds():
         assert found[0] == scan[0] and found[1] is scan[1]
 
 
-def plans(n):
-    rng = random.Random(11)
+def plans(n, seed=11):
+    """`n` random fault plans (no budget limits), the same for a given seed."""
+    rng = random.Random(seed)
     for _ in range(n):
-        steps = rng.randint(4, 20)
-        cfg = WorkloadConfig(steps=steps, batch_size=rng.choice([4, 8]), epochs=rng.randint(1, 3),
+        steps = rng.randint(4, 24)
+        cfg = WorkloadConfig(steps=steps, batch_size=rng.choice([4, 6, 8]), epochs=rng.randint(1, 3),
                              checkpoint_every=rng.randint(1, 3))
         faults = [Fault(rng.choice(["worker_group", "preemption", "controller_kill", "controller"]),
                         after_steps=rng.randint(0, steps), world_size=rng.choice([None, 1, 2, 3]))

@@ -16,21 +16,8 @@ from harness.history import records
 from harness.history.model import History
 from harness.history.records import HistoryReader, LiveHistory, read_history, seal
 from scenarios.properties import exactly_once_restore, run_checks, shard_reassignment
-from scenarios.reference_data import WorkloadConfig
-from scenarios.synthetic import Fault, Plan, generate
-
-
-def plans(n, seed=5):
-    rng = random.Random(seed)
-    for _ in range(n):
-        steps = rng.randint(4, 24)
-        cfg = WorkloadConfig(steps=steps, batch_size=rng.choice([4, 6, 8]), epochs=rng.randint(1, 3),
-                             checkpoint_every=rng.randint(1, 3))
-        faults = [Fault(rng.choice(["worker_group", "preemption", "controller_kill", "controller"]),
-                        after_steps=rng.randint(0, steps), world_size=rng.choice([None, 1, 2, 3]))
-                  for _ in range(rng.randint(0, 4))]
-        yield Plan(cfg, num_workers=rng.randint(1, 4), failure_config={"max_failures": -1,
-                   "max_preemption_failures": -1, "controller_failure_limit": -1}, faults=faults)
+from scenarios.synthetic import generate
+from test_checks_scale import plans
 
 
 def damage(events, rng):
@@ -79,7 +66,7 @@ def judged(events, context):
 def test_fast_paths_say_what_the_general_code_says(monkeypatch):
     rng = random.Random(17)
     cases = []
-    for i, plan in enumerate(plans(60)):
+    for i, plan in enumerate(plans(60, seed=5)):
         syn = generate(plan)
         events = syn.events
         if i % 2:

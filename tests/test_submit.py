@@ -16,7 +16,8 @@ from test_existing_cluster import alive_nodes, free_port, started_cluster
 def test_dashboard_address_forms():
     assert dashboard_url("10.0.0.5:8265") == "http://10.0.0.5:8265"
     assert dashboard_url("https://ray.example:443/") == "https://ray.example:443"
-    for bad, why in (("ray://10.0.0.5:10001", "not a Ray Client one"), ("s3://x", "allowed: http://")):
+    for bad, why in (("ray://10.0.0.5:10001", "not a Ray Client one"), ("s3://x", "allowed: http://"),
+                     ("", "names no host"), ("http://", "names no host")):
         with pytest.raises(Exception, match=why):
             dashboard_url(bad)
 

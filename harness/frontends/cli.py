@@ -93,7 +93,7 @@ def cmd_run(args) -> int:
             data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
             data["workload"]["steps"] = args.steps
             scenario = parse_scenario(data, source="--steps", base_dir=scenario.base_dir)
-        if args.submit:
+        if args.submit is not None:
             return _submit(args, scenario)
         if scenario.workload.runtime == "torchrun":   # no Ray cluster, so RAY_ADDRESS is not ours to read
             if args.address:

@@ -364,7 +364,7 @@ class Emitter:
         except Exception:  # never break the caller; the journal (or the eseq gap) keeps the event
             with self._order:
                 spool.write(self.run_name, self.id, e)
-                self._cut_ref = ref if ref is not None else self._cut_ref or False
+                self._cut_ref = ref if ref is not None else False   # False: nothing sent yet
             return None
         if ack.get("gate") is not None:
             try:

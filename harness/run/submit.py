@@ -39,6 +39,10 @@ TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 
 def dashboard_url(address: str) -> str:
     """`http://HOST:PORT` of the Jobs API from what the user gave (a bare HOST:PORT works)."""
+    address = address.strip()
+    if not address.split("://", 1)[-1].strip("/"):
+        raise ScenarioError(f"--submit: {address or 'an empty address'} names no host; allowed: "
+                            f"http://HOST:PORT or HOST:PORT of the Ray dashboard")
     if address.startswith("ray://"):
         raise ScenarioError(f"--submit: {address}: give the dashboard's address (http://HOST:8265), "
                             f"not a Ray Client one")
