@@ -17,7 +17,7 @@ test-full: setup
 	@./scripts/test.sh full
 
 test-fast: setup
-	@.venv/bin/python -m pytest -q -m "not (cluster or slow or exclusive_ray or torchrun or serial)" tests
+	@.venv/bin/python -P -m pytest -q -m "not (cluster or slow or exclusive_ray or torchrun or serial)" tests
 
 bench: setup
 	@.venv/bin/python benchmarks/overhead.py

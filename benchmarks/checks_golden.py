@@ -1,14 +1,14 @@
 """Golden outputs of the checks, to show that a change to how they compute left what they say alone.
 
-It judges ~250 histories: synthetic runs of many plans (`scenarios.synthetic`,
+It judges ~250 histories: synthetic runs of many plans (`ftharness.scenarios.synthetic`,
 both data sources, every fault class, elastic world sizes, controller kills),
 a third of them with a planted defect (a step dropped or repeated, rows shared,
 an older checkpoint restored, a failure mis-charged, a zombie report, an event
 removed ...), and the recorded histories in tests/data. For each it keeps
-everything a verdict and the reports derive: `scenarios.verdict.evaluate` (the
+everything a verdict and the reports derive: `ftharness.scenarios.verdict.evaluate` (the
 properties with status, explanation, findings and violations, the fault
 landings, the final state, `run_metrics`), `run_checks` over the synthetic
-context, and the frames of `reports.metrics`; plus the reference data
+context, and the frames of `ftharness.reports.metrics`; plus the reference data
 (`global_batch`, `rank_slice`, `expected_accumulators`) for a range of configs,
 and `read_history` over the recorded files, intact and damaged in many ways.
 
@@ -43,8 +43,8 @@ KINDS = {
 
 
 def plan_of(rng: random.Random):
-    from scenarios.reference_data import WorkloadConfig
-    from scenarios.synthetic import FAULTS, Fault, Plan
+    from ftharness.scenarios.reference_data import WorkloadConfig
+    from ftharness.scenarios.synthetic import FAULTS, Fault, Plan
 
     steps = rng.randint(1, 40)
     data = "ray_data" if rng.random() < 0.2 else "resumable"
@@ -128,7 +128,7 @@ def mutate(events, rng: random.Random) -> str:
 
 
 def scenario_of(plan, outcome):
-    from scenarios.schema import parse_scenario
+    from ftharness.scenarios.schema import parse_scenario
 
     cfg = plan.workload
     return parse_scenario({
@@ -144,7 +144,7 @@ def scenario_of(plan, outcome):
 
 
 def frames(events):
-    from reports import metrics
+    from ftharness.reports import metrics
 
     out = {"run_metrics": metrics.run_metrics(events), "outages": metrics.outages(events),
            "lost_work": metrics.lost_work(events), "ettr": metrics.ettr(events),
@@ -158,15 +158,15 @@ def frames(events):
 
 
 def checks(events, context):
-    from scenarios.properties import run_checks
+    from ftharness.scenarios.properties import run_checks
 
     return {name: [r.status, r.explanation, r.findings, r.violations]
             for name, r in run_checks(events, context).items()}
 
 
 def synthetic_case(i: int) -> dict:
-    from scenarios.synthetic import generate
-    from scenarios.verdict import evaluate
+    from ftharness.scenarios.synthetic import generate
+    from ftharness.scenarios.verdict import evaluate
 
     rng = random.Random(i)
     plan = plan_of(rng)
@@ -190,9 +190,9 @@ def synthetic_case(i: int) -> dict:
 def recorded_case(name: str) -> dict:
     import yaml
 
-    from harness.history.records import read_history
-    from scenarios.schema import parse_scenario
-    from scenarios.verdict import evaluate
+    from ftharness.history.records import read_history
+    from ftharness.scenarios.schema import parse_scenario
+    from ftharness.scenarios.verdict import evaluate
 
     folder = os.path.join(ROOT, "tests", "data", name)
     read = read_history(folder)
@@ -208,7 +208,7 @@ def recorded_case(name: str) -> dict:
 
 def read_cases(tmp: str) -> dict:
     """`read_history` (events and problems) over the recorded files, intact and damaged."""
-    from harness.history.records import read_history
+    from ftharness.history.records import read_history
 
     out = {}
     for name in ("kill-worker", "preempt-node"):
@@ -249,7 +249,7 @@ def read_cases(tmp: str) -> dict:
 def reference_case() -> dict:
     import numpy as np
 
-    from scenarios.reference_data import WorkloadConfig, expected_accumulators, global_batch, rank_slice
+    from ftharness.scenarios.reference_data import WorkloadConfig, expected_accumulators, global_batch, rank_slice
 
     out = {}
     configs = [WorkloadConfig(steps=s, batch_size=b, epochs=e, seed=seed, rows_per_epoch=r)

@@ -1,11 +1,11 @@
 """Cost of judging a long history: what `summary.json` costs, against the history's length.
 
 For each size N it plays a synthetic run of the reference workload
-(`scenarios.synthetic`) with 4 ranks, a checkpoint every 10 steps and a fault
+(`ftharness.scenarios.synthetic`) with 4 ranks, a checkpoint every 10 steps and a fault
 (worker kills and preemptions in turn, all retried) every ~25,000 events, sized
 to reach about N events; writes it as a complete, sealed `history.jsonl`; and
 then, in a fresh child process, does what a run does after fit() returns:
-`harness.history.records.read_history` and `scenarios.verdict.evaluate` (fault
+`ftharness.history.records.read_history` and `ftharness.scenarios.verdict.evaluate` (fault
 landings, the five properties, the final accumulators, `run_metrics`).
 
 One line per size:
@@ -50,8 +50,8 @@ EVENTS_PER_FAULT = 25_000
 
 def plan_for(n: int, epochs: int):
     """A plan whose history holds about `n` events."""
-    from scenarios.reference_data import WorkloadConfig
-    from scenarios.synthetic import Fault, Plan
+    from ftharness.scenarios.reference_data import WorkloadConfig
+    from ftharness.scenarios.synthetic import Fault, Plan
 
     per_step = WORKERS + (2 + WORKERS) / CHECKPOINT_EVERY   # steps, and written+registered+reports
     steps = max(2 * CHECKPOINT_EVERY, int(n / per_step))
@@ -81,8 +81,8 @@ def scenario_for(plan) -> dict:
 
 def generate(n: int, epochs: int, folder: str) -> None:
     """Write folder/history.jsonl (sealed), scenario.json and outcome.json."""
-    from harness.history.records import seal
-    from scenarios.synthetic import generate as play
+    from ftharness.history.records import seal
+    from ftharness.scenarios.synthetic import generate as play
 
     plan = plan_for(n, epochs)
     syn = play(plan)
@@ -115,10 +115,10 @@ def generate(n: int, epochs: int, folder: str) -> None:
 
 def judge(folder: str) -> dict:
     """Read and judge one history, as a run does after fit() returns (run in a fresh process)."""
-    import faults  # noqa: F401 - imported by evaluate on first use; not the judging's cost
-    from harness.history.records import read_history
-    from scenarios.schema import parse_scenario
-    from scenarios.verdict import evaluate
+    from ftharness import faults  # noqa: F401 - imported by evaluate on first use; not the judging's cost
+    from ftharness.history.records import read_history
+    from ftharness.scenarios.schema import parse_scenario
+    from ftharness.scenarios.verdict import evaluate
 
     with open(os.path.join(folder, "scenario.json")) as f:
         scenario = parse_scenario(json.load(f))

@@ -19,9 +19,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from harness.cluster.handles import EmbeddedCluster  # noqa: E402
-from harness.run.runner import RunOptions, ScenarioRunner  # noqa: E402
-from scenarios.schema import parse_scenario  # noqa: E402
+from ftharness.harness.cluster.handles import EmbeddedCluster  # noqa: E402
+from ftharness.harness.run.runner import RunOptions, ScenarioRunner  # noqa: E402
+from ftharness.scenarios.schema import parse_scenario  # noqa: E402
 
 SCENARIO = {"name": "bench-fault-free", "workload": {"num_workers": 2, "steps": 20, "checkpoint_every": 5},
             "expect": {"outcome": "succeeded", "properties": ["exactly_once_restore"]}}

@@ -25,9 +25,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ray  # noqa: E402
 
-from harness.cluster.handles import EmbeddedCluster  # noqa: E402
-from harness.run.runner import RunOptions, ScenarioRunner, workload_config  # noqa: E402
-from scenarios.schema import parse_scenario  # noqa: E402
+from ftharness.harness.cluster.handles import EmbeddedCluster  # noqa: E402
+from ftharness.harness.run.runner import RunOptions, ScenarioRunner, workload_config  # noqa: E402
+from ftharness.scenarios.schema import parse_scenario  # noqa: E402
 
 
 @ray.remote(num_cpus=0, max_retries=0)
@@ -36,7 +36,7 @@ def plain_fit(config, num_workers, storage, name, env):
     from ray.train import RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
 
-    from harness.job.workload import train_loop
+    from ftharness.harness.job.workload import train_loop
 
     t0 = time.time()
     TorchTrainer(train_loop, train_loop_config=config,

@@ -11,13 +11,13 @@ from typing import Annotated, Union
 
 from pydantic import Field
 
-from faults.checkpoint import CorruptCheckpoint
-from faults.controller import KillController
-from faults.network import NetworkDegrade
-from faults.node import KillNode, PartitionNode, PreemptNode
-from faults.process import CrashWorker, HangWorker, KillWorker
-from faults.resources import StarveResources
-from faults.storage import StorageErrors
+from ftharness.faults.checkpoint import CorruptCheckpoint
+from ftharness.faults.controller import KillController
+from ftharness.faults.network import NetworkDegrade
+from ftharness.faults.node import KillNode, PartitionNode, PreemptNode
+from ftharness.faults.process import CrashWorker, HangWorker, KillWorker
+from ftharness.faults.resources import StarveResources
+from ftharness.faults.storage import StorageErrors
 
 #: the registry: every fault kind, in the order the documentation lists them
 KINDS = (
@@ -48,7 +48,7 @@ def make_fault(index, spec):
 
 def landings(specs, events, final: bool = True):
     """[(spec, Landing)] for every fault of a scenario over a history."""
-    from faults.base import EventIndex, judge_landing
+    from ftharness.faults.base import EventIndex, judge_landing
 
     try:
         shared = EventIndex(events)   # one pass over the history for all the faults
@@ -56,11 +56,3 @@ def landings(specs, events, final: bool = True):
         shared = None
     return [(spec, judge_landing(make_fault(i, spec), events, final, shared)) for i, spec in enumerate(specs)]
 
-
-def discover(discover_system: bool = True):
-    """Chaos Toolkit's `chaos discover ftharness` imports the first top-level
-    package of the distribution, which is this one; the extension lives in
-    harness.frontends.ctk."""
-    from harness.frontends.ctk import discover as ctk_discover
-
-    return ctk_discover(discover_system)

@@ -14,7 +14,7 @@ makes the run INCONCLUSIVE (design.md), never PASS.
 
 Each kind also owns its spec: a pydantic model (`Spec`) with `kind:
 Literal[...]`, the trigger `at`, a `target` where the kind needs one, and its
-own arguments with their defaults. The scenario language (scenarios.schema)
+own arguments with their defaults. The scenario language (ftharness.scenarios.schema)
 takes the union of those models from the registry in faults/__init__.py.
 """
 
@@ -29,9 +29,9 @@ from typing import Any, Dict, List, Literal, Optional, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from faults.targets import TargetError, resolve_node, selector_of
-from harness.errors import FaultSkipped
-from harness.history.triggers import EVENT_TRIGGERS
+from ftharness.faults.targets import TargetError, resolve_node, selector_of
+from ftharness.errors import FaultSkipped
+from ftharness.history.triggers import EVENT_TRIGGERS
 
 #: the events a trigger `at: {event: ...}` may name (those the history's trigger book fires on)
 TRIGGER_EVENTS = tuple(EVENT_TRIGGERS)
@@ -175,7 +175,7 @@ class FaultContext:
     """What a fault may use; built by the injector for each injection."""
 
     cluster: Any                       # EmbeddedCluster or ExistingCluster
-    agents: Any                        # harness.cluster.agents.Agents
+    agents: Any                        # ftharness.harness.cluster.agents.Agents
     members: List[Dict[str, Any]]      # current worker group: rank, node_id, pid, actor_id
     storage_dir: str                   # <storage_path>/<run name>: the run's own storage (on storage_fs)
     history_path: str
@@ -183,7 +183,7 @@ class FaultContext:
     rng: random.Random = field(default_factory=random.Random)
     schedule: Any = None               # callable(delay_s, fn, label): run fn later on the main thread
     record: Any = None                 # callable(label, detail): record a fault_action now
-    ops: Any = None                    # Ray operations (harness.cluster.ray_private), handed in so
+    ops: Any = None                    # Ray operations (ftharness.harness.cluster.ray_private), handed in so
                                        # that faults never import the cluster layer
     storage_fs: Any = None             # the pyarrow filesystem storage_dir is a path on (None: local disk)
 

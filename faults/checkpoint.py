@@ -32,9 +32,9 @@ from typing import Any, Dict, List, Literal, Tuple
 import pyarrow.fs as pafs
 from pydantic import field_validator
 
-from faults.base import LANDED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
-from harness.errors import FaultSkipped
-from harness.history.records import is_marker, read_events
+from ftharness.faults.base import LANDED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
+from ftharness.errors import FaultSkipped
+from ftharness.history.records import is_marker, read_events
 
 SNAPSHOT = "checkpoint_manager_snapshot.json"
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import signal
 from typing import Any, Dict, List, Literal, Optional
 
-from faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
-from harness.errors import FaultSkipped
-from harness.history.records import read_events
+from ftharness.faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
+from ftharness.errors import FaultSkipped
+from ftharness.history.records import read_events
 
 
 def own_controller_pid(events: List[Dict[str, Any]]) -> Optional[int]:

@@ -22,9 +22,9 @@ from typing import Any, Dict, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec, \
+from ftharness.faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec, \
     describe_failure
-from harness.errors import FaultSkipped
+from ftharness.errors import FaultSkipped
 
 
 class NetworkDegradeSpec(TargetedSpec):

@@ -32,9 +32,9 @@ from typing import Any, Dict, Literal, Optional
 
 from pydantic import Field
 
-from faults.base import (LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
+from ftharness.faults.base import (LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
                          describe_failure, with_error_before_failure)
-from harness.errors import FaultSkipped
+from ftharness.errors import FaultSkipped
 
 
 class KillNodeSpec(TargetedSpec):
@@ -211,7 +211,7 @@ class PartitionNode(NodeFault):
 
     On Ray the node's agent stops its raylet tree and a detached timer resumes it
     (once GCS declares the node dead, no call reaches the agent). Under torchrun
-    (a cluster with `pause_node`: harness.torchrun.launcher) the harness stops the
+    (a cluster with `pause_node`: ftharness.harness.torchrun.launcher) the harness stops the
     node's elastic agent and its workers itself and resumes them `duration_s`
     later, or when the run ends first."""
 
@@ -234,7 +234,7 @@ class PartitionNode(NodeFault):
         duration = float(self.duration_s or 10.0)
         ranks = sorted(m["rank"] for m in ctx.members if m["node_id"] == node_id)
         if self.spec.get("mode") == "network":
-            from faults.network import isolate
+            from ftharness.faults.network import isolate
 
             return isolate(self, ctx, node_id, ranks, self.spec.get("direction") or "both", duration,
                            self.spec.get("cut_from") or "all")

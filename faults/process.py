@@ -7,7 +7,7 @@ process: it stops answering Ray Train's health-check polls, which is the path
 the controller's `RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S` exists for; heal
 sends SIGCONT. A hang inside user code would not trip that check (training runs
 in a thread; polls are answered by the actor's main thread). `crash_worker`
-raises inside the train function: the worker does it itself (harness.job.instrument,
+raises inside the train function: the worker does it itself (ftharness.harness.job.instrument,
 from the plan the injector hands out), so only its landing is judged here.
 
 Each lands when it hit a worker of the running attempt and a failure decision
@@ -21,8 +21,8 @@ from typing import Any, Dict, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from faults.base import Fault, FaultContext, FaultView, Landing, TargetedSpec, with_error_before_failure
-from harness.errors import FaultSkipped
+from ftharness.faults.base import Fault, FaultContext, FaultView, Landing, TargetedSpec, with_error_before_failure
+from ftharness.errors import FaultSkipped
 
 CRASH_POINTS = ("before_step", "after_step", "after_checkpoint_write", "before_report", "on_restore")
 
@@ -81,7 +81,7 @@ class CrashWorker(Fault):
     Spec = CrashWorkerSpec
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
-        raise FaultSkipped("crash_worker is done by the worker itself (harness.job.instrument)")
+        raise FaultSkipped("crash_worker is done by the worker itself (ftharness.harness.job.instrument)")
 
 
 class HangWorker(Fault):

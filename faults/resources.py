@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Literal, Optional
 
 from pydantic import Field
 
-from faults.base import LANDED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing, describe_failure
+from ftharness.faults.base import LANDED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing, describe_failure
 
 PERIOD_S = 0.25
 STARTUP_ERRORS = ("WorkerGroupStartupTimeoutError", "WorkerGroupStartupFailedError")

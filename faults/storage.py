@@ -3,7 +3,7 @@
 Runs whose scenario has this fault get `RunConfig(storage_filesystem=...)` set
 to a pyarrow filesystem (`ChaosFileSystemHandler`) over the run's real one (a
 torchrun run's workers commit, list, read and prune their checkpoints through
-the same filesystem: harness.torchrun.storage):
+the same filesystem: ftharness.harness.torchrun.storage):
 local disk, a shared mount, or S3 (any pyarrow FileSystem, with the storage
 root as a path on it). It consults a small control file in the storage root,
 read through the real filesystem, so every process of the run (controller and
@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from pydantic import Field
 
-from faults.base import LANDED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
+from ftharness.faults.base import LANDED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
 
 CONTROL_FILE = ".ftharness-storage-chaos.json"
 HITS_DIR = ".ftharness-storage-chaos.hits"

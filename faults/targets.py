@@ -4,7 +4,7 @@
 node), `{ip: A.B.C.D}` (the raylet's address, Ray's `NodeManagerAddress`) or
 `{label: {key: value, ...}}` (Ray node labels; every pair must match) name one
 live worker node. Resolution is a pure function over the cluster's node records
-(harness.cluster.handles.NodeInfo, or anything with `node_id`, `alive`,
+(ftharness.harness.cluster.handles.NodeInfo, or anything with `node_id`, `alive`,
 `is_head`, `ip` and `labels`), so it is the same at validation time (the
 runner checks every fault against the cluster it just connected to) and at
 injection (where a node that died or changed since is a skipped fault with the

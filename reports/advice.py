@@ -28,8 +28,8 @@ from typing import Any, Dict, Iterable, List, Optional
 import numpy as np
 import pandas as pd
 
-from reports import metrics
-from reports.frames import PathLike, read_results, results_folders
+from ftharness.reports import metrics
+from ftharness.reports.frames import PathLike, read_results, results_folders
 
 Event = Dict[str, Any]
 

@@ -1,7 +1,7 @@
 """A simulator Calibration measured from results folders.
 
 Lives in reports/ because measuring needs the results reader and the metrics
-(reports.frames, reports.advice, reports.metrics), which sit above the pure
+(ftharness.reports.frames, ftharness.reports.advice, ftharness.reports.metrics), which sit above the pure
 simulator: step time and checkpoint cost as advice.measure finds them, the
 registration lag from the history (a checkpoint's last rank report to its
 checkpoint_registered), and the recoveries per fault kind from
@@ -14,11 +14,11 @@ from typing import Dict, Iterable, List
 
 import numpy as np
 
-from harness.history.model import PARTS
-from reports import metrics
-from reports.advice import measure
-from reports.frames import PathLike, read_results, results_folders
-from scenarios.simulator.calibration import DEFAULTS, Calibration
+from ftharness.history.model import PARTS
+from ftharness.reports import metrics
+from ftharness.reports.advice import measure
+from ftharness.reports.frames import PathLike, read_results, results_folders
+from ftharness.scenarios.simulator.calibration import DEFAULTS, Calibration
 
 
 def registration_lags(events) -> List[float]:

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence
 
-from scenarios.verdict import EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_PASS as EXIT_OK
+from ftharness.scenarios.verdict import EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_PASS as EXIT_OK
 
 
 def _fail(msg: str) -> int:
@@ -24,7 +24,7 @@ def _fail(msg: str) -> int:
 def check_paths(paths: Sequence[str]) -> Optional[str]:
     """The error line for the first path that is not a readable results
     folder (or a folder of them); None when all are."""
-    from reports.frames import read_results, results_folders
+    from ftharness.reports.frames import read_results, results_folders
 
     for p in paths:
         try:
@@ -75,8 +75,8 @@ def resolve_journals(paths: Sequence[str]) -> List[str]:
 
 
 def cmd_report(args) -> int:
-    from reports.html import write_report
-    from reports.junit import write_junit
+    from ftharness.reports.html import write_report
+    from ftharness.reports.junit import write_junit
 
     args.results = resolve_journals(args.results)
     error = refuse_existing(args.out, args.force) or check_paths(args.results)
@@ -91,7 +91,7 @@ def cmd_report(args) -> int:
 def cmd_compare(args) -> int:
     """The table on the terminal, compare.csv and compare.html; exit 1 when a
     --fail-if gate trips, so a CI job can hold a configuration to a baseline."""
-    from reports.compare import check_gates, few_samples, metric_rows, parse_gate, samples, terminal_table, \
+    from ftharness.reports.compare import check_gates, few_samples, metric_rows, parse_gate, samples, terminal_table, \
         write_compare
 
     groups: Dict[str, List[str]] = {}

@@ -26,9 +26,9 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from reports import metrics
-from reports.frames import Frames, PathLike, missing, read_results
-from reports.html import page, recovery_figure, section, svg, table
+from ftharness.reports import metrics
+from ftharness.reports.frames import Frames, PathLike, missing, read_results
+from ftharness.reports.html import page, recovery_figure, section, svg, table
 
 RESAMPLES, SEED, LEVEL = 2000, 0, 0.95
 #: fewer samples than this in a group: no interval (one sample would give [0, 0])

@@ -25,8 +25,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 import pandas as pd
 
-from harness.history.records import HISTORY_FILE, read_events
-from reports import metrics
+from ftharness.history.records import HISTORY_FILE, read_events
+from ftharness.reports import metrics
 
 Event = Dict[str, Any]
 PathLike = Union[str, "os.PathLike[str]"]

@@ -32,10 +32,10 @@ import pandas as pd
 from markupsafe import Markup
 from matplotlib.figure import Figure
 
-from harness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, PARTS
-from reports import advice, metrics
-from reports.frames import Frames, PathLike, missing, read_results, results_folders
-from reports.junit import SCENARIO_FILE, _as_list, labels, outcome_verdicts, property_verdicts
+from ftharness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, PARTS
+from ftharness.reports import advice, metrics
+from ftharness.reports.frames import Frames, PathLike, missing, read_results, results_folders
+from ftharness.reports.junit import SCENARIO_FILE, _as_list, labels, outcome_verdicts, property_verdicts
 
 #: matplotlib settings for every figure: text stays text in the SVG
 RC = {"svg.fonttype": "none", "font.size": 9}
@@ -55,7 +55,7 @@ def _units(v: float) -> str:
 
 
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"), autoescape=True,
+    env = jinja2.Environment(loader=jinja2.PackageLoader("ftharness.reports", "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(s=_seconds, y=_units)
     return env

@@ -22,7 +22,7 @@ from typing import Any, Dict, Iterable, Optional
 import pandas as pd
 import yaml
 
-from reports.frames import Frames, PathLike, missing
+from ftharness.reports.frames import Frames, PathLike, missing
 
 SCENARIO_FILE = "scenario.yaml"
 VERDICT_COLUMNS = ["results", "label", "scenario", "property", "passed", "expected", "status",

@@ -1,7 +1,7 @@
 """Recovery time, lost work, ETTR and budget use of one run, as pandas frames.
 
 What an attempt, an outage and a recovery are, and how each figure is
-measured, is decided once in `harness.history.model` (pure, no pandas); this
+measured, is decided once in `ftharness.history.model` (pure, no pandas); this
 module only lays the model out as DataFrames and dicts for the reports, so a
 recovery time here is the number the `recovers` property and summary.json
 give for the same recovery.
@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterable, List, Optional
 
 import pandas as pd
 
-from harness.history.model import DISRUPTED, PARTS, as_history, span, wall_time
+from ftharness.history.model import DISRUPTED, PARTS, as_history, span, wall_time
 
 Event = Dict[str, Any]
 
@@ -32,7 +32,7 @@ STEP_COLUMNS = ["fit_index", "attempt", "step", "t_begin", "t_end", "seconds", "
 
 def annotate(events: Iterable[Event]) -> List[Event]:
     """Copies of the events in `seq` order, each with the `fit_index` and
-    `attempt` the history model places it in (harness.history.model)."""
+    `attempt` the history model places it in (ftharness.history.model)."""
     return as_history(events).annotated()
 
 
@@ -58,7 +58,7 @@ def recovery_table(events: Iterable[Event]) -> pd.DataFrame:
 
 def step_table(events: Iterable[Event]) -> pd.DataFrame:
     """Steps as the worker group did them: one row per (fit, attempt, step)
-    (harness.history.model.StepSpan). The first step of an attempt has no
+    (ftharness.history.model.StepSpan). The first step of an attempt has no
     `seconds`: its time is start-up (restore, warm-up, compilation), which
     Meta's ETTR and Google's goodput both count as unproductive. `lost` marks a
     step that a later attempt computed again, i.e. work thrown away by a rollback."""

@@ -1,10 +1,10 @@
 """`ftharness plan`: budgets, checkpoint cadence and failure limits of a job, simulated.
 
-Every figure comes from scenarios.simulator's Monte Carlo runs of the job
+Every figure comes from ftharness.scenarios.simulator's Monte Carlo runs of the job
 under the failure rates (rates.py: Llama 3's published table, or the user's)
 and a calibration (measured results folders, or defaults, or given figures),
 and is printed labelled as simulated with both sources. Next to the simulated
-optimum interval stand Young's and Daly's (reports.advice), and Daly's
+optimum interval stand Young's and Daly's (ftharness.reports.advice), and Daly's
 analytic goodput, so the two models can be compared.
 
 One sample of failures per plan serves every table (common random numbers):
@@ -21,12 +21,12 @@ from typing import Any, Dict, List, Mapping
 import numpy as np
 import pandas as pd
 
-from harness.history.model import BUDGETS, LIMIT_FIELD
-from reports.advice import daly_interval, expected_goodput, young_interval
-from scenarios.policy_model import limits
-from scenarios.simulator.calibration import Calibration, describe
-from scenarios.simulator.engine import Job, cause_rates, sample, simulate
-from scenarios.simulator.rates import CAUSES, LLAMA3_GPU_HOURS, LLAMA3_INTERRUPTIONS, llama3_rates
+from ftharness.history.model import BUDGETS, LIMIT_FIELD
+from ftharness.reports.advice import daly_interval, expected_goodput, young_interval
+from ftharness.scenarios.policy_model import limits
+from ftharness.scenarios.simulator.calibration import Calibration, describe
+from ftharness.scenarios.simulator.engine import Job, cause_rates, sample, simulate
+from ftharness.scenarios.simulator.rates import CAUSES, LLAMA3_GPU_HOURS, LLAMA3_INTERRUPTIONS, llama3_rates
 
 GRID = (1 / 8, 1 / 4, 1 / 2, 1 / math.sqrt(2), 1, math.sqrt(2), 2, 4, 8)
 

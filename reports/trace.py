@@ -14,7 +14,7 @@ import json
 import os
 from typing import Any, Dict, Iterable, List, Optional
 
-from harness.history.records import read_history
+from ftharness.history.records import read_history
 
 Event = Dict[str, Any]
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional
 
-from harness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, TORCHRUN_BUDGET
+from ftharness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, TORCHRUN_BUDGET
 
 #: failure class -> (budget, error type fit() raises when it is the last failure)
 CLASSES: Dict[str, tuple] = {
@@ -129,7 +129,7 @@ def failure_class(budget: Optional[str], error_type: Optional[str]) -> Optional[
 
 
 # --------------------------------------------------------------- TorchElastic
-# TORCHRUN_BUDGET (harness.history.model): `max_restarts`, counted per agent (its node's worker group)
+# TORCHRUN_BUDGET (ftharness.history.model): `max_restarts`, counted per agent (its node's worker group)
 #: what a torchrun agent raises when its group fails with no restart left
 TORCHRUN_RAISED = "ChildFailedError"
 #: a torchrun restart that counts against nothing: the agent saw nodes waiting (membership change)

@@ -15,10 +15,10 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from faults import FAULT_KINDS, FaultSpec
-from faults.base import Strict as _Strict
-from harness.errors import ScenarioError
-from scenarios.properties import PROPERTIES
+from ftharness.faults import FAULT_KINDS, FaultSpec
+from ftharness.faults.base import Strict as _Strict
+from ftharness.errors import ScenarioError
+from ftharness.scenarios.properties import PROPERTIES
 
 
 
@@ -88,7 +88,7 @@ class WorkloadSpec(_Strict):
     storage_path: Optional[str] = None
     #: the local storage_path (or the results folder) is a mount every node of the cluster shares
     #: (NFS and the like): on an existing cluster whose nodes are on several hosts, a local path is
-    #: refused without it (harness.run.guard.check_shared_storage)
+    #: refused without it (ftharness.harness.run.guard.check_shared_storage)
     storage_shared: bool = False
     #: train for this long, then stop at a step every rank agrees on (`steps` is then a cap);
     #: the epoch length is `rows_per_epoch`, by default 100 steps' rows

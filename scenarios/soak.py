@@ -1,7 +1,7 @@
 """Soak runs: a scenario trained for a wall-clock duration while faults arrive
 from a random process drawn from a seed (Jepsen's generator idea).
 
-Pure: this module draws the plan and builds the scenario; `harness.run.soak`
+Pure: this module draws the plan and builds the scenario; `ftharness.harness.run.soak`
 injects the plan on a live cluster.
 
 The fault process runs on training time, not on wall time: after a fault the
@@ -23,8 +23,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Mapping, Optional
 
-from harness.errors import ScenarioError
-from scenarios.schema import Scenario
+from ftharness.errors import ScenarioError
+from ftharness.scenarios.schema import Scenario
 
 #: fault kinds a soak can draw -> (the budget Ray charges, their spec beyond kind and target)
 SOAK_KINDS: Dict[str, tuple] = {

@@ -2,7 +2,7 @@
 worker counts, checkpoint cadence.
 
 Each generated scenario carries its own expectation, computed by the
-failure-policy model (scenarios.policy_model) from the failure class each fault
+failure-policy model (ftharness.scenarios.policy_model) from the failure class each fault
 must produce, so a real run can be judged: the outcome must match the model and
 every property must hold. `save_failing` writes a scenario as a YAML file that
 `ftharness run` replays.
@@ -18,8 +18,8 @@ from typing import Any, Dict, List
 import yaml
 from hypothesis import strategies as st
 
-from scenarios.policy_model import expected_outcome
-from scenarios.properties import PROPERTIES
+from ftharness.scenarios.policy_model import expected_outcome
+from ftharness.scenarios.properties import PROPERTIES
 
 #: fault kinds quick enough for generated runs, and the failure class each causes
 KIND_CLASS = {

@@ -4,7 +4,7 @@
 would under `plan.faults`, and returns the events it would record
 (docs/history.md) with the context a runner would pass to the checks. What the
 checks rely on is modelled: restores from the latest registered checkpoint,
-the failure policy (`scenarios.policy_model`), world sizes that change between
+the failure policy (`ftharness.scenarios.policy_model`), world sizes that change between
 attempts, both data sources, controller startup failures retried under the same
 attempt id, and a new fit() after the controller dies. The result is a valid
 history by construction; tests plant violations into it, or ask the generator
@@ -20,9 +20,9 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from scenarios.reference_data import (ACC_FIELDS, WorkloadConfig, accumulate, expected_accumulators, global_batch,
+from ftharness.scenarios.reference_data import (ACC_FIELDS, WorkloadConfig, accumulate, expected_accumulators, global_batch,
                                       rank_slice)
-from scenarios import policy_model
+from ftharness.scenarios import policy_model
 
 #: fault class -> (injected fault kind, budget it should be charged to, error type)
 FAULTS: Dict[str, Tuple[str, Optional[str], str]] = {
@@ -300,7 +300,7 @@ class _Run:
         return self.emit(kind, "worker", **base, **fields)
 
     def _recovered(self, step_event: dict) -> None:
-        """A recovery as harness.history.model measures it: from the fault being
+        """A recovery as ftharness.history.model measures it: from the fault being
         done to the first step after it."""
         for injected in self.pending:
             self.recoveries.append(step_event["t"] - injected["t_done"])

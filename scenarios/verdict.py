@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
-from harness.history.model import History, as_history, charged
-from harness.history.records import gc_paused
-from scenarios.policy_model import TORCHRUN_BUDGET
-from scenarios.properties import PROPERTIES, Facts, applicable, run_checks
-from scenarios.reference_data import WorkloadConfig, expected_accumulators, expected_accumulators_ray_data
-from scenarios.schema import Scenario
+from ftharness.history.model import History, as_history, charged
+from ftharness.history.records import gc_paused
+from ftharness.scenarios.policy_model import TORCHRUN_BUDGET
+from ftharness.scenarios.properties import PROPERTIES, Facts, applicable, run_checks
+from ftharness.scenarios.reference_data import WorkloadConfig, expected_accumulators, expected_accumulators_ray_data
+from ftharness.scenarios.schema import Scenario
 
 Events = Union[History, Iterable[Dict[str, Any]]]
 
@@ -25,7 +25,7 @@ def budgets_used(events: Iterable[Dict[str, Any]]) -> Dict[str, int]:
 
 
 def attempts(events: Events) -> int:
-    """The attempts the controller started (harness.history.model)."""
+    """The attempts the controller started (ftharness.history.model)."""
     return len(as_history(events).started())
 
 
@@ -35,7 +35,7 @@ def last_step(events: Events) -> int:
 
 def recovery_times(events: Events) -> List[float]:
     """Seconds from each fault (or failure) to the first step of the next
-    attempt: the recoveries of harness.history.model, to the millisecond."""
+    attempt: the recoveries of ftharness.history.model, to the millisecond."""
     return [round(r.recovery_s, 3) for r in as_history(events).recoveries() if r.recovery_s is not None]
 
 
@@ -85,7 +85,7 @@ def overall(verdicts: List[str]) -> str:
 
 def facts(scenario: Scenario) -> Facts:
     """What the scenario says before it runs, for the properties it expects by default."""
-    from faults import REGISTRY
+    from ftharness.faults import REGISTRY
 
     kinds = [f.kind for f in scenario.faults]
     return Facts(reference_workload=scenario.workload.kind == "reference",
@@ -112,7 +112,7 @@ def fault_landings(scenario: Scenario, events: List[Dict[str, Any]],
                    specs: Optional[List[Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
     """summary.json's `faults`: for each fault (the scenario's, or `specs`: those
     a Chaos Toolkit experiment injected too), whether it landed and why."""
-    from faults import landings
+    from ftharness.faults import landings
 
     if specs is None:
         specs = [f.model_dump(mode="json", exclude_none=True) for f in scenario.faults]
@@ -194,7 +194,7 @@ def evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str
     - INCONCLUSIVE: the history has a gap, a fault did not land, or an expected
       property could not judge anything; each reason is named.
     """
-    with gc_paused():   # one pass over many objects: see harness.history.records.gc_paused
+    with gc_paused():   # one pass over many objects: see ftharness.history.records.gc_paused
         return _evaluate(scenario, events, outcome, history_problems, fault_specs)
 
 
@@ -263,7 +263,7 @@ def _safe(fn, events, default):
 
 
 def _run_metrics(events: Events) -> Dict[str, Any]:
-    """summary.json's `run_metrics` (harness.history.model.History.run_metrics)."""
+    """summary.json's `run_metrics` (ftharness.history.model.History.run_metrics)."""
     try:
         return as_history(events).run_metrics()
     except Exception as e:  # metrics must never hide the verdict

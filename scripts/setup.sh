@@ -14,7 +14,7 @@ PY="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 stamp=.venv/.ftharness-setup
 want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
-if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && .venv/bin/python -c "import harness, torch, ray" 2>/dev/null; then
+if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && .venv/bin/python -c "import ftharness, torch, ray" 2>/dev/null; then
   exit 0
 fi
 quiet() { grep -v -e "is ignored: it is neither a file nor a directory" -e "^\s*$" || true; }
@@ -30,6 +30,6 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
 fi
 echo "setup: installing ftharness and its dependencies into .venv"
 .venv/bin/python -m pip install -q -e ".[test,frameworks,s3]" 2>&1 | quiet
-.venv/bin/python -c "import harness, torch, ray
+.venv/bin/python -c "import ftharness, torch, ray
 print('setup: torch', torch.__version__, '(CUDA ' + torch.version.cuda + ')' if torch.version.cuda else '(CPU build)')"
 echo "$want" > "$stamp"

@@ -25,11 +25,11 @@ pure_pid=""
 trap 'rm -f "$log"; [ -n "$pure_pid" ] && kill "$pure_pid" 2>/dev/null; true' EXIT
 trap 'exit 130' INT TERM
 
-"$PY" -m pytest -q -p no:cacheprovider -m "not ($real)" tests "$@" >"$log" 2>&1 &
+"$PY" -P -m pytest -q -p no:cacheprovider -m "not ($real)" tests "$@" >"$log" 2>&1 &
 pure_pid=$!
 
 echo "== real-cluster lane ($tier): -m \"($real)$keep\""
-"$PY" -m pytest -q -p no:cacheprovider -m "($real)$keep" --durations=15 tests "$@"
+"$PY" -P -m pytest -q -p no:cacheprovider -m "($real)$keep" --durations=15 tests "$@"
 real_rc=$?
 
 wait "$pure_pid"

@@ -1,4 +1,4 @@
-"""Shared helpers for ftharness's own tests (fixtures come from harness.frontends.pytest_plugin)."""
+"""Shared helpers for ftharness's own tests (fixtures come from ftharness.harness.frontends.pytest_plugin)."""
 
 import os
 import subprocess
@@ -14,7 +14,7 @@ settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("FTHARNESS_HYPOTHESIS", "ci"))
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FTHARNESS = [sys.executable, "-m", "harness.frontends.cli"]
+FTHARNESS = [sys.executable, "-m", "ftharness.harness.frontends.cli"]
 
 
 def run_cli(*args, timeout=300, env=None, cwd=None):

@@ -13,8 +13,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scenarios.schema import MAX_MESSAGE, load_scenario
-from harness.errors import ScenarioError
+from ftharness.scenarios.schema import MAX_MESSAGE, load_scenario
+from ftharness.errors import ScenarioError
 from conftest import FTHARNESS, REPO, run_cli
 
 CATALOG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "scenarios", "catalog")

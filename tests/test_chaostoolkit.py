@@ -9,9 +9,9 @@ import sys
 import pytest
 import yaml
 
-from harness.frontends.ctk.control import journal_verdict, validate_experiment
-from harness.frontends.ctk.session import Session
-from harness.errors import ScenarioError
+from ftharness.harness.frontends.ctk.control import journal_verdict, validate_experiment
+from ftharness.harness.frontends.ctk.session import Session
+from ftharness.errors import ScenarioError
 
 from conftest import REPO, ray_clusters, run_cli
 

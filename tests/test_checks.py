@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from scenarios.reference_data import WorkloadConfig
-from scenarios.properties import CHECKS, CheckResult, run_checks
-from scenarios.synthetic import FAULTS, Fault, Plan, generate
+from ftharness.scenarios.reference_data import WorkloadConfig
+from ftharness.scenarios.properties import CHECKS, CheckResult, run_checks
+from ftharness.scenarios.synthetic import FAULTS, Fault, Plan, generate
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 LIMITS = ("max_failures", "max_preemption_failures", "controller_failure_limit")
@@ -397,7 +397,7 @@ def test_run_checks_selects_and_survives_malformed_histories():
 
 def test_every_property_module_is_registered_in_order():
     """A property is one module of scenarios/properties and one line of its registry."""
-    import scenarios.properties as props
+    import ftharness.scenarios.properties as props
 
     folder = os.path.dirname(props.__file__)
     modules = {f[:-3] for f in os.listdir(folder) if f.endswith(".py") and f not in ("__init__.py", "base.py")}
@@ -406,12 +406,12 @@ def test_every_property_module_is_registered_in_order():
                                                  "no_zombie_writes", "recovers", "bounded_lost_work",
                                                  "monotonic_counters")
     for name, module in props.REGISTRY.items():
-        assert module.__name__ == f"scenarios.properties.{name}" and CHECKS[name] is module.check
+        assert module.__name__ == f"ftharness.scenarios.properties.{name}" and CHECKS[name] is module.check
         assert callable(module.applies)
 
 
 def test_checks_never_import_ray():
-    code = "import sys, scenarios.properties, scenarios.synthetic, harness.history.model; assert 'ray' not in sys.modules"
+    code = "import sys, ftharness.scenarios.properties, ftharness.scenarios.synthetic, ftharness.history.model; assert 'ray' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -8,15 +8,15 @@ import random
 import numpy as np
 import pytest
 
-from harness.history.model import History, _Steps
-from faults import landings
-from faults.base import EventIndex, FaultView
-from scenarios.properties import run_checks
-from scenarios import reference_data
-from scenarios.properties.base import lineage
-from scenarios.reference_data import (WorkloadConfig, accumulate, epoch_permutation, expected_accumulators,
+from ftharness.history.model import History, _Steps
+from ftharness.faults import landings
+from ftharness.faults.base import EventIndex, FaultView
+from ftharness.scenarios.properties import run_checks
+from ftharness.scenarios import reference_data
+from ftharness.scenarios.properties.base import lineage
+from ftharness.scenarios.reference_data import (WorkloadConfig, accumulate, epoch_permutation, expected_accumulators,
                                       global_batch, rank_slice)
-from scenarios.synthetic import Fault, Plan, generate
+from ftharness.scenarios.synthetic import Fault, Plan, generate
 
 
 def test_rank_slice_is_array_split():
@@ -172,7 +172,7 @@ def plain_overlap(h):
 def plain_lineage_rows(h, kept, cfg):
     """shard_reassignment._lineage_row_violations as first written: a tuple per row."""
     from collections import Counter
-    from scenarios.properties.shard_reassignment import _epoch_kept, _lineage_rows
+    from ftharness.scenarios.properties.shard_reassignment import _epoch_kept, _lineage_rows
     out = []
     for epoch, rows in sorted(_lineage_rows(h, kept).items(), key=lambda kv: str(kv[0])):
         counts = Counter(r for r, _, _ in rows)
@@ -192,7 +192,7 @@ def plain_lineage_rows(h, kept, cfg):
 def test_row_checks_agree_with_a_dict_per_row_whatever_the_rows():
     """The array and set shortcuts answer only what they can answer exactly:
     floats, bools, strings, huge ints and repeats go the row-by-row way."""
-    from scenarios.properties import shard_reassignment as sr
+    from ftharness.scenarios.properties import shard_reassignment as sr
     odd = [1.0, True, "3", 2 ** 70, 0, None, -1, 10 ** 6, 2.5]
     rng = random.Random(5)
     for plan in plans(40):

@@ -6,8 +6,8 @@ import subprocess
 
 from conftest import FTHARNESS
 
-from faults import FAULT_KINDS
-from scenarios.properties import PROPERTIES
+from ftharness.faults import FAULT_KINDS
+from ftharness.scenarios.properties import PROPERTIES
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 

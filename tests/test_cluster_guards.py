@@ -6,10 +6,10 @@ source, each in one line that names the field or flag and says why."""
 import pytest
 
 from conftest import run_cli
-from harness.cluster.handles import ExistingCluster, NodeInfo
-from harness.errors import ClusterError, ScenarioError
-from harness.run.guard import check_existing, check_shared_storage, cluster_address
-from scenarios.schema import MAX_MESSAGE, parse_scenario, ray_client_refusal
+from ftharness.harness.cluster.handles import ExistingCluster, NodeInfo
+from ftharness.errors import ClusterError, ScenarioError
+from ftharness.harness.run.guard import check_existing, check_shared_storage, cluster_address
+from ftharness.scenarios.schema import MAX_MESSAGE, parse_scenario, ray_client_refusal
 
 
 def node(i, ip, alive=True, head=False):
@@ -75,7 +75,7 @@ def test_storage_shared_is_for_local_paths_only():
 
 
 def test_the_runner_checks_storage_on_an_existing_cluster_only(tmp_path):
-    from harness.run.runner import RunOptions, ScenarioRunner
+    from ftharness.harness.run.runner import RunOptions, ScenarioRunner
 
     class Existing(ExistingCluster):
         def nodes(self):

@@ -15,8 +15,8 @@ import sys
 import pytest
 
 from conftest import REPO, run_cli
-from harness.doctor import RULES, analyse, python_files
-from harness.frontends.cli import main
+from ftharness.harness.doctor import RULES, analyse, python_files
+from ftharness.harness.frontends.cli import main
 
 CORPUS = os.path.join(os.path.dirname(__file__), "data", "doctor")
 FILES = python_files([CORPUS])
@@ -152,5 +152,5 @@ def test_the_doctor_imports_only_the_standard_library_and_harness_errors():
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module] if isinstance(node, ast.ImportFrom) else [])
             for name in names:
-                assert (name.partition(".")[0] in sys.stdlib_module_names or name == "harness.errors"
-                        or name.startswith("harness.doctor")), f"{path}: imports {name}"
+                assert (name.partition(".")[0] in sys.stdlib_module_names or name == "ftharness.errors"
+                        or name.startswith("ftharness.harness.doctor")), f"{path}: imports {name}"

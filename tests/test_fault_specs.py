@@ -13,14 +13,14 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from pydantic import TypeAdapter, ValidationError
 
-import scenarios.schema as schema
-from faults import FAULT_KINDS, KINDS, REGISTRY, FaultSpec
-from faults.base import TRIGGER_EVENTS, FaultSpecBase, TargetedSpec
-from harness.errors import ScenarioError
-from harness.frontends.cli import main as cli_main
-from harness.history.triggers import EVENT_TRIGGERS
-from scenarios.schema import parse_scenario
-from scenarios.strategies import scenario_dicts
+import ftharness.scenarios.schema as schema
+from ftharness.faults import FAULT_KINDS, KINDS, REGISTRY, FaultSpec
+from ftharness.faults.base import TRIGGER_EVENTS, FaultSpecBase, TargetedSpec
+from ftharness.errors import ScenarioError
+from ftharness.harness.frontends.cli import main as cli_main
+from ftharness.history.triggers import EVENT_TRIGGERS
+from ftharness.scenarios.schema import parse_scenario
+from ftharness.scenarios.strategies import scenario_dicts
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUBLISHED = os.path.join(REPO, "scenarios", "scenario.schema.json")

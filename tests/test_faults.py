@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from harness.history.records import read_events
-from harness.run.suite import catalog_dir
+from ftharness.history.records import read_events
+from ftharness.harness.run.suite import catalog_dir
 
 pytestmark = pytest.mark.cluster
 
@@ -220,7 +220,7 @@ def test_ray_data_restart_replays_rows(run_scenario):
 def test_recovery_times_agree_with_raw_timestamps(run_scenario):
     """One worker kill and one preemption: the report's recovery times, recomputed
     here from the raw events (fault done -> first step of the next attempt)."""
-    from reports.metrics import recovery_table
+    from ftharness.reports.metrics import recovery_table
 
     s = run_scenario({"name": "kill-and-preempt",
                       "workload": {"num_workers": 2, "steps": 60, "checkpoint_every": 2, "step_delay_s": 0.1},

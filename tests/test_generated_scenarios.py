@@ -13,10 +13,10 @@ import os
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from reports.calibrate import from_results
-from scenarios.schema import parse_scenario
-from scenarios.simulator.schedule import simulate_schedule
-from scenarios.strategies import save_failing, scenario_dicts
+from ftharness.reports.calibrate import from_results
+from ftharness.scenarios.schema import parse_scenario
+from ftharness.scenarios.simulator.schedule import simulate_schedule
+from ftharness.scenarios.strategies import save_failing, scenario_dicts
 
 EXAMPLES = int(os.environ.get("FTHARNESS_EXAMPLES", "3"))
 PHASES = [Phase.generate] + ([Phase.shrink] if os.environ.get("FTHARNESS_SHRINK") == "1" else [])
@@ -70,9 +70,9 @@ def test_generated_scenarios_keep_their_properties(run_scenario, scenario):
 def test_simulator_agrees_with_the_recorded_runs(name):
     import json
 
-    from harness.history.records import read_events
-    from scenarios.schema import load_scenario
-    from scenarios.verdict import budgets_used, recovery_times
+    from ftharness.history.records import read_events
+    from ftharness.scenarios.schema import load_scenario
+    from ftharness.scenarios.verdict import budgets_used, recovery_times
 
     folder = os.path.join(DATA, name)
     with open(os.path.join(folder, "summary.json")) as f:

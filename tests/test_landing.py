@@ -5,8 +5,8 @@ not. A fault that did not land makes the run INCONCLUSIVE (tests/test_verdict.py
 import pytest
 from pydantic import TypeAdapter
 
-from faults import REGISTRY, FaultSpec, make_fault
-from faults.base import judge_landing
+from ftharness.faults import REGISTRY, FaultSpec, make_fault
+from ftharness.faults.base import judge_landing
 
 NODE = "n" * 56
 
@@ -154,7 +154,7 @@ def test_controller_kill_lands_when_fit_raises_actor_died():
 
 
 def test_kill_controller_targets_only_its_own_runs_controller():
-    from faults.controller import own_controller_pid
+    from ftharness.faults.controller import own_controller_pid
 
     ctl = lambda pid: {"kind": "controller_state", "source": "controller", "pid": pid}
     start = {"kind": "run_start", "source": "harness"}

@@ -5,7 +5,7 @@ charges it to the preemption budget."""
 
 import pytest
 
-from harness.run.runner import exit_code
+from ftharness.harness.run.runner import exit_code
 
 pytestmark = pytest.mark.cluster
 

@@ -9,13 +9,13 @@ import os
 
 import pytest
 
-from harness.errors import ScenarioError
-from harness.history.records import read_history
-from scenarios.properties import CHECKS, Facts, applicable
-from scenarios.reference_data import WorkloadConfig
-from scenarios.schema import load_scenario, parse_scenario
-from scenarios.synthetic import DEFECTS, Fault, Plan, generate
-from scenarios.verdict import evaluate, expected_properties
+from ftharness.errors import ScenarioError
+from ftharness.history.records import read_history
+from ftharness.scenarios.properties import CHECKS, Facts, applicable
+from ftharness.scenarios.reference_data import WorkloadConfig
+from ftharness.scenarios.schema import load_scenario, parse_scenario
+from ftharness.scenarios.synthetic import DEFECTS, Fault, Plan, generate
+from ftharness.scenarios.verdict import evaluate, expected_properties
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 
@@ -304,7 +304,7 @@ def test_scenario_keys_validate():
 
 
 def test_scenario_keys_reach_the_checks():
-    from scenarios.verdict import check_context
+    from ftharness.scenarios.verdict import check_context
 
     sc = scenario(max_lost_steps=3, monotonic=["count"])
     ctx = check_context(sc, [], {}, None)

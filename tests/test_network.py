@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from harness.cluster import netns
-from harness.history.records import read_events
-from harness.run.suite import catalog_dir
+from ftharness.harness.cluster import netns
+from ftharness.history.records import read_events
+from ftharness.harness.run.suite import catalog_dir
 from test_teardown import alive
 
 pytestmark = [pytest.mark.cluster, pytest.mark.exclusive_ray, pytest.mark.slow,
@@ -30,8 +30,8 @@ def leftovers(tag):
 
 CHILD = textwrap.dedent("""
     import time
-    from harness.cluster.handles import EmbeddedCluster
-    from harness.cluster.reaper import descendants
+    from ftharness.harness.cluster.handles import EmbeddedCluster
+    from ftharness.harness.cluster.reaper import descendants
     c = EmbeddedCluster(nodes=2, network="namespaces").start()
     print(c.net.tag, flush=True)
     print(" ".join(map(str, descendants(set(c.all_pids())))), flush=True)
@@ -41,7 +41,7 @@ CHILD = textwrap.dedent("""
 
 def test_harness_killed_leaves_no_namespace_link_or_process():
     """First in this file, before the module's cluster starts: one cluster at a time."""
-    from harness.frontends.pytest_plugin import _shared
+    from ftharness.harness.frontends.pytest_plugin import _shared
 
     _shared.release()
     proc = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True,
@@ -59,8 +59,8 @@ def test_harness_killed_leaves_no_namespace_link_or_process():
 
 @pytest.fixture(scope="module")
 def ns_cluster():
-    from harness.cluster.handles import EmbeddedCluster
-    from harness.frontends.pytest_plugin import _shared
+    from ftharness.harness.cluster.handles import EmbeddedCluster
+    from ftharness.harness.frontends.pytest_plugin import _shared
 
     _shared.release()
     cluster = EmbeddedCluster(nodes=3, cpus_per_node=2, network="namespaces").start()
@@ -73,8 +73,8 @@ def ns_cluster():
 
 
 def run(cluster, tmp_path, name):
-    from harness.run.runner import RunOptions, ScenarioRunner
-    from scenarios.schema import load_scenario
+    from ftharness.harness.run.runner import RunOptions, ScenarioRunner
+    from ftharness.scenarios.schema import load_scenario
 
     cluster.heal()
     sc = load_scenario(os.path.join(catalog_dir(), f"{name}.yaml"))

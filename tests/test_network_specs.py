@@ -5,9 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from faults.network import peers_of
-from harness.errors import FaultSkipped, ScenarioError
-from scenarios.schema import parse_scenario
+from ftharness.faults.network import peers_of
+from ftharness.errors import FaultSkipped, ScenarioError
+from ftharness.scenarios.schema import parse_scenario
 
 NET = SimpleNamespace(head_ip="10.9.9.1", hosts={0: SimpleNamespace(ip="10.9.9.2"), 1: SimpleNamespace(ip="10.9.9.3"),
                                                  2: SimpleNamespace(ip="10.9.9.4")})
@@ -46,7 +46,7 @@ def test_cut_from_on_namespace_hosts_is_accepted():
 
 
 def test_a_host_without_root_refuses_namespace_hosts_in_one_line(monkeypatch):
-    from harness.cluster import netns
+    from ftharness.harness.cluster import netns
 
     monkeypatch.setattr(netns.os, "geteuid", lambda: 1000)
     sc = parse_scenario({"name": "x", "cluster": {"network": "namespaces"}})

@@ -8,12 +8,12 @@ import random
 
 import pytest
 
-from faults import make_fault
-from faults.base import FaultContext
-from faults.targets import TargetError, check_node_targets, resolve_node
-from harness.cluster.handles import NodeInfo, _latest_records, node_info
-from harness.errors import FaultSkipped, ScenarioError
-from scenarios.schema import MAX_MESSAGE, parse_scenario
+from ftharness.faults import make_fault
+from ftharness.faults.base import FaultContext
+from ftharness.faults.targets import TargetError, check_node_targets, resolve_node
+from ftharness.harness.cluster.handles import NodeInfo, _latest_records, node_info
+from ftharness.errors import FaultSkipped, ScenarioError
+from ftharness.scenarios.schema import MAX_MESSAGE, parse_scenario
 
 HEAD = "aa" * 28
 W0 = "b0" + "11" * 27
@@ -210,7 +210,7 @@ def test_a_worker_fault_on_a_node_hits_its_lowest_rank_or_is_skipped():
 
 # ------------------------------------------------------------------ the runner, before anything starts
 def test_the_runner_refuses_a_bad_node_target_before_it_starts(tmp_path):
-    from harness.run.runner import RunOptions, ScenarioRunner
+    from ftharness.harness.run.runner import RunOptions, ScenarioRunner
 
     sc = parse_scenario(kill_node({"ip": "10.0.0.1"}))
     runner = ScenarioRunner(sc, FakeCluster(nodes()), RunOptions(out_dir=str(tmp_path / "out")))
@@ -225,7 +225,7 @@ def test_the_runner_refuses_a_bad_node_target_before_it_starts(tmp_path):
 
 # ------------------------------------------------------------------ on the shared embedded cluster
 def injected(s, kind):
-    from harness.history.records import read_events
+    from ftharness.history.records import read_events
 
     ev = read_events(s["results_dir"])
     hits = [e for e in ev if e["kind"] == "fault_injected" and e["fault_kind"] == kind]
@@ -239,7 +239,7 @@ def injected(s, kind):
 def test_kill_node_named_by_id_or_label(run_scenario, ftharness_cluster, by):
     """Three ranks on three worker nodes, so the node named hosts one; the run goes on after
     the replacement joins. Embedded worker nodes carry the label ftharness.io/node: <index>."""
-    from harness.cluster.handles import NODE_LABEL
+    from ftharness.harness.cluster.handles import NODE_LABEL
 
     index = ftharness_cluster.worker_node_indices()[-1]
     node_id = ftharness_cluster.node_id(index)

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scenarios.policy_model import (CLASSES, DEFAULTS, decide, expected_outcome, failure_class,
+from ftharness.scenarios.policy_model import (CLASSES, DEFAULTS, decide, expected_outcome, failure_class,
                                     limits)
 
 limit_values = st.integers(min_value=-1, max_value=3)

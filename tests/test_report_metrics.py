@@ -1,4 +1,4 @@
-"""reports.metrics and reports.frames on hand-built histories.
+"""ftharness.reports.metrics and ftharness.reports.frames on hand-built histories.
 
 Every expected number is worked out by hand from the times written here, so a
 change in how a metric is defined shows up as a failing number, not a shifted
@@ -10,8 +10,8 @@ import json
 import pandas as pd
 import pytest
 
-from reports import metrics
-from reports.frames import Frames
+from ftharness.reports import metrics
+from ftharness.reports.frames import Frames
 
 approx = pytest.approx
 
@@ -144,7 +144,7 @@ def test_worker_kill_recovery_parts():
 def test_recovers_property_reports_the_tables_recovery_time():
     """The property judges the recovery the table shows (3.4 s from the kill),
     not its own (2.59 s from the failure decision, as it once did)."""
-    from scenarios.properties import CHECKS
+    from ftharness.scenarios.properties import CHECKS
 
     context = {"outcome": "succeeded", "failure_config": SUMMARY["failure_config"], "recovery_bound_s": 3.0}
     result = CHECKS["recovers"](kill_history(), context)

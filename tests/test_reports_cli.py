@@ -17,15 +17,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from scenarios.reference_data import WorkloadConfig
-from reports import advice
-from reports.cli import add_subcommands
-from reports.compare import bootstrap_median_diff, compare, write_compare
-from reports.junit import write_junit
-from scenarios.verdict import evaluate
-from scenarios.properties import PROPERTIES
-from scenarios.schema import parse_scenario
-from scenarios.synthetic import Fault, Plan, generate
+from ftharness.scenarios.reference_data import WorkloadConfig
+from ftharness.reports import advice
+from ftharness.reports.cli import add_subcommands
+from ftharness.reports.compare import bootstrap_median_diff, compare, write_compare
+from ftharness.reports.junit import write_junit
+from ftharness.scenarios.verdict import evaluate
+from ftharness.scenarios.properties import PROPERTIES
+from ftharness.scenarios.schema import parse_scenario
+from ftharness.scenarios.synthetic import Fault, Plan, generate
 
 approx = pytest.approx
 STEPS = 8
@@ -36,7 +36,7 @@ RECOVERY_OFFSET = 0.008
 
 def make_results(folder, name, faults=(), failure_config=None, expect=None):
     """A results folder as the runner writes it: history.jsonl, summary.json
-    (scenarios.verdict over the synthetic history) and scenario.yaml."""
+    (ftharness.scenarios.verdict over the synthetic history) and scenario.yaml."""
     fc = dict(failure_config or {"max_failures": len(faults)})
     cfg = WorkloadConfig(steps=STEPS, batch_size=4, checkpoint_every=2)
     syn = generate(Plan(cfg, num_workers=2, failure_config=fc, faults=list(faults)))
@@ -378,8 +378,8 @@ def test_report_refuses_a_non_empty_out_unless_forced(suite, tmp_path, capsys):
 def fake_run(monkeypatch, module, name):
     """Replace `module.name` (the runner or the suite) by one that writes
     synthetic results folders: the CLI around it runs as for real, no cluster."""
-    import harness.run.runner
-    import harness.run.suite
+    import ftharness.harness.run.runner
+    import ftharness.harness.run.suite
 
     def run_scenario(scenario, options):
         make_results(Path(options.out_dir), "kill", [kill()])
@@ -388,7 +388,7 @@ def fake_run(monkeypatch, module, name):
     def run_suite(scenarios, out, address=None, progress=True):
         return [summary_of(make_results(Path(out) / n, n, [kill()])) for n in ("kill", "kill-again")]
 
-    target = {"runner": harness.run.runner, "suite": harness.run.suite}[module]
+    target = {"runner": ftharness.harness.run.runner, "suite": ftharness.harness.run.suite}[module]
     monkeypatch.setattr(target, name, {"run_scenario": run_scenario, "run_suite": run_suite}[name])
 
 
@@ -398,7 +398,7 @@ def summary_of(folder):
 
 
 def test_run_and_suite_write_report_html_and_junit_and_print_the_page_last(monkeypatch, tmp_path, capsys):
-    from harness.frontends.cli import main
+    from ftharness.harness.frontends.cli import main
 
     fake_run(monkeypatch, "runner", "run_scenario")
     out = tmp_path / "run"
@@ -416,14 +416,14 @@ def test_run_and_suite_write_report_html_and_junit_and_print_the_page_last(monke
 
 
 def test_a_report_that_cannot_be_written_is_a_warning_not_a_verdict(monkeypatch, tmp_path, capsys):
-    import reports.html
-    from harness.frontends.cli import main
+    import ftharness.reports.html
+    from ftharness.harness.frontends.cli import main
 
     def broken(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
     fake_run(monkeypatch, "runner", "run_scenario")
-    monkeypatch.setattr(reports.html, "write_report", broken)
+    monkeypatch.setattr(ftharness.reports.html, "write_report", broken)
     assert main(["run", "--out", str(tmp_path / "run"), "--quiet"]) == 0
     captured = capsys.readouterr()
     assert captured.out.strip().splitlines()[-1].startswith("results: ")

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from reports import advice
-from reports.frames import Frames
-from reports.html import page, section, table, write_report
-from reports.trace import write_trace
-from scenarios.properties import PROPERTIES
+from ftharness.reports import advice
+from ftharness.reports.frames import Frames
+from ftharness.reports.html import page, section, table, write_report
+from ftharness.reports.trace import write_trace
+from ftharness.scenarios.properties import PROPERTIES
 from test_reports_cli import kill, make_results
 
 CHROMIUM = "/usr/bin/chromium"

@@ -9,8 +9,8 @@ from collections import defaultdict
 
 import pytest
 
-from harness.history.records import load_history, read_events, read_history
-from scenarios.reference_data import WorkloadConfig, expected_accumulators, global_batch, rank_slice
+from ftharness.history.records import load_history, read_events, read_history
+from ftharness.scenarios.reference_data import WorkloadConfig, expected_accumulators, global_batch, rank_slice
 
 pytestmark = pytest.mark.cluster
 
@@ -120,7 +120,7 @@ def test_history_survives_killed_emitter(ftharness_cluster, tmp_path):
     """An event handed over before a process is SIGKILLed is on disk."""
     import signal
     import ray
-    from harness.history.store import Emitter, start_history
+    from ftharness.history.store import Emitter, start_history
 
     handle = start_history(str(tmp_path / "history.jsonl"), "durability")
 

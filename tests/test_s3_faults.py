@@ -3,7 +3,7 @@ endpoint (moto's server on loopback, no Ray): the chaos filesystem over S3 fails
 the configured operations and counts its hits in the bucket, the storage_errors
 fault switches it on and off through a control object, and a checkpoint object
 damaged in the bucket no longer matches the digests its ranks reported, as the
-worker-side checker (harness.job.instrument.restored_intact) sees it. The same
+worker-side checker (ftharness.harness.job.instrument.restored_intact) sees it. The same
 fault code on local disk is checked alongside."""
 
 import hashlib
@@ -17,12 +17,12 @@ import time
 import pyarrow.fs as pafs
 import pytest
 
-from faults import make_fault
-from faults.base import FaultContext, join_storage, resolve_storage
-from faults.storage import CONTROL_FILE, HITS_DIR, chaos_filesystem, read_hits
-from harness.errors import FaultSkipped
-from harness.history.records import marker_name
-from harness.job.instrument import digest_of, file_hashes, restored_intact
+from ftharness.faults import make_fault
+from ftharness.faults.base import FaultContext, join_storage, resolve_storage
+from ftharness.faults.storage import CONTROL_FILE, HITS_DIR, chaos_filesystem, read_hits
+from ftharness.errors import FaultSkipped
+from ftharness.history.records import marker_name
+from ftharness.harness.job.instrument import digest_of, file_hashes, restored_intact
 
 pytest.importorskip("moto")
 
@@ -31,7 +31,7 @@ RUN = "ftharness/run-1"          # the run's folder in the bucket, as the runner
 
 @pytest.fixture(scope="module")
 def endpoint():
-    from harness.cluster.s3 import S3Endpoint
+    from ftharness.harness.cluster.s3 import S3Endpoint
 
     s3 = S3Endpoint().start()
     try:
@@ -327,8 +327,8 @@ def test_bitflip_on_local_disk_is_unchanged(tmp_path):
 
 # ------------------------------------------------------------------ what the runner hands Ray Train
 def test_runner_wraps_the_run_s_own_filesystem_for_storage_errors(s3, tmp_path, endpoint, monkeypatch):
-    from harness.run.runner import RunOptions, ScenarioRunner
-    from scenarios.schema import parse_scenario
+    from ftharness.harness.run.runner import RunOptions, ScenarioRunner
+    from ftharness.scenarios.schema import parse_scenario
 
     def runner(**workload):
         sc = parse_scenario({"name": "x", "workload": workload, "failure_config": {"max_failures": 1},

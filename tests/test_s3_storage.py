@@ -8,12 +8,12 @@ import socket
 import pytest
 import yaml
 
-from harness.errors import ScenarioError
-from harness.history.records import read_events
-from harness.run.guard import check_existing
-from harness.run.runner import storage_location
-from harness.run.suite import catalog_dir
-from scenarios.schema import parse_scenario
+from ftharness.errors import ScenarioError
+from ftharness.history.records import read_events
+from ftharness.harness.run.guard import check_existing
+from ftharness.harness.run.runner import storage_location
+from ftharness.harness.run.suite import catalog_dir
+from ftharness.scenarios.schema import parse_scenario
 
 pytest.importorskip("moto")
 
@@ -30,7 +30,7 @@ def listening(endpoint):
 def test_endpoint_serves_a_bucket_and_stops():
     import pickle
 
-    from harness.cluster.s3 import BUCKET, S3Endpoint
+    from ftharness.harness.cluster.s3 import BUCKET, S3Endpoint
 
     s3 = S3Endpoint().start()
     try:

@@ -12,11 +12,11 @@ import random
 
 import pytest
 
-from harness.history import records
-from harness.history.model import History
-from harness.history.records import HistoryReader, LiveHistory, read_history, seal
-from scenarios.properties import exactly_once_restore, run_checks, shard_reassignment
-from scenarios.synthetic import generate
+from ftharness.history import records
+from ftharness.history.model import History
+from ftharness.history.records import HistoryReader, LiveHistory, read_history, seal
+from ftharness.scenarios.properties import exactly_once_restore, run_checks, shard_reassignment
+from ftharness.scenarios.synthetic import generate
 from test_checks_scale import plans
 
 
@@ -152,14 +152,14 @@ def test_orjson_and_the_standard_library_read_the_same_events(tmp_path, monkeypa
 
 
 def statuses(scenario, events, model=None):
-    from harness.run.soak import live_statuses
+    from ftharness.harness.run.soak import live_statuses
 
     return live_statuses(scenario, events, [f.model_dump(mode="json", exclude_none=True)
                                             for f in scenario.faults], model)
 
 
 def test_the_live_model_grows_with_the_file_and_judges_as_a_fresh_read(tmp_path):
-    from scenarios.schema import parse_scenario
+    from ftharness.scenarios.schema import parse_scenario
 
     scenario = parse_scenario({
         "name": "live", "cluster": {"nodes": 2, "cpus_per_node": 1},

@@ -2,8 +2,8 @@
 
 import pytest
 
-from scenarios.schema import default_scenario_path, load_scenario, parse_scenario
-from harness.errors import ScenarioError
+from ftharness.scenarios.schema import default_scenario_path, load_scenario, parse_scenario
+from ftharness.errors import ScenarioError
 
 from conftest import ray_clusters, run_cli
 

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from harness.frontends.cli import main
-from scenarios.policy_model import CLASSES, decide, expected_outcome
-from scenarios.simulator import DEFAULTS, Calibration, Job, simulate, simulate_schedule
-from scenarios.simulator.engine import CLASS_NAMES, CODE, Events, play, raise_count
-from scenarios.simulator.rates import LLAMA3_TABLE5, make_rates
+from ftharness.harness.frontends.cli import main
+from ftharness.scenarios.policy_model import CLASSES, decide, expected_outcome
+from ftharness.scenarios.simulator import DEFAULTS, Calibration, Job, simulate, simulate_schedule
+from ftharness.scenarios.simulator.engine import CLASS_NAMES, CODE, Events, play, raise_count
+from ftharness.scenarios.simulator.rates import LLAMA3_TABLE5, make_rates
 
 CAL = dataclasses.replace(DEFAULTS, step_s=1.0, checkpoint_s=10.0, registration_lag_s=5.0,
                           recoveries={"kill_worker": (60.0,)}, parts={})
@@ -138,7 +138,7 @@ def test_spot_notice_checkpoint_and_node_replacement():
 
 
 def test_young_daly_optimum_near_the_simulated_one():
-    from reports.plan import plan
+    from ftharness.reports.plan import plan
 
     cal = dataclasses.replace(CAL, checkpoint_s=60.0)
     p = plan(Job(16_384, 30, 600.0, {"max_failures": -1}), cal, make_rates(), runs=300, seed=0)
@@ -150,7 +150,7 @@ def test_young_daly_optimum_near_the_simulated_one():
 
 
 def test_default_calibration_matches_the_recorded_runs():
-    from reports.calibrate import from_results
+    from ftharness.reports.calibrate import from_results
 
     got = from_results(["tests/data/kill-worker", "tests/data/preempt-node"])
     for name in ("step_s", "checkpoint_s", "registration_lag_s"):

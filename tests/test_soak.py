@@ -6,14 +6,14 @@ import os
 
 import pytest
 
-from harness.errors import ScenarioError
-from harness.history.records import read_history
-from harness.run.soak import SoakDriver
-from reports.metrics import fault_kind_table
-from scenarios.reference_data import WorkloadConfig, expected_accumulators
-from scenarios.schema import default_scenario_path, load_scenario, parse_scenario
-from scenarios.soak import (QUIET_TAIL_S, SOAK_KINDS, draw_plan, parse_duration, parse_mix, soak_scenario)
-from scenarios.verdict import final_state
+from ftharness.errors import ScenarioError
+from ftharness.history.records import read_history
+from ftharness.harness.run.soak import SoakDriver
+from ftharness.reports.metrics import fault_kind_table
+from ftharness.scenarios.reference_data import WorkloadConfig, expected_accumulators
+from ftharness.scenarios.schema import default_scenario_path, load_scenario, parse_scenario
+from ftharness.scenarios.soak import (QUIET_TAIL_S, SOAK_KINDS, draw_plan, parse_duration, parse_mix, soak_scenario)
+from ftharness.scenarios.verdict import final_state
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 
@@ -108,7 +108,7 @@ class _Runner:
 
 
 def test_driver_waits_for_training_then_for_each_recovery(monkeypatch):
-    import harness.run.soak as soak
+    import ftharness.harness.run.soak as soak
 
     clock = [1000.0]
     monkeypatch.setattr(soak.time, "time", lambda: clock[0])
@@ -139,7 +139,7 @@ def test_driver_waits_for_training_then_for_each_recovery(monkeypatch):
 
 
 def test_driver_injects_nothing_in_the_quiet_tail_and_gives_up_waiting(monkeypatch):
-    import harness.run.soak as soak
+    import ftharness.harness.run.soak as soak
 
     clock = [0.0]
     monkeypatch.setattr(soak.time, "time", lambda: clock[0])
@@ -172,7 +172,7 @@ def test_fault_kind_table_of_recorded_runs(name, kind, lost):
 
 
 def events_lost(events):
-    from harness.history.model import as_history
+    from ftharness.history.model import as_history
 
     return as_history(events).lost_work()["lost_steps"]
 
@@ -182,7 +182,7 @@ def test_fault_kind_table_of_a_run_without_recoveries_is_empty():
 
 
 def test_a_soak_that_injected_no_fault_is_inconclusive():
-    from harness.run.soak import no_fault_no_pass
+    from ftharness.harness.run.soak import no_fault_no_pass
 
     empty = {"verdict": "PASS", "matches_expectation": True, "inconclusive": [],
              "soak": {"injected": [], "planned": 2}}

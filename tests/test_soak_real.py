@@ -4,11 +4,11 @@ on a step all ranks agree on, and the whole soak is judged."""
 
 import pytest
 
-from harness.history.records import read_events
-from harness.run.runner import RunOptions
-from harness.run.soak import soak_on
-from scenarios.schema import default_scenario_path, load_scenario
-from scenarios.soak import draw_plan, soak_scenario
+from ftharness.history.records import read_events
+from ftharness.harness.run.runner import RunOptions
+from ftharness.harness.run.soak import soak_on
+from ftharness.scenarios.schema import default_scenario_path, load_scenario
+from ftharness.scenarios.soak import draw_plan, soak_scenario
 
 pytestmark = pytest.mark.cluster
 

@@ -1,4 +1,4 @@
-"""The node-local journal (harness.history.spool), its merge into the history, and
+"""The node-local journal (ftharness.history.spool), its merge into the history, and
 `hold: false` triggers: pure, no Ray (HistoryBook is a plain class)."""
 
 import json
@@ -6,11 +6,11 @@ import os
 
 import pytest
 
-from faults.base import At
-from harness.history import spool
-from harness.history.records import read_events
-from harness.history.store import HistoryBook
-from harness.history.triggers import TriggerBook
+from ftharness.faults.base import At
+from ftharness.history import spool
+from ftharness.history.records import read_events
+from ftharness.history.store import HistoryBook
+from ftharness.history.triggers import TriggerBook
 
 
 @pytest.fixture

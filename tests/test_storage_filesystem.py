@@ -8,7 +8,7 @@ import time
 import pyarrow.fs as pafs
 import pytest
 
-from faults.storage import CONTROL_FILE, chaos_filesystem
+from ftharness.faults.storage import CONTROL_FILE, chaos_filesystem
 
 
 def control(root, **c):

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from conftest import REPO, run_cli
-from harness.run.submit import BEGIN, END, dashboard_url, pack, unpack, visible
+from ftharness.harness.run.submit import BEGIN, END, dashboard_url, pack, unpack, visible
 from test_existing_cluster import alive_nodes, free_port, started_cluster
 
 

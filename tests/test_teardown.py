@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from harness.cluster.handles import EmbeddedCluster
-from harness.cluster.reaper import descendants
+from ftharness.harness.cluster.handles import EmbeddedCluster
+from ftharness.harness.cluster.reaper import descendants
 
 pytestmark = [pytest.mark.exclusive_ray, pytest.mark.slow]
 
@@ -69,8 +69,8 @@ def test_raising_body_leaves_nothing(exclusive_ray):
 
 CHILD = textwrap.dedent("""
     import sys, time
-    from harness.cluster.handles import EmbeddedCluster
-    from harness.cluster.reaper import descendants
+    from ftharness.harness.cluster.handles import EmbeddedCluster
+    from ftharness.harness.cluster.reaper import descendants
     c = EmbeddedCluster(nodes=2).start()
     import ray
     @ray.remote(num_cpus=1)

@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-from harness.history.records import read_history
-from harness.run.runner import RunOptions
-from harness.run.suite import catalog_dir
-from harness.run.torchrun_runner import run_torchrun
-from scenarios.schema import load_scenario, parse_scenario
+from ftharness.history.records import read_history
+from ftharness.harness.run.runner import RunOptions
+from ftharness.harness.run.suite import catalog_dir
+from ftharness.harness.run.torchrun_runner import run_torchrun
+from ftharness.scenarios.schema import load_scenario, parse_scenario
 
 pytestmark = pytest.mark.torchrun
 
@@ -219,7 +219,7 @@ def test_ctrl_c_and_a_killed_harness_leave_no_process_behind(tmp_path):
                         "workload: {runtime: torchrun, num_workers: 2, steps: 400, step_delay_s: 0.5}\n")
     for sig, code in ((signal.SIGINT, 130), (signal.SIGKILL, -signal.SIGKILL)):
         out = str(tmp_path / f"out-{sig.name}")
-        proc = subprocess.Popen([sys.executable, "-m", "harness.frontends.cli", "run", str(scenario), "--out", out,
+        proc = subprocess.Popen([sys.executable, "-m", "ftharness.harness.frontends.cli", "run", str(scenario), "--out", out,
                                  "--quiet"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             deadline = time.time() + 240

@@ -3,10 +3,10 @@ scenario language refuses in one line naming the field, and what it accepts."""
 
 import pytest
 
-from faults import FAULT_KINDS, REGISTRY
-from faults.base import TargetedSpec
-from harness.errors import ScenarioError
-from scenarios.schema import TORCHRUN_FAULTS, TORCHRUN_REFUSED, parse_scenario
+from ftharness.faults import FAULT_KINDS, REGISTRY
+from ftharness.faults.base import TargetedSpec
+from ftharness.errors import ScenarioError
+from ftharness.scenarios.schema import TORCHRUN_FAULTS, TORCHRUN_REFUSED, parse_scenario
 
 TARGETED = tuple(k for k, cls in REGISTRY.items() if issubclass(cls.Spec, TargetedSpec))
 
@@ -83,9 +83,9 @@ def test_corrupt_checkpoint_modes_torchrun_cannot_have_are_refused_in_one_line(h
 
 
 def test_collective_timeout_has_a_torchrun_default_and_is_a_torch_process_group_setting():
-    from harness.run.runner import _torch_config
-    from harness.run.torchrun_runner import collective_timeout_s
-    from scenarios.schema import TORCHRUN_COLLECTIVE_TIMEOUT_S
+    from ftharness.harness.run.runner import _torch_config
+    from ftharness.harness.run.torchrun_runner import collective_timeout_s
+    from ftharness.scenarios.schema import TORCHRUN_COLLECTIVE_TIMEOUT_S
 
     assert collective_timeout_s(parse_scenario(torchrun())) == TORCHRUN_COLLECTIVE_TIMEOUT_S == 120
     assert collective_timeout_s(parse_scenario(torchrun(workload={"collective_timeout_s": 5}))) == 5
@@ -127,9 +127,9 @@ def test_elastic_workers_fit_when_the_minimum_has_nodes():
 
 
 # ------------------------------------------------------------------ the max_restarts rule (pure)
-from harness.history.model import TORCHRUN_BUDGET, History, charged  # noqa: E402
-from scenarios.policy_model import fit_expectation, torchrun_expectation  # noqa: E402
-from scenarios.properties import budget_accounting, recovers  # noqa: E402
+from ftharness.history.model import TORCHRUN_BUDGET, History, charged  # noqa: E402
+from ftharness.scenarios.policy_model import fit_expectation, torchrun_expectation  # noqa: E402
+from ftharness.scenarios.properties import budget_accounting, recovers  # noqa: E402
 
 
 def failure(agent, budget=TORCHRUN_BUDGET, decision="RETRY", count=None, **kw):
@@ -222,12 +222,12 @@ import json  # noqa: E402
 import os  # noqa: E402
 import threading  # noqa: E402
 
-from harness.history.records import marker_name, read_history  # noqa: E402
-from harness.job.digests import digest_of, directory_intact, file_hashes  # noqa: E402
-from harness.torchrun import storage  # noqa: E402
-from harness.torchrun.client import CollectorClient, TcpEmitter  # noqa: E402
-from harness.torchrun.collector import Collector, LocalEmitter  # noqa: E402
-from harness.torchrun.launcher import Launcher  # noqa: E402
+from ftharness.history.records import marker_name, read_history  # noqa: E402
+from ftharness.harness.job.digests import digest_of, directory_intact, file_hashes  # noqa: E402
+from ftharness.harness.torchrun import storage  # noqa: E402
+from ftharness.harness.torchrun.client import CollectorClient, TcpEmitter  # noqa: E402
+from ftharness.harness.torchrun.collector import Collector, LocalEmitter  # noqa: E402
+from ftharness.harness.torchrun.launcher import Launcher  # noqa: E402
 
 
 def test_collector_orders_gates_and_seals_events_over_tcp(tmp_path):
@@ -313,10 +313,10 @@ def test_agent_command_is_torchrun_with_the_scenario_budget_and_an_external_stor
                         collector_address="127.0.0.1:1", log_dir=str(tmp_path), profile="fast")
     launcher.port = 4242
     cmd = launcher.command()
-    assert cmd[1:3] == ["-m", "harness.torchrun.agent"]
+    assert cmd[1:3] == ["-m", "ftharness.harness.torchrun.agent"]
     joined = " ".join(cmd)
     for part in ("--nnodes 2:2", "--nproc-per-node 1", "--rdzv-backend c10d", "--rdzv-endpoint 127.0.0.1:4242",
-                 "--max-restarts 1", "--monitor-interval 0.1", "-m harness.torchrun.worker /tmp/spec.json"):
+                 "--max-restarts 1", "--monitor-interval 0.1", "-m ftharness.harness.torchrun.worker /tmp/spec.json"):
         assert part in joined
     assert "is_host=false" in cmd[cmd.index("--rdzv-conf") + 1]
     env = launcher.environment(0)
@@ -325,8 +325,8 @@ def test_agent_command_is_torchrun_with_the_scenario_budget_and_an_external_stor
 
 
 def test_ray_runner_refuses_torchrun_and_torchrun_runner_refuses_ray_options(tmp_path):
-    from harness.run.runner import RunOptions, ScenarioRunner
-    from harness.run.torchrun_runner import TorchrunRunner
+    from ftharness.harness.run.runner import RunOptions, ScenarioRunner
+    from ftharness.harness.run.torchrun_runner import TorchrunRunner
 
     sc = parse_scenario(torchrun())
     with pytest.raises(ScenarioError, match="workload.runtime: torchrun runs without a Ray cluster"):
@@ -338,7 +338,7 @@ def test_ray_runner_refuses_torchrun_and_torchrun_runner_refuses_ray_options(tmp
 
 
 # ------------------------------------------- recorded torchrun runs: re-judged, compared with Ray's
-from harness.frontends.cli import main as cli_main  # noqa: E402
+from ftharness.harness.frontends.cli import main as cli_main  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
@@ -371,8 +371,8 @@ def test_ray_train_side_drives_the_shared_loop_as_before(monkeypatch, tmp_path):
     import ray.train.torch
     import torch
 
-    from harness.job import workload
-    from scenarios.reference_data import WorkloadConfig, expected_accumulators
+    from ftharness.harness.job import workload
+    from ftharness.scenarios.reference_data import WorkloadConfig, expected_accumulators
 
     class Ctx:
         def get_world_rank(self):
@@ -409,10 +409,10 @@ def test_cli_run_of_a_torchrun_scenario_refuses_address_and_ignores_ray_address(
     assert err.startswith("ftharness: error: --address: workload.runtime torchrun") and err.count("\n") == 1
     started = []
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")   # a Ray cluster of someone else's: not ours to read
-    monkeypatch.setattr("harness.run.torchrun_runner.run_torchrun",
+    monkeypatch.setattr("ftharness.harness.run.torchrun_runner.run_torchrun",
                         lambda sc, options: started.append(options.address) or {"verdict": "PASS"})
-    monkeypatch.setattr("harness.frontends.cli.print_summary", lambda *a: None)
-    monkeypatch.setattr("harness.frontends.cli.write_reports", lambda *a: None)
+    monkeypatch.setattr("ftharness.harness.frontends.cli.print_summary", lambda *a: None)
+    monkeypatch.setattr("ftharness.harness.frontends.cli.write_reports", lambda *a: None)
     assert cli_main(["run", str(path), "--out", str(tmp_path / "o")]) == 0 and started == [None]
 
 
@@ -423,9 +423,9 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 
-from faults import make_fault  # noqa: E402
-from faults.base import FaultContext, judge_landing  # noqa: E402
-from harness.cluster.reaper import alive  # noqa: E402
+from ftharness.faults import make_fault  # noqa: E402
+from ftharness.faults.base import FaultContext, judge_landing  # noqa: E402
+from ftharness.harness.cluster.reaper import alive  # noqa: E402
 
 
 def _state(pid):
@@ -474,13 +474,13 @@ def wait_for(cond, timeout_s=30.0):
 
 
 def descendants_of(pid):
-    from harness.cluster.reaper import descendants
+    from ftharness.harness.cluster.reaper import descendants
 
     return descendants({pid})
 
 
 class FakeNodes:
-    """What PartitionNode sees of a torchrun cluster (harness.torchrun.launcher.Launcher)."""
+    """What PartitionNode sees of a torchrun cluster (ftharness.harness.torchrun.launcher.Launcher)."""
 
     def __init__(self):
         self.calls = []
@@ -610,7 +610,7 @@ def test_corrupt_checkpoint_damages_the_latest_committed_torchrun_checkpoint_and
 def test_a_worker_held_by_two_faults_of_one_event_goes_on_only_after_both(tmp_path):
     """Two faults on rank 0's step 5 (corrupt, then kill): the worker waits at the gate of the
     first until the second is done too, so it cannot commit a newer checkpoint in between."""
-    from harness.run.torchrun_runner import TorchrunInjector
+    from ftharness.harness.run.torchrun_runner import TorchrunInjector
 
     sc = parse_scenario(torchrun(cluster={"nodes": 2}, workload={"num_workers": 2, "steps": 10},
                                  failure_config={"max_failures": 1}, faults=[
@@ -644,10 +644,10 @@ def test_a_worker_held_by_two_faults_of_one_event_goes_on_only_after_both(tmp_pa
 
 
 def test_a_torchrun_commit_through_the_chaos_filesystem_fails_in_staging_and_commits_nothing(tmp_path):
-    """storage_errors under torchrun: the worker's commit goes through faults.storage's filesystem;
+    """storage_errors under torchrun: the worker's commit goes through ftharness.faults.storage's filesystem;
     a torn write fails in the staging folder, nothing is committed, the hit is counted for landing."""
-    from faults.storage import CONTROL_FILE, chaos_filesystem, read_hits
-    from harness.torchrun.worker import storage_filesystem
+    from ftharness.faults.storage import CONTROL_FILE, chaos_filesystem, read_hits
+    from ftharness.harness.torchrun.worker import storage_filesystem
 
     root = str(tmp_path / "storage")
     run_dir = os.path.join(root, "run")
@@ -680,7 +680,7 @@ def test_an_agent_names_its_attempt_by_the_round_its_rendezvous_completed_not_a_
     """Under load both agents' keep-alives can go stale: each drops the other and the emptied
     rendezvous moves on a round while the workers train on. The attempt is the round that
     next_rendezvous completed (recorded on the handler then), never the state's round read later."""
-    from harness.torchrun import agent
+    from ftharness.harness.torchrun import agent
 
     monkeypatch.setenv(agent.ENV_ATTEMPT, "")            # rendezvoused() exports it: restored after the test
     told = []

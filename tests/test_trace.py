@@ -3,8 +3,8 @@
 import json
 import os
 
-from harness.history.records import read_events
-from reports.trace import chrome_trace, write_trace
+from ftharness.history.records import read_events
+from ftharness.reports.trace import chrome_trace, write_trace
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 

@@ -6,10 +6,10 @@ import os
 
 import pytest
 
-from harness.errors import ScenarioError
-from harness.frontends.cli import main
-from harness.run.probe import KILL_AFTER, probe_scenario
-from scenarios.schema import load_scenario, parse_scenario
+from ftharness.errors import ScenarioError
+from ftharness.harness.frontends.cli import main
+from ftharness.harness.run.probe import KILL_AFTER, probe_scenario
+from ftharness.scenarios.schema import load_scenario, parse_scenario
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,7 +58,7 @@ def test_row_ids_of_every_batch_format():
     import pyarrow as pa
     import torch
 
-    from harness.job.rows import ids_of
+    from ftharness.harness.job.rows import ids_of
 
     assert ids_of({"id": np.array([3, 4])}, "id") == [3, 4]
     assert ids_of({"id": torch.tensor([5, 6])}, "id") == [5, 6]
@@ -68,7 +68,7 @@ def test_row_ids_of_every_batch_format():
 
 
 def test_recorded_shard_counts_each_pass_as_an_epoch_and_passes_the_rest_through():
-    from harness.job.rows import RecordedShard
+    from ftharness.harness.job.rows import RecordedShard
 
     class Shard:
         other = "kept"
@@ -94,7 +94,7 @@ def test_recorded_shard_counts_each_pass_as_an_epoch_and_passes_the_rest_through
 
 
 def test_row_id_needs_datasets_and_makes_shard_reassignment_expected():
-    from scenarios.verdict import expected_properties
+    from ftharness.scenarios.verdict import expected_properties
 
     with pytest.raises(ScenarioError, match="row_id"):
         parse_scenario({"name": "x", "workload": {"entrypoint": "m:f", "row_id": "id"}}, source="t")
@@ -131,7 +131,7 @@ def example_scenario(tmp_path, **workload):
 
 
 def test_a_dataset_config_that_does_not_resolve_is_refused_before_any_cluster(tmp_path, monkeypatch):
-    from harness.run import runner
+    from ftharness.harness.run import runner
 
     def no_cluster(*a, **k):
         raise AssertionError("a cluster was opened")
@@ -148,8 +148,8 @@ def test_a_dataset_config_that_does_not_resolve_is_refused_before_any_cluster(tm
 def test_the_example_dataset_config_splits_only_train_and_reaches_the_fit_task(tmp_path):
     import ray.train
 
-    from harness.cluster.ray_private import datasets_to_split
-    from harness.run.runner import RunOptions, ScenarioRunner, resolve_dataset_config_fn
+    from ftharness.harness.cluster.ray_private import datasets_to_split
+    from ftharness.harness.run.runner import RunOptions, ScenarioRunner, resolve_dataset_config_fn
 
     sc = load_scenario(os.path.join(ROOT, "examples", "torch-data-kill-worker.yaml"))
     config = resolve_dataset_config_fn(sc)()
@@ -169,7 +169,7 @@ def test_the_example_dataset_config_splits_only_train_and_reaches_the_fit_task(t
 
 
 def test_a_dataset_config_function_that_returns_no_data_config_fails_the_run_with_its_name():
-    from harness.run.runner import _fit_task
+    from ftharness.harness.run.runner import _fit_task
 
     spec = {"train_env": {}, "failure_config": {}, "data": "resumable", "datasets_fn": None,
             "dataset_config_fn": lambda: {"x": 1},
@@ -183,7 +183,7 @@ def test_a_dataset_config_function_that_returns_no_data_config_fails_the_run_wit
 def test_get_dataset_shard_hands_the_dataset_name_to_the_instrumentation(monkeypatch):
     from types import SimpleNamespace
 
-    from harness.cluster import ray_private as rp
+    from ftharness.harness.cluster import ray_private as rp
 
     class Utils:
         def report(self, metrics, checkpoint=None):
@@ -206,7 +206,7 @@ def test_get_dataset_shard_hands_the_dataset_name_to_the_instrumentation(monkeyp
 
 def recorder(row_id=None, row_datasets=None):
     """A WorkerRecorder without Ray: only what on_dataset_shard uses."""
-    from harness.job.instrument import WorkerRecorder
+    from ftharness.harness.job.instrument import WorkerRecorder
 
     rec = object.__new__(WorkerRecorder)
     rec.row_id, rec.row_datasets, rec.shards, rec.rows, rec.epoch = row_id, row_datasets, set(), [], -1
@@ -216,7 +216,7 @@ def recorder(row_id=None, row_datasets=None):
 
 
 def test_split_datasets_are_recorded_unsplit_ones_only_noted():
-    from harness.job.rows import RecordedShard
+    from ftharness.harness.job.rows import RecordedShard
 
     rec = recorder("id", ["train"])
     assert isinstance(rec.on_dataset_shard("train-shard", "train"), RecordedShard)
@@ -235,8 +235,8 @@ def test_split_datasets_are_recorded_unsplit_ones_only_noted():
 def user_job_history(dataset_shard=True):
     """A user job killed once, as recorded without workload.row_id: no rows; with
     `dataset_shard`, each rank's first get_dataset_shard("train") noted."""
-    from scenarios.reference_data import WorkloadConfig
-    from scenarios.synthetic import Fault, Plan, generate
+    from ftharness.scenarios.reference_data import WorkloadConfig
+    from ftharness.scenarios.synthetic import Fault, Plan, generate
 
     syn = generate(Plan(WorkloadConfig(steps=6, batch_size=4, checkpoint_every=2), num_workers=2,
                         failure_config={"max_failures": 1}, faults=[Fault("worker_group", after_steps=3)]))
@@ -251,7 +251,7 @@ def user_job_history(dataset_shard=True):
 
 
 def test_a_user_job_that_read_ray_data_without_row_ids_is_told_how_to_get_it_judged():
-    from scenarios.properties import CHECKS
+    from ftharness.scenarios.properties import CHECKS
 
     check = CHECKS["shard_reassignment"]
     r = check(user_job_history(), {"workload": None, "data": None})
@@ -270,7 +270,7 @@ def test_a_user_job_that_read_ray_data_without_row_ids_is_told_how_to_get_it_jud
 
 
 def test_the_verdict_of_a_ray_data_job_without_row_id_names_workload_row_id():
-    from scenarios.verdict import evaluate
+    from ftharness.scenarios.verdict import evaluate
 
     sc = parse_scenario({"name": "x", "workload": {"entrypoint": "m:f", "datasets": "m:d"},
                          "failure_config": {"max_failures": 1},

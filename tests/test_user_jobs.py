@@ -10,7 +10,7 @@ import re
 import pytest
 from conftest import run_cli
 
-from harness.history.records import read_events
+from ftharness.history.records import read_events
 
 pytestmark = pytest.mark.cluster
 

@@ -16,10 +16,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.frontends.cli import main
-from harness.history.records import read_history, seal
-from scenarios.verdict import evaluate
-from scenarios.schema import parse_scenario
+from ftharness.harness.frontends.cli import main
+from ftharness.history.records import read_history, seal
+from ftharness.scenarios.verdict import evaluate
+from ftharness.scenarios.schema import parse_scenario
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 KILL = os.path.join(DATA, "kill-worker")
@@ -210,7 +210,7 @@ def test_a_suite_goes_on_past_a_scenario_that_crashes(tmp_path, monkeypatch, cap
     traceback kept, the others still run, and the suite exits 4."""
     import contextlib
 
-    from harness.run import suite
+    from ftharness.harness.run import suite
 
     class Runner:
         def __init__(self, scenario, cluster, options):
@@ -258,10 +258,10 @@ def test_preemption_charged_to_max_failures_fails(tmp_path, capsys):
 def test_recovers_reports_the_recovery_time_of_the_metrics_table(folder, seconds):
     """One recovery, one number: the `recovers` property, summary.json and the
     reports' recovery table measure a real recorded recovery the same way
-    (harness.history.model). Before they shared it, the property said 18.7 s
+    (ftharness.history.model). Before they shared it, the property said 18.7 s
     (kill) and 18.9 s (preempt) where the table said 18.95 s and 22.58 s."""
-    from reports.metrics import recovery_table
-    from scenarios.properties import CHECKS
+    from ftharness.reports.metrics import recovery_table
+    from ftharness.scenarios.properties import CHECKS
 
     events = read_history(folder).events
     table = list(recovery_table(events)["recovery_s"].dropna())

@@ -19,7 +19,7 @@ from typing import Dict, List
 
 import ray
 
-from harness.cluster.reaper import descendants
+from ftharness.harness.cluster.reaper import descendants
 
 NAMESPACE = "ftharness"
 

@@ -5,7 +5,7 @@ worker nodes, each a real raylet, on this host with `ray.cluster_utils.Cluster`.
 It can add, remove (graceful or not) and replace nodes, and lists nodes with
 their raylet pid and the train worker pids on them. Teardown is guaranteed:
 on `close()` / context exit, on Ctrl-C and SIGTERM (turned into an exception),
-and on a hard crash of this process, where the `harness.cluster.reaper` child, which
+and on a hard crash of this process, where the `ftharness.harness.cluster.reaper` child, which
 holds a pipe to us, kills every process the cluster started.
 
 `ExistingCluster` connects to a running cluster by address and never stops
@@ -28,11 +28,11 @@ from typing import Any, Dict, List, Optional
 
 import ray
 
-from harness.cluster import netns
-from harness.cluster import ray_private as rp
-from harness.cluster.ns_node import NamespaceNode
-from harness.cluster.reaper import alive, descendants, identify, kill_all
-from harness.errors import ClusterError
+from ftharness.harness.cluster import netns
+from ftharness.harness.cluster import ray_private as rp
+from ftharness.harness.cluster.ns_node import NamespaceNode
+from ftharness.harness.cluster.reaper import alive, descendants, identify, kill_all
+from ftharness.errors import ClusterError
 
 #: Ray Core settings per detection profile. "fast" makes GCS declare a dead or
 #: stopped node within ~2-5 s and gives death causes (e.g. `preempted`) time to
@@ -88,7 +88,7 @@ class _Reaper:
 
     def __init__(self):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.cluster.reaper", str(os.getpid())],
+            [sys.executable, "-m", "ftharness.harness.cluster.reaper", str(os.getpid())],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, text=True,
         )
@@ -486,7 +486,7 @@ class ExistingCluster:
 
     def _probe(self, timeout_s: float = 5.0) -> None:
         """Fail fast: ray.init keeps retrying an address nobody listens on."""
-        from scenarios.schema import ray_client_refusal
+        from ftharness.scenarios.schema import ray_client_refusal
 
         client = ray_client_refusal(self.address)
         if client:

@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from harness.errors import ClusterError
+from ftharness.errors import ClusterError
 
 NFT_TABLE = "ftharness"
 

@@ -19,8 +19,8 @@ from typing import Dict, List, Optional
 
 import ray
 
-from harness.cluster.netns import Host
-from harness.errors import ClusterError
+from ftharness.harness.cluster.netns import Host
+from ftharness.errors import ClusterError
 
 
 class NamespaceNode:

@@ -120,7 +120,7 @@ def main() -> None:
             shutil.rmtree(d, ignore_errors=True)
         time.sleep(0.5)
     if network:
-        from harness.cluster.netns import remove_leftovers
+        from ftharness.harness.cluster.netns import remove_leftovers
 
         for kind, name in reversed(network):   # namespaces and veths before their bridge
             remove_leftovers(kind, name.strip())

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Optional
 
-from harness.errors import ClusterError
+from ftharness.errors import ClusterError
 
 BUCKET = "ftharness"
 START_TIMEOUT_S = 60.0

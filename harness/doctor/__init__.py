@@ -10,9 +10,9 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Iterable, List
 
-from harness.doctor.rules import RULES, dataset_index
-from harness.doctor.source import Module
-from harness.errors import InputError
+from ftharness.harness.doctor.rules import RULES, dataset_index
+from ftharness.harness.doctor.source import Module
+from ftharness.errors import InputError
 
 __all__ = ["Finding", "RULES", "analyse", "python_files", "render"]
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, Optional, Tuple
 
-from harness.doctor.source import (Module, derived_names, has_star, is_none, kw, refers)
+from ftharness.harness.doctor.source import (Module, derived_names, has_star, is_none, kw, refers)
 
 Hit = Tuple[ast.AST, str]
 

@@ -6,7 +6,7 @@ import ast
 import os
 from typing import Dict, Iterator, List, Optional
 
-from harness.doctor.imports import Names
+from ftharness.harness.doctor.imports import Names
 
 #: worker-side ray.train calls: a function that makes one is a train function
 WORKER_API = {"ray.train.report", "ray.train.get_checkpoint", "ray.train.get_context",

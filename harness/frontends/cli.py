@@ -19,10 +19,10 @@ import time
 import traceback
 from typing import List, Optional
 
-from scenarios.verdict import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_PASS, exit_code, overall)
-from harness.errors import ClusterError, InputError, ScenarioError
-from harness.run.guard import check_existing, cluster_address
-from scenarios.schema import one_line
+from ftharness.scenarios.verdict import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_PASS, exit_code, overall)
+from ftharness.errors import ClusterError, InputError, ScenarioError
+from ftharness.harness.run.guard import check_existing, cluster_address
+from ftharness.scenarios.schema import one_line
 
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports it
@@ -70,8 +70,8 @@ def write_reports(out: str) -> None:
     so every run leaves a page for a person and a file for CI. The verdict is
     already decided: a report that cannot be written is one warning line."""
     try:
-        from reports.html import write_report
-        from reports.junit import write_junit
+        from ftharness.reports.html import write_report
+        from ftharness.reports.junit import write_junit
 
         page = write_report([out], out, page_name=REPORT_PAGE, data_dir=REPORT_DATA)
         write_junit([out], os.path.join(out, JUNIT_FILE))
@@ -83,8 +83,8 @@ def write_reports(out: str) -> None:
 
 
 def cmd_run(args) -> int:
-    from harness.run.runner import RunOptions, exit_code as summary_exit, run_scenario
-    from scenarios.schema import default_scenario_path, load_scenario, parse_scenario
+    from ftharness.harness.run.runner import RunOptions, exit_code as summary_exit, run_scenario
+    from ftharness.scenarios.schema import default_scenario_path, load_scenario, parse_scenario
 
     out = args.out
     try:
@@ -123,8 +123,8 @@ def cmd_run(args) -> int:
 
 def _submit(args, scenario) -> int:
     """`run --submit`: the run as a Ray Job on the cluster, its results brought back here."""
-    from harness.run.runner import exit_code as summary_exit
-    from harness.run.submit import submit_run
+    from ftharness.harness.run.runner import exit_code as summary_exit
+    from ftharness.harness.run.submit import submit_run
 
     for flag, given in (("--address", args.address), ("--resume", args.resume)):
         if given:
@@ -146,10 +146,10 @@ def _submit(args, scenario) -> int:
 
 
 def cmd_soak(args) -> int:
-    from harness.run.runner import RunOptions, exit_code as summary_exit
-    from harness.run.soak import run_soak
-    from scenarios.schema import default_scenario_path, load_scenario
-    from scenarios.soak import draw_plan, parse_duration, parse_mix, soak_scenario
+    from ftharness.harness.run.runner import RunOptions, exit_code as summary_exit
+    from ftharness.harness.run.soak import run_soak
+    from ftharness.scenarios.schema import default_scenario_path, load_scenario
+    from ftharness.scenarios.soak import draw_plan, parse_duration, parse_mix, soak_scenario
 
     out = args.out
     try:
@@ -199,7 +199,7 @@ def print_soak(soak) -> None:
 
 
 def cmd_suite(args) -> int:
-    from harness.run.suite import collect, run_suite
+    from ftharness.harness.run.suite import collect, run_suite
 
     out = args.out
     try:
@@ -235,9 +235,9 @@ def _outcome_from_history(events) -> dict:
 
 def cmd_check(args) -> int:
     """Re-judge an existing results folder from its history (no cluster)."""
-    from harness.history.records import read_history
-    from scenarios.verdict import evaluate
-    from scenarios.schema import load_scenario
+    from ftharness.history.records import read_history
+    from ftharness.scenarios.verdict import evaluate
+    from ftharness.scenarios.schema import load_scenario
 
     if not os.path.isdir(args.results):
         return _fail(f"{args.results}: not a results folder (no such directory)")
@@ -270,7 +270,7 @@ def cmd_check(args) -> int:
 
 def cmd_verdict(args) -> int:
     """PASS, FAIL or INCONCLUSIVE of a Chaos Toolkit journal and the run behind it."""
-    from harness.frontends.ctk.control import journal_verdict
+    from ftharness.harness.frontends.ctk.control import journal_verdict
 
     try:
         with open(args.journal) as f:
@@ -291,7 +291,7 @@ def cmd_verdict(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from scenarios.schema import load_scenario
+    from ftharness.scenarios.schema import load_scenario
 
     status = EXIT_PASS
     for path in args.scenarios:
@@ -306,7 +306,7 @@ def cmd_validate(args) -> int:
 
 def scenario_schema_text() -> str:
     """The JSON Schema of a scenario file, as `ftharness schema` prints it."""
-    from scenarios.schema import scenario_json_schema
+    from ftharness.scenarios.schema import scenario_json_schema
 
     return json.dumps(scenario_json_schema(), indent=2) + "\n"
 
@@ -328,10 +328,10 @@ def cmd_schema(args) -> int:
 
 def cmd_list(args) -> int:
     """Fault kinds, properties and the built-in catalog, one line each."""
-    from faults import REGISTRY
-    from harness.run.suite import catalog_dir
-    from scenarios.properties import REGISTRY as PROPERTY_REGISTRY
-    from scenarios.schema import load_scenario
+    from ftharness.faults import REGISTRY
+    from ftharness.harness.run.suite import catalog_dir
+    from ftharness.scenarios.properties import REGISTRY as PROPERTY_REGISTRY
+    from ftharness.scenarios.schema import load_scenario
 
     what = args.what
     if what in ("all", "faults"):
@@ -362,7 +362,7 @@ def _first_line(doc: Optional[str], drop: str = "") -> str:
 
 def cmd_trace(args) -> int:
     """Write the history of a results folder as a Chrome trace (Perfetto, chrome://tracing)."""
-    from reports.trace import write_trace
+    from ftharness.reports.trace import write_trace
 
     if not os.path.isfile(os.path.join(args.results, "history.jsonl")):
         return _fail(f"{args.results}: not a results folder (no history.jsonl)")
@@ -376,11 +376,11 @@ def cmd_trace(args) -> int:
 
 def cmd_plan(args) -> int:
     """Budgets, checkpoint cadence and failure limits of a job, simulated (reports/plan.py)."""
-    from reports.calibrate import from_results
-    from reports.plan import parse_rates, plan, text, write
-    from scenarios.simulator.calibration import DEFAULTS
-    from scenarios.simulator.engine import Job
-    from scenarios.simulator.rates import make_rates, rates_source
+    from ftharness.reports.calibrate import from_results
+    from ftharness.reports.plan import parse_rates, plan, text, write
+    from ftharness.scenarios.simulator.calibration import DEFAULTS
+    from ftharness.scenarios.simulator.engine import Job
+    from ftharness.scenarios.simulator.rates import make_rates, rates_source
 
     try:
         for path in args.results:
@@ -401,8 +401,8 @@ def cmd_plan(args) -> int:
             return _fail("--interval-s and --checkpoint-every: give one of them")
         interval = args.interval_s if args.interval_s is not None else (args.checkpoint_every or 0) * cal.step_s
         if not interval:
-            from reports.advice import young_interval
-            from reports.plan import job_mtbf_s
+            from ftharness.reports.advice import young_interval
+            from ftharness.reports.plan import job_mtbf_s
 
             probe = Job(args.accelerators, args.days, 1.0, spot_fraction=args.spot_fraction,
                         accelerators_per_node=args.accelerators_per_node)
@@ -424,7 +424,7 @@ def cmd_plan(args) -> int:
     return EXIT_PASS
 def cmd_doctor(args) -> int:
     """Static checks of Ray Train V2 scripts: exit 1 on an error-level finding, 2 on a bad path."""
-    from harness.doctor import RULES, analyse, python_files, render
+    from ftharness.harness.doctor import RULES, analyse, python_files, render
 
     if args.list_rules:
         for r in RULES.values():
@@ -448,8 +448,8 @@ def cmd_doctor(args) -> int:
 
 def doctor_probe(args) -> int:
     """`doctor --run`: one kill on the embedded cluster; exit as the probe's verdict."""
-    from harness.run.probe import probe_lines, probe_scenario
-    from harness.run.runner import RunOptions, exit_code as summary_exit, run_scenario
+    from ftharness.harness.run.probe import probe_lines, probe_scenario
+    from ftharness.harness.run.runner import RunOptions, exit_code as summary_exit, run_scenario
 
     out = args.out or os.path.join("results", f"doctor-probe-{time.strftime('%Y%m%d-%H%M%S')}")
     try:
@@ -533,7 +533,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--quiet", action="store_true")
     st.set_defaults(func=cmd_suite)
 
-    from reports.cli import add_subcommands
+    from ftharness.reports.cli import add_subcommands
 
     add_subcommands(sub)
 

@@ -1,5 +1,5 @@
-"""The entrypoint of a run submitted with `ftharness run --submit` (harness.run.submit),
-on the cluster's head: `python -m harness.frontends.job_entry run scenario.yaml ...`."""
+"""The entrypoint of a run submitted with `ftharness run --submit` (ftharness.harness.run.submit),
+on the cluster's head: `python -m ftharness.harness.frontends.job_entry run scenario.yaml ...`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import sys
 import tempfile
 from typing import List, Optional
 
-from harness.errors import ClusterError
-from harness.frontends.cli import main as cli_main
-from harness.run.submit import BEGIN, END, pack
+from ftharness.errors import ClusterError
+from ftharness.harness.frontends.cli import main as cli_main
+from ftharness.harness.run.submit import BEGIN, END, pack
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -39,7 +39,7 @@ class SharedCluster:
 
     def get(self):
         if self.cluster is None:
-            from harness.cluster.handles import EmbeddedCluster
+            from ftharness.harness.cluster.handles import EmbeddedCluster
 
             self.cluster = EmbeddedCluster(**SHARED_SHAPE).start()
         return self.cluster
@@ -84,8 +84,8 @@ def exclusive_ray():
 @pytest.fixture
 def run_scenario(ftharness_cluster, tmp_path):
     """Run a scenario on the shared cluster; returns its summary dict."""
-    from harness.run.runner import RunOptions, ScenarioRunner
-    from scenarios.schema import Scenario, load_scenario, parse_scenario
+    from ftharness.harness.run.runner import RunOptions, ScenarioRunner
+    from ftharness.scenarios.schema import Scenario, load_scenario, parse_scenario
 
     counter = {"n": 0}
 

@@ -1,7 +1,7 @@
 """sha256 digests of a checkpoint's files (pure: no Ray, no torch).
 
 Every rank that reports a checkpoint writes, into it, a marker with the hash of
-each file it wrote (harness.history.records.marker_name); a restore hashes the
+each file it wrote (ftharness.history.records.marker_name); a restore hashes the
 files it finds and compares. Both runtimes (Ray Train's instrumentation and the
 torchrun worker) use these functions, so a digest means the same on both.
 """
@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from harness.history.records import is_marker
+from ftharness.history.records import is_marker
 
 DIGEST_LIMIT_BYTES = 512 * 1024 * 1024
 

@@ -29,12 +29,12 @@ from typing import Any, Callable, Dict, List, Optional
 
 import ray
 
-from harness.cluster import ray_private as rp
-from harness.history.records import is_marker, marker_name
-from harness.history.store import Emitter
-from harness.job.digests import digest_of, file_hashes
-from harness.job.rows import RecordedShard
-from harness.errors import ChaosCrash
+from ftharness.harness.cluster import ray_private as rp
+from ftharness.history.records import is_marker, marker_name
+from ftharness.history.store import Emitter
+from ftharness.harness.job.digests import digest_of, file_hashes
+from ftharness.harness.job.rows import RecordedShard
+from ftharness.errors import ChaosCrash
 
 _current: Optional["WorkerRecorder"] = None
 
@@ -212,7 +212,7 @@ class WorkerRecorder:
     def on_dataset_shard(self, shard: Any, name: Optional[str]) -> Any:
         """A `get_dataset_shard(name)` of the job: noted once per dataset (a `dataset_shard`
         event, so a verdict can tell the job read Ray Data); with `row_id`, the shard of a
-        dataset split among the workers is wrapped so its row ids are recorded (harness.job.rows).
+        dataset split among the workers is wrapped so its row ids are recorded (ftharness.harness.job.rows).
         A dataset the DataConfig does not split is read whole by every rank: not recorded."""
         if shard is None:
             return shard

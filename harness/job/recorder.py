@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from typing import Any, Dict
 
-from harness.cluster import ray_private as rp
-from harness.history.model import LIMIT_FIELD as _LIMIT_KEY
-from harness.history.store import Emitter
+from ftharness.harness.cluster import ray_private as rp
+from ftharness.history.model import LIMIT_FIELD as _LIMIT_KEY
+from ftharness.history.store import Emitter
 
 
 def clip_error(text: str, limit: int = 1000) -> str:

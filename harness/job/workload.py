@@ -26,7 +26,7 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from scenarios.reference_data import (ACC_FIELDS, WorkloadConfig, accumulate,  # noqa: F401
+from ftharness.scenarios.reference_data import (ACC_FIELDS, WorkloadConfig, accumulate,  # noqa: F401
                                       global_batch, rank_slice)
 
 
@@ -53,13 +53,13 @@ class RayTrainSide:
     """What the training loop needs from its runtime, on Ray Train V2: the rank
     and device from the train context, the checkpoint Ray hands back, DDP by
     `prepare_model`, `ray.train.report`, and the instrumentation's hooks.
-    (harness.torchrun.worker has the same methods for TorchElastic.)"""
+    (ftharness.harness.torchrun.worker has the same methods for TorchElastic.)"""
 
     def __init__(self):
         import ray.train
         import ray.train.torch
 
-        from harness.job import instrument
+        from ftharness.harness.job import instrument
 
         ctx = ray.train.get_context()
         self.rank, self.world_size = ctx.get_world_rank(), ctx.get_world_size()
@@ -115,7 +115,7 @@ class RayTrainSide:
 
 def run_loop(config: Dict[str, Any], side) -> Dict[str, Any]:
     """The reference training loop on one rank, whatever runs it: `side` is the
-    runtime (RayTrainSide here, harness.torchrun.worker.TorchrunSide there), so
+    runtime (RayTrainSide here, ftharness.harness.torchrun.worker.TorchrunSide there), so
     both runtimes train, checkpoint and record the very same steps."""
     import torch
     import torch.distributed as dist

@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Optional, Tuple
 
-from harness.errors import ScenarioError
-from scenarios.schema import ray_client_refusal
+from ftharness.errors import ScenarioError
+from ftharness.scenarios.schema import ray_client_refusal
 
 #: fault kinds that only observe or damage the run's own storage/process tree are still
 #: destructive to a shared cluster's workers; every kind needs the opt-in

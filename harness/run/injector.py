@@ -2,14 +2,14 @@
 driver's main thread, and records what it did.
 
 Triggers on steps and history events are detected inside the history actor (see
-harness.history.triggers), which also holds the emitting worker at a gate until the
+ftharness.history.triggers), which also holds the emitting worker at a gate until the
 fault is done; time triggers count from the run's start. Follow-up actions (a
 preempted node dying at its deadline, a replacement node joining, a heal after
 `duration_s`) go on a small timeline run by the same loop. Everything runs on
 the main thread because adding and removing embedded nodes must.
 
 `crash_worker` is the exception: it raises inside the train function, so the
-worker does it itself (harness.job.instrument) from the plan `crash_plans` gives.
+worker does it itself (ftharness.harness.job.instrument) from the plan `crash_plans` gives.
 
 The landing hold: by default a train function that returns waits (in the
 history actor) until every fault has resolved, so a run cannot end before its
@@ -30,13 +30,13 @@ from typing import Any, Callable, Dict, List, Optional
 
 import ray
 
-from faults import make_fault
-from faults.base import PENDING, FaultContext, FaultView, judge_landing
-from harness.errors import FaultSkipped
-from harness.cluster import ray_private as rp
-from harness.cluster.agents import Agents
-from harness.history.records import read_events
-from harness.history.store import Emitter
+from ftharness.faults import make_fault
+from ftharness.faults.base import PENDING, FaultContext, FaultView, judge_landing
+from ftharness.errors import FaultSkipped
+from ftharness.harness.cluster import ray_private as rp
+from ftharness.harness.cluster.agents import Agents
+from ftharness.history.records import read_events
+from ftharness.history.store import Emitter
 
 QUIET_S = 2.0          # no event for this long while workers are held: triggers can no longer fire
 HOLD_CHECK_S = 0.5     # how often the hold is re-judged

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Optional
 
-from scenarios.schema import Scenario, parse_scenario
+from ftharness.scenarios.schema import Scenario, parse_scenario
 
 KILL_AFTER = 3      # reports before the kill: a checkpoint cadence of 1-2 shows as lost work <= 2
 

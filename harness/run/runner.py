@@ -23,14 +23,14 @@ from typing import Any, Callable, Dict, Optional
 import ray
 import yaml
 
-from harness.history import records, spool, store
-from harness.cluster import netns
-from harness.cluster.handles import open_cluster
-from harness.run.injector import Injector, crash_plans
-from faults.base import join_storage
-from scenarios.reference_data import WorkloadConfig
-from scenarios.schema import Scenario, one_line
-from harness.errors import ScenarioError
+from ftharness.history import records, spool, store
+from ftharness.harness.cluster import netns
+from ftharness.harness.cluster.handles import open_cluster
+from ftharness.harness.run.injector import Injector, crash_plans
+from ftharness.faults.base import join_storage
+from ftharness.scenarios.reference_data import WorkloadConfig
+from ftharness.scenarios.schema import Scenario, one_line
+from ftharness.errors import ScenarioError
 
 TICK_S = 0.05  # how often the injector looks for fired triggers
 
@@ -42,7 +42,7 @@ class RunOptions:
     resume: Optional[str] = None           # a previous results folder to resume
     progress: bool = True
     allow_destructive: bool = False        # faults on a cluster ftharness did not start
-    address_source: Optional[str] = None   # --address, cluster.address or RAY_ADDRESS (harness.run.guard)
+    address_source: Optional[str] = None   # --address, cluster.address or RAY_ADDRESS (ftharness.harness.run.guard)
 
 
 def new_run_name(scenario_name: str) -> str:
@@ -55,7 +55,7 @@ def resolve_train_fn(scenario: Scenario) -> Callable:
     """The workload's train_loop_per_worker; user modules are shipped by value."""
     w = scenario.workload
     if w.kind == "reference":
-        from harness.job.workload import train_loop
+        from ftharness.harness.job.workload import train_loop
 
         return train_loop
     return resolve_function(scenario, w.entrypoint, "workload.entrypoint")
@@ -150,9 +150,9 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
     import ray.train
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
 
-    from harness.cluster import ray_private as rp
-    from harness.job.instrument import instrument
-    from harness.job.recorder import ControllerRecorder
+    from ftharness.harness.cluster import ray_private as rp
+    from ftharness.harness.job.instrument import instrument
+    from ftharness.harness.job.recorder import ControllerRecorder
 
     fc = spec["failure_config"]
     datasets = None
@@ -207,7 +207,7 @@ class ScenarioRunner:
     def __init__(self, scenario: Scenario, cluster, options: RunOptions, driver=None):
         if scenario.workload.runtime != "ray_train":
             raise ScenarioError(f"workload.runtime: {scenario.workload.runtime} runs without a Ray cluster; run it "
-                                f"with `ftharness run` or `ftharness suite` (harness.run.torchrun_runner)")
+                                f"with `ftharness run` or `ftharness suite` (ftharness.harness.run.torchrun_runner)")
         self.scenario = scenario
         #: injects faults the scenario does not list, as the run goes (a soak's fault process):
         #: `driver.tick(runner, progress)` on every progress poll
@@ -264,9 +264,9 @@ class ScenarioRunner:
         """What only the cluster in hand can tell, refused with one line before anything starts:
         node targets (id, IP, label) that name no live worker node, several, or the head; and
         a local storage_path on an existing cluster whose nodes are on several hosts."""
-        from faults.targets import TargetError, check_node_targets, selector_of
-        from harness.cluster.handles import ExistingCluster
-        from harness.run.guard import check_shared_storage
+        from ftharness.faults.targets import TargetError, check_node_targets, selector_of
+        from ftharness.harness.cluster.handles import ExistingCluster
+        from ftharness.harness.run.guard import check_shared_storage
 
         specs = [f.model_dump(mode="json", exclude_none=True) for f in self.scenario.faults]
         existing = isinstance(self.cluster, ExistingCluster)
@@ -286,8 +286,8 @@ class ScenarioRunner:
         the chaos filesystem, and storage_path a path on it."""
         if not any(f.kind == "storage_errors" for f in self.scenario.faults):
             return self.storage_path, self.storage_filesystem
-        from faults.base import resolve_storage
-        from faults.storage import chaos_filesystem
+        from ftharness.faults.base import resolve_storage
+        from ftharness.faults.storage import chaos_filesystem
 
         try:
             fs, root = resolve_storage(self.storage_path, self.storage_filesystem)
@@ -355,7 +355,7 @@ class ScenarioRunner:
                     self.s3.close()
 
     def _merge_spooled(self) -> None:
-        """Events journaled on nodes the history could not hear (harness.history.spool)."""
+        """Events journaled on nodes the history could not hear (ftharness.history.spool)."""
         try:
             events = spool.collect(self.run_name)
             if events:
@@ -365,7 +365,7 @@ class ScenarioRunner:
 
     def _start_s3(self) -> None:
         """A real S3 endpoint on loopback; the run's checkpoints go to its bucket."""
-        from harness.cluster.s3 import BUCKET, S3Endpoint
+        from ftharness.harness.cluster.s3 import BUCKET, S3Endpoint
 
         self.s3 = S3Endpoint().start()
         adopt = getattr(self.cluster, "adopt", None)
@@ -406,7 +406,7 @@ class ScenarioRunner:
         }
 
     def _wait(self, ref) -> Dict[str, Any]:
-        from harness.run.progress import Progress
+        from ftharness.harness.run.progress import Progress
 
         deadline = time.time() + self.scenario.timeout_s
         self.injector.start()
@@ -434,7 +434,7 @@ class ScenarioRunner:
                             "error": f"fit() did not return within timeout_s={self.scenario.timeout_s}"}
 
     def summarize(self, outcome: Dict[str, Any], wall: float, use_gpu: bool) -> Dict[str, Any]:
-        from scenarios.verdict import evaluate
+        from ftharness.scenarios.verdict import evaluate
 
         read = records.read_history(self.history_path)
         summary = evaluate(self.scenario, read.events, outcome, read.problems, fault_specs=self.injector.specs)
@@ -506,9 +506,9 @@ def _write_scenario(scenario: Scenario, path: str) -> None:
 
 def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
     """Open the cluster, run the scenario, close the cluster; returns the summary.
-    A `workload.runtime: torchrun` scenario starts no Ray cluster (harness.run.torchrun_runner)."""
+    A `workload.runtime: torchrun` scenario starts no Ray cluster (ftharness.harness.run.torchrun_runner)."""
     if scenario.workload.runtime == "torchrun":
-        from harness.run.torchrun_runner import run_torchrun
+        from ftharness.harness.run.torchrun_runner import run_torchrun
 
         return run_torchrun(scenario, options)
     if options.resume:
@@ -525,7 +525,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
 
 
 def exit_code(summary: Dict[str, Any]) -> int:
-    from scenarios.verdict import exit_code as of_verdict
+    from ftharness.scenarios.verdict import exit_code as of_verdict
 
     return of_verdict(summary.get("verdict"))
 

@@ -1,5 +1,5 @@
 """`ftharness soak`: train for a wall-clock duration while a seeded fault
-process injects faults (the plan of `scenarios.soak`), judging the properties
+process injects faults (the plan of `ftharness.scenarios.soak`), judging the properties
 as they stand while it runs.
 
 The driver runs inside the runner's polling loop: it waits until training is
@@ -15,10 +15,10 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, List, Optional
 
-from harness.cluster.handles import open_cluster
-from harness.history import records
-from harness.run.runner import RunOptions, ScenarioRunner
-from scenarios.soak import RECOVERY_WAIT_S, QUIET_TAIL_S, SoakPlan
+from ftharness.harness.cluster.handles import open_cluster
+from ftharness.history import records
+from ftharness.harness.run.runner import RunOptions, ScenarioRunner
+from ftharness.scenarios.soak import RECOVERY_WAIT_S, QUIET_TAIL_S, SoakPlan
 
 #: live judging reads only what the history gained but judges it all again: at most this share of the time
 JUDGE_SHARE = 0.1
@@ -99,7 +99,7 @@ class SoakDriver:
 def live_statuses(scenario, events: List[Dict[str, Any]], specs, model=None) -> Dict[str, str]:
     """Each property's status over the history as it stands (the run has no
     outcome yet); `model`: the events' History, when kept up to date."""
-    from scenarios.verdict import fault_landings, run_properties
+    from ftharness.scenarios.verdict import fault_landings, run_properties
 
     faults = fault_landings(scenario, events, specs)
     results = run_properties(scenario, events, {}, None, faults, model)
@@ -114,7 +114,7 @@ def run_soak(scenario, plan: SoakPlan, options: RunOptions) -> Dict[str, Any]:
 
 def soak_on(cluster, scenario, plan: SoakPlan, options: RunOptions) -> Dict[str, Any]:
     """Soak on an open cluster (the caller owns it); returns the summary."""
-    from reports.metrics import fault_kind_table
+    from ftharness.reports.metrics import fault_kind_table
 
     driver = SoakDriver(plan)
     runner = ScenarioRunner(scenario, cluster, options, driver=driver)

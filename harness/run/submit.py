@@ -5,7 +5,7 @@ as they must: the history actor writes on the head's disk, and drains go to the
 GCS from there. This process only submits, streams the job's log as progress,
 and brings the results folder back. The results travel in the log itself (a
 base64 tar between two marker lines, written by `python -m
-harness.frontends.job_entry` on the head), so nothing but the Jobs API (the dashboard's port) is needed
+ftharness.harness.frontends.job_entry` on the head), so nothing but the Jobs API (the dashboard's port) is needed
 between here and the cluster: no shared disk, no SSH. Checkpoints (`storage/`)
 do not travel; they are removed with the job's folder on the head, unless
 `workload.storage_path` names storage of the user's own.
@@ -28,7 +28,7 @@ from typing import List, Optional
 
 import yaml
 
-from harness.errors import ClusterError, ScenarioError
+from ftharness.errors import ClusterError, ScenarioError
 
 BEGIN, END = "=====ftharness-results-begin=====", "=====ftharness-results-end====="
 #: the results (without checkpoints) that may travel back in the job's log
@@ -121,7 +121,7 @@ def submit_run(scenario, address: str, out: str, allow_destructive: bool, quiet:
     wd = working_dir(scenario)
     job_id = None
     try:
-        entry = " ".join(["python", "-m", "harness.frontends.job_entry", *job_argv(allow_destructive, quiet)])
+        entry = " ".join(["python", "-m", "ftharness.harness.frontends.job_entry", *job_argv(allow_destructive, quiet)])
         job_id = client.submit_job(entrypoint=entry, runtime_env={"working_dir": wd},
                                    metadata={"ftharness": scenario.name})
         print(f"submitted {scenario.name} to {url} as job {job_id}", file=sys.stderr, flush=True)

@@ -16,11 +16,11 @@ import time
 import traceback
 from typing import Any, Dict, List
 
-import scenarios
-from harness.cluster.handles import open_cluster
-from harness.run.runner import RunOptions, ScenarioRunner
-from scenarios.schema import Scenario, load_scenario, one_line
-from harness.errors import ScenarioError
+from ftharness import scenarios
+from ftharness.harness.cluster.handles import open_cluster
+from ftharness.harness.run.runner import RunOptions, ScenarioRunner
+from ftharness.scenarios.schema import Scenario, load_scenario, one_line
+from ftharness.errors import ScenarioError
 
 
 def catalog_dir() -> str:
@@ -47,7 +47,7 @@ def run_one(s: Scenario, cluster, options: RunOptions) -> Dict[str, Any]:
     (cluster None) runs on its own local agents."""
     try:
         if s.workload.runtime == "torchrun":
-            from harness.run.torchrun_runner import run_torchrun
+            from ftharness.harness.run.torchrun_runner import run_torchrun
 
             return run_torchrun(s, options)
         return ScenarioRunner(s, cluster, options).run()

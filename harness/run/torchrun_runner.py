@@ -1,7 +1,7 @@
 """Runs one `workload.runtime: torchrun` scenario: no Ray cluster is started.
 
 Flow: validate -> results folder -> collector (the history book, served on
-loopback) -> armed injector -> one elastic agent per node (harness.torchrun.launcher)
+loopback) -> armed injector -> one elastic agent per node (ftharness.harness.torchrun.launcher)
 -> the injector fires faults while the agents run -> every agent exits ->
 `run_end` -> teardown -> the same verdict and summary.json as a Ray run.
 
@@ -20,15 +20,15 @@ import os
 import time
 from typing import Any, Dict, List, Optional
 
-from harness.history import records
-from harness.run.injector import Injector
-from harness.run.runner import RunOptions, _write_scenario, crash_plans, new_run_name, storage_location, versions
-from harness.run.runner import workload_config
-from harness.errors import ScenarioError
-from harness.history.model import TORCHRUN_BUDGET
-from harness.torchrun.collector import Collector, LocalEmitter
-from harness.torchrun.launcher import RDZV_CONF, Launcher, ProcessAgents
-from scenarios.schema import TORCHRUN_COLLECTIVE_TIMEOUT_S, Scenario
+from ftharness.history import records
+from ftharness.harness.run.injector import Injector
+from ftharness.harness.run.runner import RunOptions, _write_scenario, crash_plans, new_run_name, storage_location, versions
+from ftharness.harness.run.runner import workload_config
+from ftharness.errors import ScenarioError
+from ftharness.history.model import TORCHRUN_BUDGET
+from ftharness.harness.torchrun.collector import Collector, LocalEmitter
+from ftharness.harness.torchrun.launcher import RDZV_CONF, Launcher, ProcessAgents
+from ftharness.scenarios.schema import TORCHRUN_COLLECTIVE_TIMEOUT_S, Scenario
 
 TICK_S = 0.05
 #: after the first agent succeeded, how long the others may take to follow (exit barrier, spares)
@@ -41,7 +41,7 @@ class TorchrunInjector(Injector):
     def __init__(self, scenario: Scenario, launcher: Launcher, collector: Collector, run_name: str,
                  storage_dir: str, history_path: str):
         # TorchElastic has no worker health check: what ends a hung worker is the other ranks'
-        # collective timeout, so a hang's landing waits that long (harness.run.injector.unresolved)
+        # collective timeout, so a hang's landing waits that long (ftharness.harness.run.injector.unresolved)
         super().__init__(scenario, launcher, collector.book, run_name, storage_dir, history_path,
                          health_check_timeout_s=collective_timeout_s(scenario))
         self.emitter = LocalEmitter(collector.book, run_name, "injector")
@@ -137,7 +137,7 @@ class TorchrunRunner:
                 "hold_s": sc.timeout_s if (sc.faults and sc.landing_hold) else None,
                 "pg_timeout_s": collective_timeout_s(sc),
                 # storage_errors: the workers' checkpoint operations go through the chaos filesystem,
-                # whose control file the fault writes in the storage root (faults.storage)
+                # whose control file the fault writes in the storage root (ftharness.faults.storage)
                 "storage_chaos_root": self.storage_path if any(f.kind == "storage_errors" for f in sc.faults)
                 else None}
         folder = os.path.join(self.out_dir, "torchrun")
@@ -148,7 +148,7 @@ class TorchrunRunner:
         return path
 
     def _wait(self) -> Dict[str, Any]:
-        from harness.run.progress import Progress
+        from ftharness.harness.run.progress import Progress
 
         deadline = self.t0 + self.scenario.timeout_s
         self.injector.start()
@@ -217,7 +217,7 @@ class TorchrunRunner:
         return out
 
     def summarize(self, outcome: Dict[str, Any], wall: float) -> Dict[str, Any]:
-        from scenarios.verdict import evaluate
+        from ftharness.scenarios.verdict import evaluate
 
         read = records.read_history(self.history_path)
         summary = evaluate(self.scenario, read.events, outcome, read.problems,
@@ -230,7 +230,7 @@ class TorchrunRunner:
                 "one, --max-restarts (failure_config.max_failures), counted by each node's agent, and "
                 "budget_accounting judges by that rule",
                 "Train controller states": "TorchElastic has no controller; the agents' decisions are recorded "
-                "as controller_state and failure events (harness.torchrun.agent)",
+                "as controller_state and failure events (ftharness.harness.torchrun.agent)",
             },
             "run_name": self.run_name,
             "wall_time_s": round(wall, 3),

@@ -7,7 +7,7 @@ same history as a Ray Train run so the same checks and `ftharness compare` apply
 - `agent`: `torch.distributed.run` itself, plus a recorder of the agent's own
   decisions (rendezvous rounds, failures against `--max-restarts`).
 - `worker`: the Ray-free worker entry: env -> gloo process group -> the
-  reference loop (harness.job.workload.run_loop) with checkpoints in storage.
+  reference loop (ftharness.harness.job.workload.run_loop) with checkpoints in storage.
 - `storage`: the checkpoint directory layout (commit by rename, latest, retention).
 - `client`, `collector`: workers and agents hand events over loopback TCP to
   the collector in the harness process, which appends them to history.jsonl.

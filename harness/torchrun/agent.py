@@ -1,4 +1,4 @@
-"""One node's elastic agent: `python -m harness.torchrun.agent <torchrun arguments>`.
+"""One node's elastic agent: `python -m ftharness.harness.torchrun.agent <torchrun arguments>`.
 
 This *is* `torch.distributed.run` (its `main`, its LocalElasticAgent, its c10d
 rendezvous), with a recorder laid over six of the agent's own methods, the way
@@ -22,7 +22,7 @@ agent decides at the moment it decides it and never changes a decision:
 - `run` raised (rendezvous timed out or closed): a failure charged to no budget
   (`none`, RAISE), as Ray charges its fatal controller errors.
 - `_stop_workers`: the agent ends its workers of the round.
-Events go to the collector (harness.torchrun.collector); a recorder that
+Events go to the collector (ftharness.harness.torchrun.collector); a recorder that
 cannot reach it loses the event (a visible gap) and the agent goes on.
 """
 
@@ -33,8 +33,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-from harness.torchrun.client import CollectorClient, TcpEmitter
-from harness.torchrun.orphans import die_with_parent
+from ftharness.harness.torchrun.client import CollectorClient, TcpEmitter
+from ftharness.harness.torchrun.orphans import die_with_parent
 
 ENV_NODE = "FTHARNESS_NODE_INDEX"      # this agent's node index (0, 1, ... and on for replacements)
 ENV_NODE_ID = "FTHARNESS_NODE_ID"      # its node id in the history

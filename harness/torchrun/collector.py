@@ -3,7 +3,7 @@ workers and agents over loopback TCP, and the agents' reports merged into the
 attempt events a Ray Train controller would write.
 
 Why a collector and not O_APPEND writes by each worker: the same
-`harness.history.store.HistoryBook` that Ray runs as an actor stamps one total
+`ftharness.history.store.HistoryBook` that Ray runs as an actor stamps one total
 order (`seq`), fires the fault triggers on the exact event and holds the
 emitting worker at its gate, and counts every emitter for the sealed
 `history_end`. Appends to one file from many processes could keep lines whole,
@@ -18,7 +18,7 @@ workers and re-rendezvouses. An attempt is one rendezvous round
 round makes the `attempt_start`; once every rank of the round has a pid, one
 `worker_group_started` names them all (ranks, pids, nodes); the first agent to
 stop its workers of a round makes its `worker_group_shutdown`. Failure decisions
-are the agents' own events (harness.torchrun.agent).
+are the agents' own events (ftharness.harness.torchrun.agent).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
-from harness.history.store import HistoryBook
+from ftharness.history.store import HistoryBook
 
 
 class LocalEmitter:
-    """harness.history.store.Emitter for events made in the harness process:
+    """ftharness.history.store.Emitter for events made in the harness process:
     same fields and numbering, appended to the book directly. Never waits at a
     fault gate (only worker events gate, and the harness drives the injector)."""
 

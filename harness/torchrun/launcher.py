@@ -3,14 +3,14 @@
 `Launcher.start()` hosts the c10d rendezvous store in the harness process (a
 TCPStore on loopback; every agent joins it with `is_host=false`, so killing any
 node never takes the store down, as etcd or a head node would not go down with
-a worker) and starts one `python -m harness.torchrun.agent` per scenario node:
+a worker) and starts one `python -m ftharness.harness.torchrun.agent` per scenario node:
 
     --nnodes MIN:MAX --nproc-per-node 1 --rdzv-backend c10d
     --rdzv-endpoint 127.0.0.1:PORT --rdzv-id RUN --max-restarts N --monitor-interval 0.1
 
 Each agent runs in its own session (process group) with its log in
 `RESULTS/torchrun/node-<i>.log`; its workers, which TorchElastic starts in
-sessions of their own, die with it (harness.torchrun.orphans). `close()`
+sessions of their own, die with it (ftharness.harness.torchrun.orphans). `close()`
 SIGTERMs every agent (TorchElastic stops its workers), then SIGKILLs what is
 left of every process tree it ever saw; it runs on return, exception, Ctrl-C,
 SIGTERM (turned into KeyboardInterrupt while running) and atexit.
@@ -32,8 +32,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from harness.cluster.reaper import Proc, alive, descendants, identify, kill_all
-from harness.errors import FaultSkipped
+from ftharness.harness.cluster.reaper import Proc, alive, descendants, identify, kill_all
+from ftharness.errors import FaultSkipped
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEAD = "harness"   # the harness's own "node": the store and the collector; never a fault's target
@@ -98,14 +98,14 @@ class Launcher:
 
     def command(self) -> List[str]:
         conf = {"is_host": "false", **RDZV_CONF.get(self.profile, {})}
-        return [sys.executable, "-m", "harness.torchrun.agent",
+        return [sys.executable, "-m", "ftharness.harness.torchrun.agent",
                 "--nnodes", f"{self.nnodes[0]}:{self.nnodes[1]}", "--nproc-per-node", "1",
                 "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{self.port}",
                 "--rdzv-id", self.run_name, "--rdzv-conf", ",".join(f"{k}={v}" for k, v in conf.items()),
                 "--max-restarts", str(self.max_restarts),
                 "--monitor-interval", str(MONITOR_INTERVAL_S.get(self.profile, 0.1)),
                 "--local-addr", "127.0.0.1",
-                "-m", "harness.torchrun.worker", self.spec_path]
+                "-m", "ftharness.harness.torchrun.worker", self.spec_path]
 
     def environment(self, index: int) -> Dict[str, str]:
         env = dict(os.environ)

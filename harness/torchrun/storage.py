@@ -2,7 +2,7 @@
 
 `<storage_path>/<run name>/checkpoint_<YYYY-mm-dd_HH-MM-SS.ffffff>/` holding the
 job's files and each reporting rank's marker (`.ftharness-rank<R>.json`: the
-lineage step and the sha256 of every file, as harness.job.instrument writes
+lineage step and the sha256 of every file, as ftharness.harness.job.instrument writes
 them under Ray). A checkpoint is committed by a rename: rank 0 copies the files
 into `<run>/.staging/checkpoint_<time>/`, syncs them, and renames it into place,
 so a restore never sees a half-written checkpoint. That rename is the torchrun
@@ -11,7 +11,7 @@ Restores take the newest committed directory (names sort by time). Retention
 (`workload.num_to_keep`) deletes the oldest committed ones after a commit.
 
 Every operation goes through a pyarrow filesystem (`fs`, local disk by default),
-so that a `storage_errors` fault can put faults.storage's chaos filesystem in
+so that a `storage_errors` fault can put ftharness.faults.storage's chaos filesystem in
 its way, as the Ray runner does with Ray Train's `storage_filesystem`: listing
 (`list`), reading (`read`), writing (`write`, `mkdir`), the commit rename
 (`move`) and retention (`delete`). The storage is local disk under torchrun, so
@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional
 
 import pyarrow.fs as pafs
 
-from harness.history.records import is_marker
+from ftharness.history.records import is_marker
 
 PREFIX = "checkpoint_"
 STAGING = ".staging"    # <run>/.staging/checkpoint_<time>/: written there, renamed into <run>/ to commit

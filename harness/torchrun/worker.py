@@ -1,15 +1,15 @@
-"""The Ray-free worker of a torchrun run: `python -m harness.torchrun.worker SPEC`.
+"""The Ray-free worker of a torchrun run: `python -m ftharness.harness.torchrun.worker SPEC`.
 
 TorchElastic starts it with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT and
 TORCHELASTIC_RESTART_COUNT in its environment; the launcher adds the collector's
 address and the node, and the agent the rendezvous round (`FTHARNESS_ATTEMPT_ID`).
 It joins a gloo process group, restores the newest committed checkpoint of the
-run (harness.torchrun.storage), and runs the reference loop of
-harness.job.workload (`run_loop`) with `TorchrunSide`: the same steps, rows,
+run (ftharness.harness.torchrun.storage), and runs the reference loop of
+ftharness.harness.job.workload (`run_loop`) with `TorchrunSide`: the same steps, rows,
 accumulators, markers and digests as under Ray, recorded as the same events
 (worker_start, step, checkpoint_written, checkpoint_registered, report,
 worker_end / worker_error). crash_worker plans raise ChaosCrash here, as
-harness.job.instrument does under Ray.
+ftharness.harness.job.instrument does under Ray.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional
 
-from harness.errors import ChaosCrash
-from harness.history.records import marker_name
-from harness.job.digests import digest_of, directory_intact, file_hashes
-from harness.torchrun import storage
-from harness.torchrun.client import CollectorClient, TcpEmitter
-from harness.torchrun.orphans import die_with_parent
+from ftharness.errors import ChaosCrash
+from ftharness.history.records import marker_name
+from ftharness.harness.job.digests import digest_of, directory_intact, file_hashes
+from ftharness.harness.torchrun import storage
+from ftharness.harness.torchrun.client import CollectorClient, TcpEmitter
+from ftharness.harness.torchrun.orphans import die_with_parent
 
-ENV_ATTEMPT = "FTHARNESS_ATTEMPT_ID"   # the rendezvous round, set by harness.torchrun.agent
+ENV_ATTEMPT = "FTHARNESS_ATTEMPT_ID"   # the rendezvous round, set by ftharness.harness.torchrun.agent
 ENV_NODE_ID = "FTHARNESS_NODE_ID"      # the node (agent) this worker runs on, set by the launcher
 ENV_AGENT_PID = "FTHARNESS_AGENT_PID"  # who must be this worker's parent
 
@@ -92,7 +92,7 @@ class Recorder:
 
 
 class TorchrunSide:
-    """harness.job.workload's runtime side under TorchElastic (see RayTrainSide there)."""
+    """ftharness.harness.job.workload's runtime side under TorchElastic (see RayTrainSide there)."""
 
     def __init__(self, rec: Recorder, spec: Dict[str, Any], restored: Optional[str]):
         import torch
@@ -165,13 +165,13 @@ _FS: Dict[Optional[str], Any] = {}
 
 def storage_filesystem(spec: Dict[str, Any]):
     """The pyarrow filesystem the job's checkpoint operations go through: local disk, or with a
-    storage_errors fault in the scenario, faults.storage's chaos filesystem over it (its control
+    storage_errors fault in the scenario, ftharness.faults.storage's chaos filesystem over it (its control
     file in the storage root), one per process. The harness's own markers and digests are read
     past it, as under Ray, where they are read from the checkpoint Ray Train downloaded."""
     root = spec.get("storage_chaos_root")
     if root not in _FS:
         if root:
-            from faults.storage import chaos_filesystem
+            from ftharness.faults.storage import chaos_filesystem
 
             _FS[root] = chaos_filesystem(root)
         else:
@@ -183,7 +183,7 @@ def run(spec: Dict[str, Any]) -> Dict[str, Any]:
     """One worker's life: process group, restore, the loop, the landing hold."""
     import torch.distributed as dist
 
-    from harness.job.workload import run_loop
+    from ftharness.harness.job.workload import run_loop
 
     client = CollectorClient()
     rec = Recorder(client, spec)

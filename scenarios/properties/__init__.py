@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional
 
-from harness.history.model import as_history
-from scenarios.properties import (bounded_lost_work, budget_accounting, exactly_once_restore, monotonic_counters,
+from ftharness.history.model import as_history
+from ftharness.scenarios.properties import (bounded_lost_work, budget_accounting, exactly_once_restore, monotonic_counters,
                                   no_zombie_writes, recovers, shard_reassignment)
-from scenarios.properties.base import Check, CheckResult, Events, Facts, always, not_judged
+from ftharness.scenarios.properties.base import Check, CheckResult, Events, Facts, always, not_judged
 
 #: property name -> its module, in the order summaries list them
 REGISTRY = {

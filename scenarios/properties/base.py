@@ -1,8 +1,8 @@
 """What every property shares: its result, and the helpers over the history model.
 
 A property is a module of this package with a pure function
-`check(events, context) -> CheckResult` over the list `harness.history.read_events`
-returns (or a `harness.history.model.History` built from it), so a history can
+`check(events, context) -> CheckResult` over the list `ftharness.history.read_events`
+returns (or a `ftharness.history.model.History` built from it), so a history can
 be re-judged offline, long after the cluster is gone; nothing here imports ray.
 It may also have `applies(facts) -> bool`: whether a scenario expects it when
 `expect.properties` is not given (without one, every scenario does).
@@ -24,7 +24,7 @@ optional and a check skips what it cannot judge without it:
 | `injected` [{kind, budget, fault?}] (the scenario's faults, in order) | budget_accounting |
 | `expected_budgets` {failure seq: (budget, fault kind)} (from the fault landings) | budget_accounting |
 
-Attempts, fits, failures and recoveries are those of `harness.history.model`.
+Attempts, fits, failures and recoveries are those of `ftharness.history.model`.
 The "lineage" is the sequence of steps whose effect survives: when an attempt
 restores step r, steps above r done before are thrown away and the restored
 attempt's steps replace them.
@@ -37,8 +37,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
-from harness.history.model import History, Key
-from scenarios.reference_data import WorkloadConfig
+from ftharness.history.model import History, Key
+from ftharness.scenarios.reference_data import WorkloadConfig
 
 MAX_SHOWN = 3                  # violations spelled out in an explanation
 PASSED, FAILED, NOT_JUDGED = "passed", "failed", "not_judged"

@@ -25,8 +25,8 @@ from functools import partial
 from itertools import accumulate
 from typing import Dict, List, Optional, Tuple
 
-from harness.history.model import Attempt, History, _seq, as_history
-from scenarios.properties.base import MAX_SHOWN, CheckResult, Events, Facts, failure_text, not_judged, result
+from ftharness.history.model import Attempt, History, _seq, as_history
+from ftharness.scenarios.properties.base import MAX_SHOWN, CheckResult, Events, Facts, failure_text, not_judged, result
 
 
 def applies(facts: Facts) -> bool:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Dict, List, Optional, Tuple
 
-from harness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, Fit, History, as_history
-from scenarios import policy_model
-from scenarios.properties.base import CheckResult, Events, always, failure_text, not_judged, result
+from ftharness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, Fit, History, as_history
+from ftharness.scenarios import policy_model
+from ftharness.scenarios.properties.base import CheckResult, Events, always, failure_text, not_judged, result
 
 ERROR_BUDGETS = {              # budgets Ray may charge each raised error type to
     "ControllerError": {"controller", NOT_RETRYABLE},

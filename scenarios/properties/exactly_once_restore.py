@@ -8,10 +8,10 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from harness.history.model import Attempt, History, Key, as_history
-from scenarios.properties.base import (CheckResult, Events, always, lineage, not_judged, result, segments,
+from ftharness.history.model import Attempt, History, Key, as_history
+from ftharness.scenarios.properties.base import (CheckResult, Events, always, lineage, not_judged, result, segments,
                                        workload_config)
-from scenarios.reference_data import ACC_FIELDS
+from ftharness.scenarios.reference_data import ACC_FIELDS
 
 
 applies = always   # every scenario can judge it

@@ -15,8 +15,8 @@ import math
 from collections import defaultdict
 from typing import Dict, List, Optional, Tuple
 
-from harness.history.model import History, Key, as_history
-from scenarios.properties.base import CheckResult, Events, Facts, lineage, not_judged, result, segments
+from ftharness.history.model import History, Key, as_history
+from ftharness.scenarios.properties.base import CheckResult, Events, Facts, lineage, not_judged, result, segments
 
 
 def applies(facts: Facts) -> bool:

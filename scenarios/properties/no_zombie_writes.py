@@ -7,8 +7,8 @@ import bisect
 from collections import defaultdict
 from typing import Dict, List
 
-from harness.history.model import Attempt, History, _seq, as_history
-from scenarios.properties.base import CheckResult, Events, Facts, not_judged, result
+from ftharness.history.model import Attempt, History, _seq, as_history
+from ftharness.scenarios.properties.base import CheckResult, Events, Facts, not_judged, result
 
 
 def applies(facts: Facts) -> bool:

@@ -1,7 +1,7 @@
 """recovers: when the budgets allowed it the run succeeded, and every recovery
 Ray owed fit `recovery_bound_s`.
 
-A recovery is `harness.history.model`'s: from the fault (or, with none, the
+A recovery is `ftharness.history.model`'s: from the fault (or, with none, the
 failed attempt's first error) to the first step of an attempt restarted after
 the outage, the same number the reports' recovery table shows. One is owed per
 outage in which a failure was retried.
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import List
 
-from harness.history.model import NOT_RETRYABLE, History, Recovery, as_history
-from scenarios import policy_model
-from scenarios.properties.base import CheckResult, Events, Facts, failure_text, not_judged, result
+from ftharness.history.model import NOT_RETRYABLE, History, Recovery, as_history
+from ftharness.scenarios import policy_model
+from ftharness.scenarios.properties.base import CheckResult, Events, Facts, failure_text, not_judged, result
 
 
 def applies(facts: Facts) -> bool:

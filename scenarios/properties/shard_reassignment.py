@@ -9,10 +9,10 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from harness.history.model import History, Key, _all_int, as_history
-from scenarios.properties.base import (CheckResult, Events, Facts, lineage, not_judged, result, segments,
+from ftharness.history.model import History, Key, _all_int, as_history
+from ftharness.scenarios.properties.base import (CheckResult, Events, Facts, lineage, not_judged, result, segments,
                                        workload_config)
-from scenarios.reference_data import WorkloadConfig, epoch_permutation, global_batch, rank_slice
+from ftharness.scenarios.reference_data import WorkloadConfig, epoch_permutation, global_batch, rank_slice
 
 
 def applies(facts: Facts) -> bool:

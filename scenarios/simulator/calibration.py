@@ -6,7 +6,7 @@ only registered ones), and the measured recoveries per fault kind. Measuring
 them from results folders needs the reports layer, so that lives in
 `reports/calibrate.py`; this module is pure.
 
-DEFAULTS were measured by `reports.calibrate.from_results` on the two recorded
+DEFAULTS were measured by `ftharness.reports.calibrate.from_results` on the two recorded
 runs in tests/data (kill-worker, preempt-node: 2 CPU workers, gloo, the `fast`
 profile, this project's 2-core machine). They describe a toy job: for a plan
 of a real job pass its results folders or its own figures.
@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional, Tuple
 
-from harness.history.model import PARTS
+from ftharness.history.model import PARTS
 
 #: Ray Train's RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S (ray-train-v2-faults.md)
 STARTUP_TIMEOUT_S = 60.0

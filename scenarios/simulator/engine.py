@@ -10,7 +10,7 @@ Model of one job (times in wall seconds, horizon `days`):
   `checkpoint_s`; a checkpoint becomes restorable `registration_lag_s` after it
   is written (Ray registers a report once every rank has reported).
 - Failures arrive as independent Poisson processes per cause (rates.py). Each
-  is decided by the Ray failure policy (scenarios.policy_model: its class
+  is decided by the Ray failure policy (ftharness.scenarios.policy_model: its class
   table, its limits and its decide()); RAISE ends the run.
 - On a retried failure the work since the latest registered checkpoint is lost
   and training resumes after a recovery time resampled from the calibration
@@ -35,10 +35,10 @@ from typing import Dict, Mapping, Optional
 
 import numpy as np
 
-from harness.history.model import BUDGETS, NOT_RETRYABLE
-from scenarios.policy_model import CLASSES, decide, limits
-from scenarios.simulator.calibration import Calibration
-from scenarios.simulator.rates import CAUSES
+from ftharness.history.model import BUDGETS, NOT_RETRYABLE
+from ftharness.scenarios.policy_model import CLASSES, decide, limits
+from ftharness.scenarios.simulator.calibration import Calibration
+from ftharness.scenarios.simulator.rates import CAUSES
 
 DAY_S = 86_400.0
 MONTH_DAYS = 30.0

@@ -3,7 +3,7 @@
 Every rate is per accelerator-hour, so it scales with the job's size (failures
 independent across accelerators, as advice.py assumes). Causes map to the
 fault kind whose measured recovery they borrow and to a failure class of
-`scenarios.policy_model.CLASSES`, so the budget charged is the policy model's.
+`ftharness.scenarios.policy_model.CLASSES`, so the budget charged is the policy model's.
 
 Default hardware/software rates: Meta, "The Llama 3 Herd of Models"
 (Dubey et al., 2024, arXiv:2407.21783, section 3.3.4, Table 5): 419 unexpected

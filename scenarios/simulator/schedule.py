@@ -1,7 +1,7 @@
 """One scenario's fault schedule played step by step: what Ray should do and how long it should take.
 
 For comparing the simulator with a recorded run: the outcome, raised error
-type and budget counts come from scenarios.policy_model itself (the same
+type and budget counts come from ftharness.scenarios.policy_model itself (the same
 function the budget_accounting property judges by); the times come from the
 calibration. Faults are a scenario's `faults:` entries (dicts or the fault
 specs), fired once each at their trigger, in order.
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from scenarios.policy_model import expected_outcome
-from scenarios.simulator.calibration import Calibration
+from ftharness.scenarios.policy_model import expected_outcome
+from ftharness.scenarios.simulator.calibration import Calibration
 
 #: fault kinds that make the worker group fail (charged to max_failures)
 WORKER_GROUP_KINDS = ("kill_worker", "crash_worker", "hang_worker", "kill_node", "partition_node")

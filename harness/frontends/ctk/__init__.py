@@ -28,4 +28,4 @@ def discover(discover_system: bool = True) -> Dict[str, Any]:
 def load_exported_activities() -> List[Dict[str, Any]]:
     from chaoslib.discovery.discover import discover_actions, discover_probes
 
-    return discover_actions("harness.frontends.ctk.actions") + discover_probes("harness.frontends.ctk.probes")
+    return discover_actions("ftharness.harness.frontends.ctk.actions") + discover_probes("ftharness.harness.frontends.ctk.probes")

@@ -1,9 +1,9 @@
 """Chaos Toolkit actions: every ftharness fault kind, injected now into the run
-the `harness.frontends.ctk.control` control started. Arguments are the fault's own
+the `ftharness.harness.frontends.ctk.control` control started. Arguments are the fault's own
 (design.md's table); each returns what the history recorded for it.
 
     {"type": "action", "name": "preempt-a-node",
-     "provider": {"type": "python", "module": "harness.frontends.ctk.actions", "func": "preempt_node",
+     "provider": {"type": "python", "module": "ftharness.harness.frontends.ctk.actions", "func": "preempt_node",
                   "arguments": {"target": {"rank": 1}, "notice_s": 3, "replace": true}}}
 
 `crash_worker` is not here: it raises inside the train function, so it belongs
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from harness.frontends.ctk.session import current
+from ftharness.harness.frontends.ctk.session import current
 
 __all__ = ["kill_worker", "hang_worker", "kill_node", "preempt_node", "partition_node",
            "corrupt_checkpoint", "storage_errors", "starve_resources", "kill_controller", "heal_all"]

@@ -1,7 +1,7 @@
 """Chaos Toolkit control: an embedded cluster and the training run for the
 experiment, validated first and torn down after.
 
-    "controls": [{"name": "ftharness", "provider": {"type": "python", "module": "harness.frontends.ctk.control",
+    "controls": [{"name": "ftharness", "provider": {"type": "python", "module": "ftharness.harness.frontends.ctk.control",
                   "arguments": {"scenario": {"name": "ctk-demo", "workload": {"steps": 60}}, "out": "results/ctk"}}}]
 
 `scenario` is a scenario mapping (or a YAML path) without faults, or with
@@ -21,10 +21,10 @@ from typing import Any, Dict, List, Optional
 
 from chaoslib.exceptions import InterruptExecution
 
-from harness.frontends.ctk import actions
-from harness.frontends.ctk.session import Session, session_or_none, validate_fault
-from harness.history.store import Emitter
-from harness.errors import ScenarioError
+from ftharness.harness.frontends.ctk import actions
+from ftharness.harness.frontends.ctk.session import Session, session_or_none, validate_fault
+from ftharness.history.store import Emitter
+from ftharness.errors import ScenarioError
 
 __all__ = ["before_experiment_control", "after_experiment_control", "cleanup_control",
            "validate_experiment"]
@@ -39,7 +39,7 @@ def validate_experiment(experiment: Dict[str, Any], scenario=None) -> None:
     """Raise ScenarioError (one line) for the first ftharness action that does not fit."""
     for act in _activities(experiment):
         provider = act.get("provider") or {}
-        if provider.get("module") != "harness.frontends.ctk.actions":
+        if provider.get("module") != "ftharness.harness.frontends.ctk.actions":
             continue
         func, name = provider.get("func"), act.get("name", "?")
         if func not in actions.__all__:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any, Dict
 
-from harness.frontends.ctk.session import current
+from ftharness.harness.frontends.ctk.session import current
 
 __all__ = ["training_progresses", "current_step", "current_attempt", "budget_use", "property_holds"]
 
@@ -33,7 +33,7 @@ def current_attempt() -> int:
 
 def budget_use() -> Dict[str, int]:
     """Failures charged so far to each Ray Train budget."""
-    from scenarios.verdict import budgets_used
+    from ftharness.scenarios.verdict import budgets_used
 
     return budgets_used(current().events())
 
@@ -42,8 +42,8 @@ def property_holds(name: str) -> bool:
     """No violation of one ftharness property (exactly_once_restore, budget_accounting, ...)
     in the history so far. A property that has nothing to judge yet (no outcome before
     the run ends) holds here; the run's verdict at the end judges it on its evidence."""
-    from scenarios.properties import run_checks
-    from scenarios.verdict import check_context
+    from ftharness.scenarios.properties import run_checks
+    from ftharness.scenarios.verdict import check_context
 
     session = current()
     events = session.events()

@@ -13,12 +13,12 @@ from typing import Any, Dict, List, Optional
 
 import ray
 
-from harness.cluster.handles import open_cluster
-from harness.history.records import read_events
-from harness.run.runner import RunOptions, ScenarioRunner
-from scenarios.schema import Scenario, parse_scenario
-from harness.errors import ScenarioError
-from harness.errors import NoSession
+from ftharness.harness.cluster.handles import open_cluster
+from ftharness.history.records import read_events
+from ftharness.harness.run.runner import RunOptions, ScenarioRunner
+from ftharness.scenarios.schema import Scenario, parse_scenario
+from ftharness.errors import ScenarioError
+from ftharness.errors import NoSession
 
 _session: Optional["Session"] = None
 
@@ -29,7 +29,7 @@ def session_or_none() -> Optional["Session"]:
 
 def current() -> "Session":
     if _session is None:
-        raise NoSession("no ftharness run: add the control `harness.frontends.ctk.control` to the experiment")
+        raise NoSession("no ftharness run: add the control `ftharness.harness.frontends.ctk.control` to the experiment")
     return _session
 
 
@@ -60,7 +60,7 @@ class Session:
     @classmethod
     def from_arguments(cls, scenario: Any = None, out: Optional[str] = None) -> "Session":
         if isinstance(scenario, str):
-            from scenarios.schema import load_scenario
+            from ftharness.scenarios.schema import load_scenario
 
             sc = load_scenario(scenario)
         else:

@@ -7,7 +7,7 @@ it to `history.jsonl` and flushes before it acknowledges; emitters wait for that
 acknowledgement, so a process killed after `emit` returned loses nothing.
 Every emitter numbers its events, and closing the history appends a
 `history_end` manifest, so a lost or altered event is visible to the reader
-(harness.history.records.read_history).
+(ftharness.history.records.read_history).
 
 Event kinds and their fields are documented in docs/history.md; the `KINDS`
 table below is the same list in code. `load_history(path)` gives a pandas frame.
@@ -26,9 +26,9 @@ from typing import Any, Dict, List, Optional
 
 import ray
 
-from harness.history import spool
-from harness.history.records import seal
-from harness.history.triggers import TriggerBook
+from ftharness.history import spool
+from ftharness.history.records import seal
+from ftharness.history.triggers import TriggerBook
 
 NAMESPACE = "ftharness"
 
@@ -69,7 +69,7 @@ class HistoryBook:
     own thread group because it waits for that announcement).
 
     A plain class, thread-safe on its own lock: Ray runs it as `HistoryActor`;
-    a torchrun run (harness.torchrun.collector) serves the same book from the
+    a torchrun run (ftharness.harness.torchrun.collector) serves the same book from the
     harness process over loopback TCP, so both runtimes write one format.
     """
 
@@ -302,7 +302,7 @@ class Emitter:
 
     An acknowledgement that does not come within `ack_timeout_s` means the head
     is out of reach (a partition) or the actor is gone: the event goes to the
-    node-local journal (harness.history.spool), and so does every later one
+    node-local journal (ftharness.history.spool), and so does every later one
     until an earlier hand-over is seen to complete. Events are still sent,
     without waiting, so a slow actor loses nothing; the merge drops duplicates.
     """

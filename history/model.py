@@ -1,6 +1,6 @@
 """One model of a history: events -> fits -> attempts -> failures -> recoveries.
 
-Pure (no Ray, no pandas), over the event dicts of `harness.history.records`
+Pure (no Ray, no pandas), over the event dicts of `ftharness.history.records`
 (docs/history.md), so an old results folder and a synthetic history are
 understood alike. This is the one place that decides what an attempt, an
 outage and a recovery are: the properties, the verdict and the reports all
@@ -239,7 +239,7 @@ class Recovery:
         return {p: getattr(self, p) for p in PARTS}
 
     def row(self) -> Event:
-        """The recovery as one flat row (reports.metrics.RECOVERY_COLUMNS); what
+        """The recovery as one flat row (ftharness.reports.metrics.RECOVERY_COLUMNS); what
         was not recorded is left out."""
         row: Event = {"source": self.source, "fit_index": self.fit_index, "t0": self.t0}
         if self.injected is not None:
@@ -330,7 +330,7 @@ class History:
         self._spans: Optional[List[StepSpan]] = None
         self._of_kind: Dict[str, List[Tuple[Event, int, Optional[Key]]]] = {}
         #: views derived from the model that several readers share, computed once by the first
-        #: (e.g. scenarios.properties.base.lineage)
+        #: (e.g. ftharness.scenarios.properties.base.lineage)
         self.memo: Dict[str, Any] = {}
         kinds, filing, add_placed = self._kinds, self._filing, self.placed.append
         first = len(self.events)

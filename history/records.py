@@ -1,6 +1,6 @@
 """Reading a history file back, and judging whether it is complete (pure, no Ray).
 
-The history actor (harness.history) writes one JSON object per line and, when
+The history actor (ftharness.history) writes one JSON object per line and, when
 the run closes, a last `history_end` event: how many events each emitter
 handed over, how many lines came before it, and a sha256 over those lines in
 file order. Each event carries `seq` (the actor's order) and, from its
@@ -272,7 +272,7 @@ class HistoryReader:
 
 class LiveHistory:
     """The events of a history file that is still being written, and their
-    model (harness.history.model.History), kept up to date by reading only
+    model (ftharness.history.model.History), kept up to date by reading only
     the lines appended since the last `update()` (a line still being written
     waits for its newline): what a live view judges over and over.
 
@@ -293,7 +293,7 @@ class LiveHistory:
 
     def update(self):
         """(events, model) of the history as it stands now."""
-        from harness.history.model import History
+        from ftharness.history.model import History
 
         try:
             size = os.path.getsize(self.path)
