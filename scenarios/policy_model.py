@@ -1,7 +1,17 @@
-"""What Ray Train 2.60's DefaultFailurePolicy decides for a sequence of failures.
+"""What Ray Train's DefaultFailurePolicy decides for a sequence of failures, release by release.
 
 The model mirrors `ray/train/v2/_internal/execution/failure_handling/default.py`
-so that checks and scenario expectations need no Ray:
+of each supported release (ftharness.releases) so that checks and scenario
+expectations need no Ray. Every function takes the `ray_version` the history
+was recorded on (None: the newest release's rules). Two rule sets exist:
+
+- 2.58 and later: three budgets, as below;
+- 2.51 to 2.57: two budgets, `max_failures` and `controller_failure_limit`.
+  There is no preemption class: a worker that died with its node drained for
+  preemption is a worker-group failure, charged to `max_failures`, and no
+  PreemptionError exists (so `preemption` never appears in such a history).
+
+On 2.58+:
 
 - a non-retryable ControllerError (anything but a worker-group startup failure
   or timeout) is raised at once and charged to no budget;
@@ -43,6 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional
 
+from ftharness import releases
 from ftharness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, TORCHRUN_BUDGET
 
 #: failure class -> (budget, error type fit() raises when it is the last failure)
@@ -54,8 +65,28 @@ CLASSES: Dict[str, tuple] = {
     "controller_fatal": (NOT_RETRYABLE, "ControllerError"),
 }
 
-#: FailureConfig defaults in Ray Train 2.60
+#: FailureConfig defaults of the newest release (each release's own: releases.RELEASES[...].failure_config)
 DEFAULTS = {"max_failures": 0, "max_preemption_failures": -1, "controller_failure_limit": -1}
+
+
+def rules(ray_version: Optional[str] = None) -> "releases.Release":
+    """The release whose policy judges a history recorded on `ray_version`."""
+    return releases.for_history(ray_version)
+
+
+def charged(budget: Optional[str], ray_version: Optional[str] = None) -> Optional[str]:
+    """The budget a failure hinted as `budget` (by a fault's landing: a preemption, a
+    kill) is charged to on `ray_version`: before 2.58 a preemption is a worker-group failure."""
+    if budget == "preemption" and not rules(ray_version).preemption_budget:
+        return "worker_group"
+    return budget
+
+
+def failure_class_on(cls: str, ray_version: Optional[str] = None) -> str:
+    """`cls` as the release classifies it (preemption classes fold into worker_group before 2.58)."""
+    if cls in ("preemption", "preemption_death") and not rules(ray_version).preemption_budget:
+        return "worker_group"
+    return cls
 
 
 @dataclass(frozen=True)
@@ -81,13 +112,16 @@ class Expectation:
     unreached: List[str] = field(default_factory=list)  # classes after the RAISE
 
 
-def limits(failure_config: Optional[Mapping]) -> Dict[str, int]:
-    """Budget -> limit, with Ray's defaults for missing or None fields."""
+def limits(failure_config: Optional[Mapping], ray_version: Optional[str] = None) -> Dict[str, int]:
+    """Budget -> limit for the budgets the release has, with its defaults for missing or None fields."""
     fc = dict(failure_config or {})
+    release = rules(ray_version)
     out = {}
     for budget, key in LIMIT_FIELD.items():
+        if budget not in release.budgets:
+            continue
         value = fc.get(key)
-        out[budget] = DEFAULTS[key] if value is None else int(value)
+        out[budget] = int(release.failure_config.get(key, DEFAULTS[key])) if value is None else int(value)
     return out
 
 
@@ -96,16 +130,17 @@ def decide(count: int, limit: int) -> str:
     return "RETRY" if limit == -1 or count <= limit else "RAISE"
 
 
-def expected_outcome(failure_config: Optional[Mapping], failures: Iterable[str]) -> Expectation:
-    """Decisions, budget counts, outcome and raised error type for `failures`."""
-    lim = limits(failure_config)
+def expected_outcome(failure_config: Optional[Mapping], failures: Iterable[str],
+                     ray_version: Optional[str] = None) -> Expectation:
+    """Decisions, budget counts, outcome and raised error type for `failures` on `ray_version`."""
+    lim = limits(failure_config, ray_version)
     counts = {b: 0 for b in BUDGETS}
     decisions: List[Decision] = []
     failures = list(failures)
     for i, cls in enumerate(failures):
         if cls not in CLASSES:
             raise ValueError(f"unknown failure class {cls!r}; expected one of {sorted(CLASSES)}")
-        budget, error_type = CLASSES[cls]
+        budget, error_type = CLASSES[failure_class_on(cls, ray_version)]
         if budget == NOT_RETRYABLE:
             decisions.append(Decision(cls, budget, "RAISE", 0, 0, dict(counts)))
         else:
@@ -186,5 +221,7 @@ def fit_expectation(failure_config: Optional[Mapping], failures: List[Mapping],
     if is_torchrun(context, failures):
         known = [f for f in failures if f.get("budget") in (TORCHRUN_BUDGET, TORCHRUN_MEMBERSHIP, NOT_RETRYABLE)]
         return torchrun_expectation(failure_config, known), known
+    version = (context or {}).get("ray_version")
     known = [f for f in failures if failure_class(f.get("budget"), f.get("error_type"))]
-    return expected_outcome(failure_config, [failure_class(f.get("budget"), f.get("error_type")) for f in known]), known
+    classes = [failure_class(f.get("budget"), f.get("error_type")) for f in known]
+    return expected_outcome(failure_config, classes, version), known

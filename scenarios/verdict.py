@@ -134,6 +134,7 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None) -> Di
                         if f["landed"] and f["expected_budget"] and f["failure_seq"] is not None}
     return {
         "runtime": scenario.workload.runtime,
+        "ray_version": start.get("ray_version"),   # None: recorded before 2.51 support, i.e. on 2.60
         "failure_config": scenario.failure_config.model_dump(),
         "outcome": outcome.get("outcome"),
         "error_type": outcome.get("error_type"),

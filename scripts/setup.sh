@@ -7,13 +7,16 @@
 #   TORCH_INDEX=https://download.pytorch.org/whl/cpu   ./scripts/setup.sh   # CPU
 #   TORCH_INDEX=https://download.pytorch.org/whl/cuXYZ ./scripts/setup.sh   # a CUDA build listed on pytorch.org
 # A torch already in .venv is kept. The build installed is printed at the end.
+# Ray: the newest supported release (2.60) unless RAY_VERSION chooses one of
+# 2.51 to 2.60, e.g. RAY_VERSION=2.55.1 ./scripts/setup.sh (`ftharness matrix`
+# runs other releases in environments of their own, without touching .venv).
 # A second run is a no-op unless pyproject.toml or this script changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 stamp=.venv/.ftharness-setup
-want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+want="$( (cat pyproject.toml scripts/setup.sh; echo "${RAY_VERSION:-}") | sha256sum | cut -c1-16)"
 if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && .venv/bin/python -c "import ftharness, torch, ray" 2>/dev/null; then
   exit 0
 fi
@@ -29,7 +32,9 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   fi
 fi
 echo "setup: installing ftharness and its dependencies into .venv"
-.venv/bin/python -m pip install -q -e ".[test,frameworks,s3]" 2>&1 | quiet
+ray_pin=()
+[ -n "${RAY_VERSION:-}" ] && ray_pin=("ray[default,train]==${RAY_VERSION}")
+.venv/bin/python -m pip install -q -e ".[test,frameworks,s3,matrix]" "${ray_pin[@]}" 2>&1 | quiet
 .venv/bin/python -c "import ftharness, torch, ray
 print('setup: torch', torch.__version__, '(CUDA ' + torch.version.cuda + ')' if torch.version.cuda else '(CPU build)')"
 echo "$want" > "$stamp"

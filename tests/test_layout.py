@@ -20,7 +20,7 @@ PACKAGES = ("ftharness", "ftharness.harness", "ftharness.scenarios", "ftharness.
 
 #: lowest first; a module may import only from its own layer or a lower one
 LAYERS = [
-    ("contracts", ("ftharness.errors", "ftharness.history")),
+    ("contracts", ("ftharness.errors", "ftharness.releases", "ftharness.history")),
     ("doctor", ("ftharness.harness.doctor",)),  # a pure leaf: parses user scripts, imports only the errors
     ("kinds", ("ftharness.faults", "ftharness.scenarios.properties", "ftharness.scenarios.reference_data", "ftharness.scenarios.policy_model")),
     ("simulator", ("ftharness.scenarios.simulator",)),
@@ -30,7 +30,7 @@ LAYERS = [
     ("job", ("ftharness.harness.job",)),
     ("torchrun", ("ftharness.harness.torchrun",)),  # the torchrun runtime: agents, Ray-free worker, collector
     ("reports", ("ftharness.reports",)),
-    ("run", ("ftharness.harness.run",)),
+    ("run", ("ftharness.harness.run", "ftharness.harness.matrix")),
     ("frontends", ("ftharness.harness.frontends", "ftharness.__main__")),
 ]
 

@@ -6,6 +6,12 @@ controller/worker callback bases, the worker's TrainFnUtils (to observe
 `report`/`get_checkpoint` of any train function), and Ray Train's own failure
 classification. Facts about Ray 2.60 behind each wrapper are in
 `shared/ray-train-v2-faults.md`.
+
+Every supported release (2.51 to 2.60, ftharness.releases) imports this
+module: what a release lacks is detected by feature (an import that fails, an
+attribute that is absent), never by comparing version numbers, and each
+wrapper then answers as that release's own code would (no preemption class
+before 2.58: a preempted worker's death is a worker-group failure there).
 """
 
 from __future__ import annotations
@@ -20,9 +26,22 @@ from ray.train.v2._internal.execution.callback import (  # noqa: F401 (re-export
     ReportCallback,
     WorkerGroupCallback,
 )
-from ray.train.v2._internal.execution.failure_handling.default import (
-    _is_preemption_failure,
-)
+
+try:  # 2.58+: Ray's own preemption classification (a separate budget)
+    from ray.train.v2._internal.execution.failure_handling.default import (
+        _is_preemption_failure,
+    )
+except ImportError:  # 2.51-2.57: no preemption class; every worker death is a worker-group failure
+    _is_preemption_failure = None
+
+try:  # 2.58+
+    from ray.train.v2._internal.execution.worker_group.poll import _is_preempted_actor
+except ImportError:
+    def _is_preempted_actor(error) -> bool:
+        """What 2.58's poll._is_preempted_actor answers, for releases without it: the
+        actor died because its node was drained for preemption (Ray Core's own flag)."""
+        inner = getattr(error, "health_check_failure", error)
+        return isinstance(inner, ray.exceptions.RayActorError) and bool(getattr(inner, "preempted", False))
 
 TRAIN_WORKER_CLASS = "RayTrainWorker"
 TRAIN_CONTROLLER_CLASS = "TrainController"
@@ -118,17 +137,17 @@ def raylet_pid(node) -> Optional[int]:
 
 # ------------------------------------------------------------ Train controller side
 def classify_failure(error: BaseException) -> str:
-    """The budget Ray Train 2.60 charges a TrainingFailedError to.
+    """The budget the installed release's DefaultFailurePolicy charges a TrainingFailedError to.
 
-    Mirrors DefaultFailurePolicy.make_decision: controller errors first, then
-    preemption (PreemptionError, or any worker death with `.preempted`), then the
-    worker group budget.
+    Mirrors make_decision: controller errors first, then (2.58+) preemption
+    (PreemptionError, or any worker death with `.preempted`), then the worker
+    group budget. Before 2.58 there is no preemption class.
     """
     from ray.train.v2.api.exceptions import ControllerError, WorkerGroupError
 
     if isinstance(error, ControllerError):
         return "controller"
-    if _is_preemption_failure(error):
+    if _is_preemption_failure is not None and _is_preemption_failure(error):
         return "preemption"
     if isinstance(error, WorkerGroupError):
         return "worker_group"
@@ -136,9 +155,8 @@ def classify_failure(error: BaseException) -> str:
 
 
 def preempted_ranks(error: BaseException) -> List[int]:
-    """Ranks of a WorkerGroupError whose actor died of a node preemption."""
-    from ray.train.v2._internal.execution.worker_group.poll import _is_preempted_actor
-
+    """Ranks of a WorkerGroupError whose actor died of a node preemption (on every
+    release: Ray Core marks the death, whichever budget Train then charges)."""
     failures = getattr(error, "worker_failures", None) or {}
     return sorted(int(r) for r, e in failures.items() if _is_preempted_actor(e))
 
@@ -233,10 +251,40 @@ def preemption_notice() -> Optional[Dict[str, Any]]:
     """This worker's preemption notice, read locally (no collective), or None."""
     from ray.train.v2._internal.execution.context import get_train_context
 
-    info = get_train_context().preemption_context.preemption_info
+    ctx = getattr(get_train_context(), "preemption_context", None)   # absent before 2.57
+    info = getattr(ctx, "preemption_info", None)
     if info is None:
         return None
     return {"deadline_ms": getattr(info, "deadline_ms", None), "ranks": getattr(info, "preempted_ranks", None)}
+
+
+def failure_config_kwargs(fc: Dict[str, Any]) -> Dict[str, Any]:
+    """The keys of `fc` the installed release's ray.train.FailureConfig accepts
+    (max_preemption_failures arrived in 2.58, the preemption grace settings in 2.60)."""
+    import dataclasses
+    import inspect
+
+    from ray.train import FailureConfig
+
+    try:
+        names = {f.name for f in dataclasses.fields(FailureConfig)}
+    except TypeError:
+        names = set(inspect.signature(FailureConfig).parameters)
+    return {k: v for k, v in fc.items() if k in names}
+
+
+def ray_version() -> str:
+    return ray.__version__
+
+
+def retryable_controller_errors() -> tuple:
+    """Names of the controller errors the installed release's default policy retries."""
+    try:
+        from ray.train.v2._internal.execution.failure_handling.default import RETRYABLE_CONTROLLER_ERRORS
+
+        return tuple(sorted(c.__name__ for c in RETRYABLE_CONTROLLER_ERRORS))
+    except ImportError:
+        return ("WorkerGroupStartupFailedError", "WorkerGroupStartupTimeoutError")
 
 
 def now_ms() -> float:

@@ -84,7 +84,7 @@ def write_reports(out: str) -> None:
 
 def cmd_run(args) -> int:
     from ftharness.harness.run.runner import RunOptions, exit_code as summary_exit, run_scenario
-    from ftharness.scenarios.schema import default_scenario_path, load_scenario, parse_scenario
+    from ftharness.scenarios.schema import default_scenario_path, load_scenario, parse_scenario, require_release
 
     out = args.out
     try:
@@ -95,6 +95,7 @@ def cmd_run(args) -> int:
             scenario = parse_scenario(data, source="--steps", base_dir=scenario.base_dir)
         if args.submit is not None:
             return _submit(args, scenario)
+        require_release(scenario)
         if scenario.workload.runtime == "torchrun":   # no Ray cluster, so RAY_ADDRESS is not ours to read
             if args.address:
                 return _fail(f"--address: workload.runtime torchrun starts its own agents and uses no Ray "
@@ -291,12 +292,12 @@ def cmd_verdict(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from ftharness.scenarios.schema import load_scenario
+    from ftharness.scenarios.schema import load_scenario, require_release
 
     status = EXIT_PASS
     for path in args.scenarios:
         try:
-            load_scenario(path)
+            require_release(load_scenario(path), args.ray)
             print(f"ok {path}")
         except ScenarioError as e:
             print(f"ftharness: error: {e}", file=sys.stderr)
@@ -547,6 +548,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="validate scenario files without running them")
     v.add_argument("scenarios", nargs="+")
+    v.add_argument("--ray", metavar="VERSION", help="validate for this Ray release (default: the installed one)")
     v.set_defaults(func=cmd_validate)
 
     sc = sub.add_parser("schema", help="print the JSON Schema of scenario files (published as scenarios/scenario.schema.json)")

@@ -88,7 +88,7 @@ class ControllerRecorder(rp.ControllerCallback, rp.WorkerGroupCallback, rp.Repor
         retryable = True
         if isinstance(err, ControllerError):
             ctrl = type(getattr(err, "controller_failure", None)).__name__
-            retryable = ctrl in ("WorkerGroupStartupFailedError", "WorkerGroupStartupTimeoutError")
+            retryable = ctrl in rp.retryable_controller_errors()
         if retryable and budget in self._counts:
             self._counts[budget] += 1
         self._emit(

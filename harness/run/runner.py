@@ -143,6 +143,12 @@ def _torch_config(spec: Dict[str, Any]) -> Dict[str, Any]:
     return {"torch_config": TorchConfig(timeout_s=max(1, int(round(timeout))))}
 
 
+def rp_failure_config(fc: Dict[str, Any]) -> Dict[str, Any]:
+    from ftharness.harness.cluster import ray_private as rp
+
+    return rp.failure_config_kwargs(fc)
+
+
 @ray.remote(num_cpus=0, max_retries=0)
 def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
     """Builds the TorchTrainer and runs fit(); returns the outcome as plain data."""
@@ -324,7 +330,7 @@ class ScenarioRunner:
             "run_start", scenario=self.scenario.name, run_name=self.run_name,
             storage_path=self.storage_path, resume_of=(self.options.resume if self.resume_of else None),
             workload=spec["train_loop_config"], failure_config=spec["failure_config"],
-            num_workers=spec["num_workers"], fit_index=self.fit_index,
+            num_workers=spec["num_workers"], fit_index=self.fit_index, ray_version=ray.__version__,
         )
         return _fit_task.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(self.cluster.head_node_id(), soft=False),
@@ -396,7 +402,9 @@ class ScenarioRunner:
             "cpus_per_worker": w.cpus_per_worker,
             "collective_timeout_s": w.collective_timeout_s,
             "num_to_keep": w.num_to_keep,
-            "failure_config": sc.failure_config.model_dump(),
+            # what FailureConfig is given: the fields this release has (a scenario that sets one it
+            # lacks was refused at validation, so only defaults are dropped); recorded in run_start
+            "failure_config": rp_failure_config(sc.failure_config.model_dump()),
             "data": w.data if w.kind == "reference" else "resumable",
             "rows": WorkloadConfig(**cfg).rows if w.kind == "reference" else 0,
             "train_env": self.cluster.train_env(),

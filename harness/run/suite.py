@@ -19,7 +19,8 @@ from typing import Any, Dict, List
 from ftharness import scenarios
 from ftharness.harness.cluster.handles import open_cluster
 from ftharness.harness.run.runner import RunOptions, ScenarioRunner
-from ftharness.scenarios.schema import Scenario, load_scenario, one_line
+from ftharness import releases
+from ftharness.scenarios.schema import Scenario, load_scenario, one_line, release_problem, require_release
 from ftharness.errors import ScenarioError
 
 
@@ -34,6 +35,17 @@ def collect(paths: List[str]) -> List[Scenario]:
     if not files:
         raise ScenarioError(f"{', '.join(paths)}: no scenario files (*.yaml)")
     scenarios = [load_scenario(f) for f in files]
+    if paths:   # the user's own files: one that cannot run on this release is refused
+        scenarios = [require_release(s) for s in scenarios]
+    else:       # the built-in catalog: what this release cannot run is left out, each said in a line
+        runnable = []
+        for s in scenarios:
+            problem = release_problem(s, releases.installed())
+            if problem:
+                print(f"suite: {s.name} left out on this release: {one_line(problem, 240)}", file=sys.stderr)
+            else:
+                runnable.append(s)
+        scenarios = runnable
     names = [s.name for s in scenarios]
     dup = {n for n in names if names.count(n) > 1}
     if dup:

@@ -37,14 +37,16 @@ def check(events: Events, context: dict) -> CheckResult:
         return _check_torchrun(h, context)
     violations: List[str] = []
     findings: List[str] = []
-    hints = _budget_hints(h, context, findings)
+    version = context.get("ray_version")
+    hints = {seq: (policy_model.charged(b, version), kind)   # as the recorded release charges them
+             for seq, (b, kind) in _budget_hints(h, context, findings).items()}
     for fit in [h.fits[i] for i in sorted(h.fits)]:
-        violations += _charge_violations(h, fit, hints)
+        violations += _charge_violations(h, fit, hints, policy_model.rules(version))
         violations += _decision_violations(h, fit, context)
         violations += _outcome_violations(h, fit, context, findings)
     failures = [f for fit in h.fits.values() for f in fit.failures]
     counts = Counter(f.get("budget") for f in failures)
-    limits = policy_model.limits(context.get("failure_config"))
+    limits = policy_model.limits(context.get("failure_config"), version)
     summary = (f"{len(failures)} failure(s) charged as Ray's policy does "
                f"({', '.join(f'{b}: {n}' for b, n in sorted(counts.items())) or 'none'}); "
                f"decisions and outcome follow the limits "
@@ -100,13 +102,16 @@ def _budget_hints(h: History, context: dict, findings: List[str]) -> Dict[int, T
 
 
 
-def _charge_violations(h: History, fit: Fit, hints: Dict[int, Tuple[str, str]]) -> List[str]:
-    """The budget of each failure agrees with the injected fault and its error type."""
+def _charge_violations(h: History, fit: Fit, hints: Dict[int, Tuple[str, str]], release) -> List[str]:
+    """The budget of each failure agrees with the injected fault, its error type and
+    the budgets the recorded release has."""
     out = []
     for f in fit.failures:
         budget, hint = f.get("budget"), hints.get(f.get("seq"))
         allowed = ERROR_BUDGETS.get(f.get("error_type"), set(BUDGETS) | {NOT_RETRYABLE})
-        if hint and budget != hint[0]:
+        if budget in BUDGETS and budget not in release.budgets:
+            out.append(f"{failure_text(h, f)} charged to {budget}; Ray {release.name} has no {budget} budget")
+        elif hint and budget != hint[0]:
             out.append(f"{failure_text(h, f)} charged to {budget}; the injected {hint[1]} "
                        f"is charged to {hint[0]}")
         elif budget not in allowed:
@@ -121,7 +126,8 @@ def _decision_violations(h: History, fit: Fit, context: dict) -> List[str]:
     known = [(f, c) for f, c in zip(fit.failures, classes) if c is not None]
     out = [f"{failure_text(h, f)} has unknown budget {f.get('budget')!r}"
            for f, c in zip(fit.failures, classes) if c is None]
-    model = policy_model.expected_outcome(context.get("failure_config"), [c for _, c in known])
+    model = policy_model.expected_outcome(context.get("failure_config"), [c for _, c in known],
+                                          context.get("ray_version"))
     for (f, _), d in zip(known, model.decisions):
         if f.get("count") is not None and f["count"] != d.count:
             out.append(f"{failure_text(h, f)}: {d.budget} count {f['count']}, expected {d.count}")

@@ -1,0 +1,142 @@
+"""The Ray releases ftharness supports, and what each one's Train V2 does under faults.
+
+Pure data, read from each release's own code (ray/train/v2/...; the table with
+file and line evidence is docs/ray-releases.md) and confirmed by real runs
+(`ftharness matrix`). Everything version-dependent in ftharness asks this
+module: the policy model (which budget a failure is charged to, the default
+limits), the scenario language (a field a release lacks is refused, naming
+the field and the release), doctor (settings that do nothing on a release),
+and the matrix (`--ray all`). The Ray API differences themselves (imports
+that moved or do not exist) stay in harness/cluster/ray_private.py, which
+detects them by feature, not by number.
+
+A release is named by its minor version: every patch of 2.57 behaves as
+2.57's entry says (the entries were read from the latest patch of each minor).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+#: the latest patch of each minor of the V2 era, oldest first (what `--ray all` runs)
+SUPPORTED = ("2.51.2", "2.52.1", "2.53.0", "2.54.1", "2.55.1", "2.56.1", "2.57.1", "2.58.1", "2.59.0", "2.60.0")
+OLDEST, NEWEST = SUPPORTED[0], SUPPORTED[-1]
+RANGE_TEXT = "2.51 to 2.60"
+
+
+@dataclass(frozen=True)
+class Release:
+    """What one minor release's Train V2 does; each field says where it was read."""
+
+    minor: Tuple[int, int]
+    #: FailureConfig fields and their defaults (ray/train/v2/api/config.py)
+    failure_config: Dict[str, object]
+    #: a separate preemption budget and PreemptionError (failure_handling/default.py)
+    preemption_budget: bool
+    #: PREEMPTING: the controller watches drains and waits out the deadline (controller/state.py)
+    preempting_state: bool
+    #: the PreemptionWatcher actor and workers' preemption_context (execution/preemption*.py)
+    preemption_watcher: bool
+    #: ray.train.get_preemption_info() (api/train_fn_utils.py)
+    get_preemption_info: bool
+    #: ScalingConfig(num_workers=(min, max)) (api/config.py)
+    elastic: bool
+    #: controller errors the default policy retries (charged to controller_failure_limit)
+    retryable_controller_errors: Tuple[str, ...] = ("WorkerGroupStartupFailedError",
+                                                   "WorkerGroupStartupTimeoutError")
+    #: the [FailurePolicy] log line: "new" (multi-line, 2.52+) or "old" (one line, 2.51)
+    decision_log: str = "new"
+    notes: Tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def name(self) -> str:
+        return f"{self.minor[0]}.{self.minor[1]}"
+
+    @property
+    def budgets(self) -> Tuple[str, ...]:
+        return ("worker_group", "preemption", "controller") if self.preemption_budget else ("worker_group", "controller")
+
+    def preempted_death_budget(self) -> str:
+        """The budget a worker that died with its node drained for preemption is charged to."""
+        return "preemption" if self.preemption_budget else "worker_group"
+
+
+_OLD_FC = {"max_failures": 0, "controller_failure_limit": -1}
+_PREEMPT_FC = {**_OLD_FC, "max_preemption_failures": -1}
+_GRACE_FC = {**_PREEMPT_FC, "relax_collectives_on_preemption": False, "preemption_grace_s": 0.0}
+
+
+def _r(minor, fc, preempt, watcher, info, elastic, **kw) -> Release:
+    return Release((2, minor), fc, preempt, preempt, watcher, info, elastic, **kw)
+
+
+RELEASES: Dict[Tuple[int, int], Release] = {r.minor: r for r in (
+    _r(51, _OLD_FC, False, False, False, False, decision_log="old"),
+    _r(52, _OLD_FC, False, False, False, False),
+    _r(53, _OLD_FC, False, False, False, False),
+    _r(54, _OLD_FC, False, False, False, False),
+    _r(55, _OLD_FC, False, False, False, True),
+    _r(56, _OLD_FC, False, False, False, True),
+    _r(57, _OLD_FC, False, True, False, True,
+       notes=("the preemption watcher exists, but a preemption is still a worker-group failure "
+              "charged to max_failures",)),
+    _r(58, _PREEMPT_FC, True, True, True, True),
+    _r(59, _PREEMPT_FC, True, True, True, True),
+    _r(60, _GRACE_FC, True, True, True, True),
+)}
+
+
+def parse(version: str) -> Tuple[int, int, int]:
+    """(major, minor, patch) of "2.57.1" (a dev or rc suffix is ignored)."""
+    m = re.match(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?", str(version or ""))
+    if not m:
+        raise ValueError(f"not a Ray version: {version!r}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def release(version: Optional[str]) -> Optional[Release]:
+    """The entry of `version`'s minor, or None when it is outside the supported range (or unknown)."""
+    try:
+        major, minor, _ = parse(version)
+    except ValueError:
+        return None
+    return RELEASES.get((major, minor))
+
+
+def newest() -> Release:
+    return RELEASES[max(RELEASES)]
+
+
+def for_history(version: Optional[str]) -> Release:
+    """The rules that judge a history recorded on `version`: the newest when the
+    history does not say (histories from before ftharness recorded the version
+    were all made on 2.60)."""
+    return release(version) or newest()
+
+
+def installed() -> Optional[str]:
+    """The Ray version of this interpreter, or None without Ray."""
+    try:
+        from importlib.metadata import version
+
+        return version("ray")
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def field_release(flag: str) -> str:
+    """The first minor release whose entry has the boolean `flag` set ("2.55")."""
+    for minor in sorted(RELEASES):
+        if getattr(RELEASES[minor], flag):
+            return RELEASES[minor].name
+    return "none"
+
+
+def field_needs(field_name: str) -> Optional[Release]:
+    """The oldest release whose FailureConfig has `field_name`, or None if none has it."""
+    for minor in sorted(RELEASES):
+        if field_name in RELEASES[minor].failure_config:
+            return RELEASES[minor]
+    return None
