@@ -39,10 +39,22 @@ def recovery_times(events: Events) -> List[float]:
     return [round(r.recovery_s, 3) for r in as_history(events).recoveries() if r.recovery_s is not None]
 
 
-def final_step(outcome: Dict[str, Any]) -> Optional[int]:
+def final_step(outcome: Dict[str, Any], events: List[Dict[str, Any]] = ()) -> Optional[int]:
     """The step a run that stopped on its deadline ended at (its return value)."""
-    step = (outcome.get("return_value") or {}).get("step")
+    step = (returned(list(events), outcome) or {}).get("step")
     return int(step) if isinstance(step, (int, float)) and not isinstance(step, bool) else None
+
+
+def returned(events: List[Dict[str, Any]], outcome: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """Rank 0's return value: fit()'s Result.return_value (Ray 2.56+), else the one rank 0's
+    last `worker_end` recorded (every release), when the run succeeded."""
+    if outcome.get("return_value") is not None:
+        return outcome["return_value"]
+    if outcome.get("outcome") != "succeeded":
+        return None
+    ends = [e for e in events if e.get("kind") == "worker_end" and e.get("rank") == 0 and "return_value" in e]
+    value = ends[-1]["return_value"] if ends else None
+    return value if isinstance(value, dict) else None
 
 
 def final_state(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -52,15 +64,15 @@ def final_state(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[
     start = next((e for e in events if e.get("kind") == "run_start"), None)
     if start is None:
         return None
-    cfg = WorkloadConfig(**start["workload"]).ended_at(final_step(outcome))
-    if cfg.stop_at is not None and final_step(outcome) is None:
+    cfg = WorkloadConfig(**start["workload"]).ended_at(final_step(outcome, events))
+    if cfg.stop_at is not None and final_step(outcome, events) is None:
         expected = None      # stopped on a deadline without saying where: nothing exact to compare
     elif cfg.data == "ray_data":
         sizes = {e.get("world_size") for e in events if e.get("kind") == "worker_group_started"}
         expected = expected_accumulators_ray_data(cfg, sizes.pop()) if len(sizes) == 1 else None
     else:
         expected = expected_accumulators(cfg)
-    final = (outcome.get("return_value") or {}).get("acc")
+    final = (returned(events, outcome) or {}).get("acc")
     return {"accumulators": final, "expected": expected,
             "exact": (final == expected) if (final is not None and expected is not None) else None}
 
@@ -138,7 +150,7 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None) -> Di
         "failure_config": scenario.failure_config.model_dump(),
         "outcome": outcome.get("outcome"),
         "error_type": outcome.get("error_type"),
-        "workload": (WorkloadConfig(**start["workload"]).ended_at(final_step(outcome)).to_dict()
+        "workload": (WorkloadConfig(**start["workload"]).ended_at(final_step(outcome, events)).to_dict()
                      if scenario.workload.kind == "reference" and start.get("workload") else None),
         "data": (scenario.workload.data if scenario.workload.kind == "reference"
                  else "ray_data" if scenario.workload.datasets else None),

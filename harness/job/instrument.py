@@ -236,6 +236,16 @@ def _jsonable(v: Any) -> bool:
     return isinstance(v, (int, float, str, bool)) or v is None
 
 
+def _small_plain(value, limit: int = 20000) -> bool:
+    """Whether `value` is JSON data of at most `limit` characters."""
+    import json
+
+    try:
+        return value is not None and len(json.dumps(value)) <= limit
+    except (TypeError, ValueError):
+        return False
+
+
 def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
                crash_plans: Optional[List[Dict[str, Any]]] = None, hold_s: Optional[float] = None,
                row_id: Optional[str] = None, row_datasets: Optional[List[str]] = None) -> Callable:
@@ -283,7 +293,10 @@ def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
             except Exception as e:  # noqa: BLE001 - the history is gone: nothing to wait for
                 how = f"error: {type(e).__name__}"
             held = {"held_s": round(time.time() - t, 3), "hold": how}
-        rec.emit("worker_end", step=rec.step, **(held or {}))
+        # rank 0's return value, as Result.return_value carries it from 2.56 on: the history
+        # keeps it for every release (small plain data only)
+        ret = {"return_value": out} if rec.rank == 0 and _small_plain(out) else {}
+        rec.emit("worker_end", step=rec.step, **ret, **(held or {}))
         return out
 
     if not takes_config:

@@ -202,7 +202,7 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
         "outcome": "succeeded", "error_type": None, "error": None,
         "metrics": {k: v for k, v in (result.metrics or {}).items() if isinstance(v, (int, float, str, bool))},
         "checkpoint": result.checkpoint.path if result.checkpoint else None,
-        "return_value": result.return_value,
+        "return_value": getattr(result, "return_value", None),   # Result.return_value: 2.56+
     }
 
 
