@@ -46,6 +46,20 @@ class Release:
     #: controller errors the default policy retries (charged to controller_failure_limit)
     retryable_controller_errors: Tuple[str, ...] = ("WorkerGroupStartupFailedError",
                                                    "WorkerGroupStartupTimeoutError")
+    #: default RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S (constants.py): 30 s, 60 s from 2.54
+    start_timeout_s: float = 60.0
+    #: the env var bounding report/barrier collectives (constants.py) and its default
+    #: (2.51: RAY_TRAIN_REPORT_BARRIER_TIMEOUT_S 1800 s; 2.52-2.55: -1 = none; 2.56+: unset = none,
+    #: and -1 there makes every wait time out at once)
+    collective_timeout_env: str = "RAY_TRAIN_COLLECTIVE_TIMEOUT_S"
+    collective_timeout_default: Optional[float] = None
+    #: the run snapshot records ray_version (checkpoint_manager.py, 2.54+)
+    snapshot_records_version: bool = True
+    #: a resumed run checks that the snapshot's checkpoint folders exist (2.54+; before, the
+    #: check ran before the list was loaded and never saw a missing folder)
+    snapshot_checks_folders: bool = True
+    #: PlacementGroupCleaner removes a dead controller's placement group (2.53+)
+    pg_cleaner: bool = True
     #: the [FailurePolicy] log line: "new" (multi-line, 2.52+) or "old" (one line, 2.51)
     decision_log: str = "new"
     notes: Tuple[str, ...] = field(default_factory=tuple)
@@ -72,19 +86,29 @@ def _r(minor, fc, preempt, watcher, info, elastic, **kw) -> Release:
     return Release((2, minor), fc, preempt, preempt, watcher, info, elastic, **kw)
 
 
+_PRE54 = dict(start_timeout_s=30.0, snapshot_records_version=False, snapshot_checks_folders=False,
+              collective_timeout_default=-1)
+
 RELEASES: Dict[Tuple[int, int], Release] = {r.minor: r for r in (
-    _r(51, _OLD_FC, False, False, False, False, decision_log="old"),
-    _r(52, _OLD_FC, False, False, False, False),
-    _r(53, _OLD_FC, False, False, False, False),
-    _r(54, _OLD_FC, False, False, False, False),
-    _r(55, _OLD_FC, False, False, False, True),
-    _r(56, _OLD_FC, False, False, False, True),
+    _r(51, _OLD_FC, False, False, False, False, decision_log="old", pg_cleaner=False, **{
+        **_PRE54, "collective_timeout_env": "RAY_TRAIN_REPORT_BARRIER_TIMEOUT_S",
+        "collective_timeout_default": 1800}),
+    _r(52, _OLD_FC, False, False, False, False, pg_cleaner=False, **_PRE54),
+    _r(53, _OLD_FC, False, False, False, False, **_PRE54),
+    _r(54, _OLD_FC, False, False, False, False, collective_timeout_default=-1,
+       notes=("worker-group start timeout 30 s -> 60 s; snapshots record ray_version",)),
+    _r(55, _OLD_FC, False, False, False, True, collective_timeout_default=-1,
+       notes=("elastic num_workers: [min, max]",)),
+    _r(56, _OLD_FC, False, False, False, True,
+       notes=("RAY_TRAIN_COLLECTIVE_TIMEOUT_S unset means no timeout; -1 now times out at once",)),
     _r(57, _OLD_FC, False, True, False, True,
-       notes=("the preemption watcher exists, but a preemption is still a worker-group failure "
-              "charged to max_failures",)),
-    _r(58, _PREEMPT_FC, True, True, True, True),
-    _r(59, _PREEMPT_FC, True, True, True, True),
-    _r(60, _GRACE_FC, True, True, True, True),
+       notes=("the preemption watcher tells workers of a drain, but a preemption is still a "
+              "worker-group failure charged to max_failures",)),
+    _r(58, _PREEMPT_FC, True, True, True, True,
+       notes=("max_preemption_failures, PreemptionError, PREEMPTING: a preemption has its own budget",)),
+    _r(59, _PREEMPT_FC, True, True, True, True, notes=("no change under ray/train from 2.58",)),
+    _r(60, _GRACE_FC, True, True, True, True,
+       notes=("relax_collectives_on_preemption, preemption_grace_s",)),
 )}
 
 

@@ -538,6 +538,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_subcommands(sub)
 
+    from ftharness.harness.matrix.command import add_parser as add_matrix
+
+    add_matrix(sub)
+
     c = sub.add_parser("check", help="re-judge a results folder from its history")
     c.add_argument("results")
     c.set_defaults(func=cmd_check)

@@ -28,12 +28,21 @@ def catalog_dir() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(scenarios.__file__)), "catalog")
 
 
-def collect(paths: List[str]) -> List[Scenario]:
+def collect_files(paths: List[str]) -> List[str]:
+    """Scenario files of `paths` (files, or folders of *.yaml); the built-in catalog when empty."""
     files: List[str] = []
     for p in paths or [catalog_dir()]:
         files.extend(sorted(glob.glob(os.path.join(p, "*.yaml"))) if os.path.isdir(p) else [p])
     if not files:
         raise ScenarioError(f"{', '.join(paths)}: no scenario files (*.yaml)")
+    for f in files:
+        if not os.path.isfile(f):
+            raise ScenarioError(f"{f}: no such scenario file")
+    return files
+
+
+def collect(paths: List[str]) -> List[Scenario]:
+    files = collect_files(paths)
     scenarios = [load_scenario(f) for f in files]
     if paths:   # the user's own files: one that cannot run on this release is refused
         scenarios = [require_release(s) for s in scenarios]

@@ -1,0 +1,120 @@
+"""`ftharness matrix`: the same scenarios across Ray releases and configurations.
+
+    ftharness matrix scenarios/catalog/kill-worker.yaml --ray 2.51.2,2.58.1,2.60.0
+    ftharness matrix --ray all --set workload.checkpoint_every=1,5 --repeat 3 --out results/m
+
+Everything is validated before the first cell starts (releases, axis paths,
+every cell's scenario against the schema and its release); then each cell runs
+as one `ftharness run` in its release's environment, and the report
+(matrix.html, matrix.csv, junit.xml, changes.json) is written into --out.
+Exit: 0 when every cell passed (changes are not failures), 1 when a cell
+FAILed, 3 when none failed but one was INCONCLUSIVE or could not run, 2 for
+bad input.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import List
+
+from ftharness import releases
+from ftharness.errors import ScenarioError
+
+
+def add_parser(sub) -> None:
+    m = sub.add_parser("matrix", help="run scenarios on several Ray releases and configurations; report what changed")
+    m.add_argument("paths", nargs="*", help="scenario files or folders (default: the built-in catalog)")
+    m.add_argument("--ray", metavar="VERSIONS", help=f"comma list of releases ({releases.RANGE_TEXT}; a minor such as "
+                   "2.57 means its latest patch) or 'all' (default: the installed release)")
+    m.add_argument("--set", dest="sets", action="append", default=[], metavar="PATH=V1,V2",
+                   help="an axis: a scenario field and its values, e.g. workload.checkpoint_every=1,5,10 (repeatable)")
+    m.add_argument("--runtime", metavar="ray,torchrun", help="an axis of runtimes (workload.runtime)")
+    m.add_argument("--repeat", type=int, default=1, help="runs per cell (default 1); recovery times get a "
+                   "bootstrap interval from 2 on")
+    m.add_argument("--out", help="matrix folder (default: results/matrix-<time>)")
+    m.add_argument("--cell-timeout", type=float, default=1800.0, help="seconds per cell (default 1800)")
+    m.add_argument("--allow-destructive", action="store_true",
+                   help="passed to every cell's run (a scenario with cluster.address needs it)")
+    m.add_argument("--dry-run", action="store_true", help="validate and list the cells; run nothing")
+    m.set_defaults(func=cmd_matrix)
+
+
+def plan(args):
+    """(cells, out folder): everything checked, nothing started."""
+    from ftharness.harness.matrix.axes import expand, parse_releases, parse_sets
+    from ftharness.harness.matrix.cells import for_release
+    from ftharness.harness.run.suite import collect_files
+    from ftharness.scenarios.schema import load_yaml_text, parse_scenario, release_problem, scenario_json_schema
+
+    rays = parse_releases(args.ray)
+    axes = parse_sets(args.sets, args.runtime, scenario_json_schema())
+    loaded = []
+    for path in collect_files(args.paths):
+        with open(path, "rb") as f:
+            data = load_yaml_text(f.read(), path)
+        sc = parse_scenario(data, source=os.path.basename(path), base_dir=os.path.dirname(os.path.abspath(path)))
+        loaded.append((sc.name, path, data))
+    names = [n for n, _, _ in loaded]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ScenarioError(f"name: {', '.join(dup)} used by more than one scenario")
+    cells = expand(loaded, rays, axes, args.repeat)
+    for c in cells:   # each cell's scenario as it will run, on its release
+        data, _ = for_release(c.data, c.ray)
+        where = f"{os.path.basename(c.source)} [{c.config}]"
+        sc = parse_scenario(data, source=where, base_dir=os.path.dirname(os.path.abspath(c.source)))
+        c.na = release_problem(sc, c.ray)   # a feature the release lacks: the cell is N/A, not an error
+    out = args.out or os.path.join("results", f"matrix-{time.strftime('%Y%m%d-%H%M%S')}")
+    if os.path.exists(os.path.join(out, "cells.jsonl")):
+        raise ScenarioError(f"--out {out}: already holds a matrix; choose another folder")
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ScenarioError(f"--out {out}: is a file, not a folder")
+    return cells, out
+
+
+def cmd_matrix(args) -> int:
+    from ftharness.harness.matrix.runner import MatrixOptions, run_matrix
+    from ftharness.reports.matrix import write_report
+    from ftharness.scenarios.schema import one_line
+
+    try:
+        cells, out = plan(args)
+    except ScenarioError as e:
+        print(f"ftharness: error: {one_line(str(e))}", file=sys.stderr)
+        return 2
+    rays = sorted({c.ray for c in cells}, key=releases.parse)
+    print(f"matrix: {len(cells)} cell(s): {len({c.scenario for c in cells})} scenario(s) on Ray {', '.join(rays)}"
+          f"{f', {args.repeat} repeat(s)' if args.repeat > 1 else ''}; results in {out}")
+    if args.dry_run:
+        for c in cells:
+            print(f"  {c.cell_id}" + (f"  (N/A: {c.na})" if c.na else ""))
+        return 0
+    opts = MatrixOptions(out_dir=out, allow_destructive=args.allow_destructive, cell_timeout_s=args.cell_timeout,
+                         say=lambda m: print(m, flush=True))
+    try:
+        rows = run_matrix(cells, opts)
+    except KeyboardInterrupt:
+        print("ftharness: matrix interrupted; the cells that finished are in cells.jsonl", file=sys.stderr)
+        _report(out)
+        return 130
+    report = _report(out)
+    for ch in (report or {}).get("changes", []):
+        print(f"change: {ch['sentence']}")
+    verdicts = {r["verdict"] for r in rows}
+    print(f"matrix: {len(rows)} run(s): " + ", ".join(f"{v} {sum(r['verdict'] == v for r in rows)}"
+                                                  for v in sorted(verdicts)) + f"; report {out}/matrix.html")
+    if "FAIL" in verdicts:
+        return 1
+    return 0 if verdicts <= {"PASS", "N/A"} else 3
+
+
+def _report(out: str):
+    from ftharness.reports.matrix import write_report
+
+    try:
+        return write_report(out)
+    except Exception as e:  # noqa: BLE001 - the cells are kept; the report is one warning line
+        print(f"ftharness: warning: matrix report not written ({type(e).__name__}: {e})", file=sys.stderr)
+        return None

@@ -1,0 +1,137 @@
+"""Run a matrix: each cell is one `ftharness run` in its release's interpreter.
+
+A cell runs as its own process (`python -m ftharness run`) in the environment
+of its release (envs.py; the running interpreter for the installed release),
+so every cell goes through the same route, guard and judgement as a single
+run, and starts and stops its own embedded cluster: one cluster at a time.
+The matrix folder holds, per cell, the scenario exactly as it ran
+(`cells/<id>/scenario.yaml`), its notes, its log and its results folder, and
+`cells.jsonl`, one line per finished cell, so an interrupted matrix keeps what
+it measured and `--resume`-free reruns are cheap to compare.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional
+
+import yaml
+
+from ftharness import releases
+from ftharness.harness.matrix.axes import Cell
+from ftharness.harness.matrix.cells import for_release
+from ftharness.harness.matrix.envs import EnvError, ensure_env
+
+EXIT_VERDICTS = {0: "PASS", 1: "FAIL", 2: "REFUSED", 3: "INCONCLUSIVE", 4: "ERROR", 130: "INTERRUPTED"}
+
+
+@dataclass
+class MatrixOptions:
+    out_dir: str
+    allow_destructive: bool = False
+    cell_timeout_s: float = 1800.0
+    say: Callable[[str], None] = print
+
+
+def interpreter(ray_version: str, say: Callable[[str], None]) -> str:
+    """The Python that runs cells on `ray_version`: this one for the installed release."""
+    if ray_version == releases.installed():
+        return sys.executable
+    return ensure_env(ray_version, say).python
+
+
+def run_cell(cell: Cell, python: str, opts: MatrixOptions) -> Dict[str, Any]:
+    """One cell, start to verdict; its row for cells.jsonl."""
+    folder = os.path.join(opts.out_dir, "cells", cell.cell_id)
+    os.makedirs(folder, exist_ok=True)
+    data, notes = for_release(cell.data, cell.ray)
+    scenario_file = os.path.join(folder, "scenario.yaml")
+    with open(scenario_file, "w") as f:
+        yaml.safe_dump(data, f, sort_keys=False)
+    results = os.path.join(folder, "run")
+    cmd = [python, "-m", "ftharness", "run", scenario_file, "--out", results, "--quiet"]
+    if opts.allow_destructive:
+        cmd.append("--allow-destructive")
+    # the scenario's own folder first on the path: its entrypoint modules are found there as in a
+    # single run (the cell's copy of the scenario lives in the matrix folder)
+    home = os.path.dirname(os.path.abspath(cell.source))
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = os.pathsep.join([home] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    t0 = time.monotonic()
+    with open(os.path.join(folder, "log.txt"), "w") as log:
+        try:
+            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=opts.cell_timeout_s,
+                                cwd=home, env=env).returncode
+        except subprocess.TimeoutExpired:
+            rc = None
+    row = {"cell": cell.cell_id, "scenario": cell.scenario, "source": cell.source, "ray": cell.ray,
+           "settings": cell.settings, "config": cell.config, "repeat": cell.repeat, "notes": notes,
+           "exit": rc, "seconds": round(time.monotonic() - t0, 2),
+           "results": os.path.relpath(results, opts.out_dir), "summary": None}
+    row["verdict"] = "TIMEOUT" if rc is None else EXIT_VERDICTS.get(rc, f"EXIT {rc}")
+    summary_path = os.path.join(results, "summary.json")
+    if os.path.isfile(summary_path):
+        with open(summary_path) as f:
+            row["summary"] = json.load(f)
+    else:
+        row["error"] = _last_error_line(os.path.join(folder, "log.txt"))
+    return row
+
+
+def _last_error_line(path: str) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            lines = [ln.strip() for ln in f if ln.strip()]
+    except OSError:
+        return ""
+    errors = [ln for ln in lines if ln.startswith("ftharness:")]
+    return (errors or lines or [""])[-1][:300]
+
+
+def _row(cell: Cell, verdict: str, error: str) -> Dict[str, Any]:
+    """The row of a cell that did not run."""
+    return {"cell": cell.cell_id, "scenario": cell.scenario, "source": cell.source, "ray": cell.ray,
+            "settings": cell.settings, "config": cell.config, "repeat": cell.repeat, "notes": [],
+            "exit": None, "verdict": verdict, "seconds": 0, "results": None, "summary": None, "error": error}
+
+
+def run_matrix(cells: List[Cell], opts: MatrixOptions) -> List[Dict[str, Any]]:
+    """Every cell in order (grouped by release); a release whose environment cannot be built
+    is one line and its cells are recorded as such; the matrix goes on with the others."""
+    os.makedirs(opts.out_dir, exist_ok=True)
+    rows: List[Dict[str, Any]] = []
+    pythons: Dict[str, Optional[str]] = {}
+    with open(os.path.join(opts.out_dir, "cells.jsonl"), "a") as book:
+        for i, cell in enumerate(cells, 1):
+            if cell.na:
+                opts.say(f"matrix: [{i}/{len(cells)}] {cell.scenario} on Ray {cell.ray}: N/A ({cell.na})")
+                row = _row(cell, "N/A", cell.na)
+                rows.append(row)
+                book.write(json.dumps(row, default=str) + "\n")
+                continue
+            if cell.ray not in pythons:
+                try:
+                    pythons[cell.ray] = interpreter(cell.ray, opts.say)
+                except EnvError as e:
+                    opts.say(f"matrix: Ray {cell.ray} left out: {e}")
+                    pythons[cell.ray] = None
+            python = pythons[cell.ray]
+            if python is None:
+                row = _row(cell, "NO ENV", f"the environment of Ray {cell.ray} could not be built")
+            else:
+                opts.say(f"matrix: [{i}/{len(cells)}] {cell.scenario} on Ray {cell.ray}"
+                         + "".join(f", {k}={v}" for k, v in sorted(cell.settings.items()))
+                         + (f" (repeat {cell.repeat})" if cell.repeat > 1 else ""))
+                row = run_cell(cell, python, opts)
+                s = row.get("summary") or {}
+                opts.say(f"matrix:   {row['verdict']} {s.get('outcome') or row.get('error', '')}"
+                         f" in {row['seconds']:.0f} s")
+            rows.append(row)
+            book.write(json.dumps(row, default=str) + "\n")
+            book.flush()
+    return rows
