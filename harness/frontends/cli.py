@@ -483,7 +483,9 @@ def version_text() -> str:
         except PackageNotFoundError:
             return "not installed"
 
-    return f"ftharness {v('ftharness')} (ray {v('ray')}, torch {v('torch')}, python {sys.version.split()[0]})"
+    import ftharness
+
+    return f"ftharness {ftharness.__version__} (ray {v('ray')}, torch {v('torch')}, python {sys.version.split()[0]})"
 
 
 class _Parser(argparse.ArgumentParser):
