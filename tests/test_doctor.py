@@ -45,7 +45,8 @@ def test_findings_are_exactly_the_expect_markers(findings, path):
 
 def test_every_rule_fires_somewhere_in_the_corpus():
     marked = {rule for p in FILES for _, rule in expected(p)}
-    assert set(RULES) - marked == set()
+    # the release-* rules fire for other releases than the installed one: tests/test_doctor_releases.py
+    assert {r for r in RULES if not r.startswith("release-")} - marked == set()
     assert marked - set(RULES) == set(), "a marker names no rule"
 
 
@@ -152,5 +153,7 @@ def test_the_doctor_imports_only_the_standard_library_and_harness_errors():
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module] if isinstance(node, ast.ImportFrom) else [])
             for name in names:
-                assert (name.partition(".")[0] in sys.stdlib_module_names or name == "ftharness.errors"
-                        or name.startswith("ftharness.harness.doctor")), f"{path}: imports {name}"
+                assert (name.partition(".")[0] in sys.stdlib_module_names
+                        or name in ("ftharness.errors", "ftharness.releases")   # both plain data
+                        or name.startswith("ftharness.harness.doctor")
+                        or (name == "ftharness" and "releases" in ast.unparse(node))), f"{path}: imports {name}"

@@ -10,6 +10,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Iterable, List
 
+from ftharness.harness.doctor import release_rules  # noqa: F401 - registers the release-dependent rules
 from ftharness.harness.doctor.rules import RULES, dataset_index
 from ftharness.harness.doctor.source import Module
 from ftharness.errors import InputError

@@ -425,8 +425,12 @@ def cmd_plan(args) -> int:
     return EXIT_PASS
 def cmd_doctor(args) -> int:
     """Static checks of Ray Train V2 scripts: exit 1 on an error-level finding, 2 on a bad path."""
-    from ftharness.harness.doctor import RULES, analyse, python_files, render
+    from ftharness import releases
+    from ftharness.harness.doctor import RULES, analyse, python_files, release_rules, render
 
+    if args.ray and releases.release(args.ray) is None:
+        return _fail(f"--ray: {args.ray} is not a supported release; allowed: {', '.join(releases.SUPPORTED)}")
+    release_rules.set_target(args.ray)
     if args.list_rules:
         for r in RULES.values():
             print(f"{r.id:<32} {r.severity:<8} {r.why}")
@@ -577,6 +581,8 @@ def build_parser() -> argparse.ArgumentParser:
     dr.add_argument("--datasets", metavar="MODULE:FUNCTION", help="builds the datasets= of --run")
     dr.add_argument("--config", help="train_loop_config of --run, as a JSON object")
     dr.add_argument("--out", help="results folder of --run (default: results/doctor-probe-<time>)")
+    dr.add_argument("--ray", metavar="VERSION", help="judge for this Ray release (default: the installed one): "
+                    "settings, APIs and variables that release lacks or reads differently")
     dr.add_argument("--quiet", action="store_true", help="no live progress for --run")
     dr.set_defaults(func=cmd_doctor)
 
