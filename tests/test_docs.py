@@ -164,6 +164,33 @@ def test_readme_links_resolve_and_it_stays_short():
     assert re.search(r"^demo:", makefile, re.M) and re.search(r"^test:", makefile, re.M)
 
 
+def exit_table(path):
+    """{code: verdict} of the exit-code table in a page, and the table's text."""
+    text = open(os.path.join(ROOT, path)).read()
+    rows = re.findall(r"^\| (\d) \| ([A-Z—]+) \| .*\|$", text, re.M)
+    table = "\n".join(re.findall(r"^\| \d \| .*\|$", text, re.M))
+    return {int(c): v for c, v in rows}, table
+
+
+def test_exit_codes_in_the_docs_are_the_tools():
+    from ftharness.scenarios import verdict as v
+
+    readme, readme_table = exit_table("README.md")
+    page, page_table = exit_table("docs/verdicts.md")
+    assert readme_table == page_table, "README.md and docs/verdicts.md show different exit-code tables"
+    assert readme == {v.EXIT_PASS: v.PASS, v.EXIT_FAIL: v.FAIL, v.EXIT_CANNOT_RUN: "—",
+                      v.EXIT_INCONCLUSIVE: v.INCONCLUSIVE, v.EXIT_INTERNAL: "—"}
+    assert {c: v.exit_code(name) for c, name in readme.items() if name != "—"} == {c: c for c in readme if readme[c] != "—"}
+    # "A suite exits with its worst verdict (4, then 1, then 3, then 0)"
+    worst_first, left = [], [v.ERROR, v.FAIL, v.INCONCLUSIVE, v.PASS]
+    while left:
+        worst_first.append(v.overall(left))
+        left.remove(worst_first[-1])
+    order = ", then ".join(str(v.exit_code(x)) for x in worst_first)
+    for path in ("README.md", "docs/verdicts.md"):
+        assert f"exits with its worst verdict ({order})" in open(os.path.join(ROOT, path)).read(), path
+
+
 @pytest.mark.parametrize("scenario, recorded", [("scenarios/catalog/kill-worker.yaml", "tests/data/kill-worker"),
                                                 ("scenarios/catalog/preempt-node.yaml", "tests/data/preempt-node")])
 def test_the_example_scenarios_are_the_recorded_runs(scenario, recorded):
