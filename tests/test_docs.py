@@ -164,6 +164,27 @@ def test_readme_links_resolve_and_it_stays_short():
     assert re.search(r"^demo:", makefile, re.M) and re.search(r"^test:", makefile, re.M)
 
 
+def test_every_scenario_shown_in_the_docs_validates():
+    """A ```yaml block with a `name` is a scenario: it must be one `ftharness validate` accepts
+    (user entrypoints are looked up in examples/)."""
+    import yaml
+
+    from ftharness.scenarios.schema import parse_scenario
+
+    seen, wrong = 0, []
+    for path in doc_files():
+        for m in re.finditer(r"```yaml\n(.*?)```", open(path).read(), re.S):
+            data = yaml.safe_load(m.group(1))
+            if isinstance(data, dict) and "name" in data:
+                seen += 1
+                try:
+                    parse_scenario(data, source=rel(path), base_dir=os.path.join(ROOT, "examples"))
+                except Exception as e:  # noqa: BLE001 - the message is the finding
+                    wrong.append(f"{rel(path)}: {data['name']}: {e}")
+    assert seen >= 4
+    assert wrong == []
+
+
 def exit_table(path):
     """{code: verdict} of the exit-code table in a page, and the table's text."""
     text = open(os.path.join(ROOT, path)).read()
