@@ -147,6 +147,16 @@ def test_every_repository_path_the_docs_name_exists():
                 seen += 1
                 if not os.path.exists(os.path.join(ROOT, m.group(1))):
                     wrong.append(f"{rel(path)}:{no}: {m.group(1)}")
+    for path in doc_files():   # and in shell blocks: `chaos run scenarios/chaostoolkit/...`
+        for block in re.findall(r"```(?:bash|sh)\n(.*?)```", open(path).read(), re.S):
+            for line in block.splitlines():
+                toks = line.split("#", 1)[0].split()
+                for prev, tok in zip([None] + toks, toks):
+                    tok = tok.strip("[](),;'\"")
+                    if prev not in ("--out", "--junit") and tok.startswith(REPO_PREFIXES):
+                        seen += 1
+                        if not os.path.exists(os.path.join(ROOT, tok)):
+                            wrong.append(f"{rel(path)}: {tok} (in a shell block)")
     assert seen >= 50
     assert wrong == []
 
