@@ -34,7 +34,7 @@ fi
 echo "setup: installing ftharness and its dependencies into .venv"
 ray_pin=()
 [ -n "${RAY_VERSION:-}" ] && ray_pin=("ray[default,train]==${RAY_VERSION}")
-.venv/bin/python -m pip install -q -e ".[test,frameworks,s3,matrix]" "${ray_pin[@]}" 2>&1 | quiet
+.venv/bin/python -m pip install -q -e ".[test,frameworks,s3,matrix,docs]" "${ray_pin[@]}" 2>&1 | quiet
 .venv/bin/python -c "import ftharness, torch, ray
 print('setup: torch', torch.__version__, '(CUDA ' + torch.version.cuda + ')' if torch.version.cuda else '(CPU build)')"
 echo "$want" > "$stamp"
