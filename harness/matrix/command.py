@@ -37,6 +37,8 @@ def add_parser(sub) -> None:
     m.add_argument("--cell-timeout", type=float, default=1800.0, help="seconds per cell (default 1800)")
     m.add_argument("--allow-destructive", action="store_true",
                    help="passed to every cell's run (a scenario with cluster.address needs it)")
+    m.add_argument("--host-lock", metavar="FILE", help="hold FILE's lock while each cell runs, so chaos runs "
+                   "sharing this host take turns (one embedded cluster at a time)")
     m.add_argument("--dry-run", action="store_true", help="validate and list the cells; run nothing")
     m.set_defaults(func=cmd_matrix)
 
@@ -92,7 +94,7 @@ def cmd_matrix(args) -> int:
             print(f"  {c.cell_id}" + (f"  (N/A: {c.na})" if c.na else ""))
         return 0
     opts = MatrixOptions(out_dir=out, allow_destructive=args.allow_destructive, cell_timeout_s=args.cell_timeout,
-                         say=lambda m: print(m, flush=True))
+                         say=lambda m: print(m, flush=True), host_lock=args.host_lock)
     try:
         rows = run_matrix(cells, opts)
     except KeyboardInterrupt:

@@ -12,6 +12,8 @@ it measured and `--resume`-free reruns are cheap to compare.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -36,6 +38,7 @@ class MatrixOptions:
     allow_destructive: bool = False
     cell_timeout_s: float = 1800.0
     say: Callable[[str], None] = print
+    host_lock: Optional[str] = None    # a file whose lock each cell holds while it runs (a shared host)
 
 
 def interpreter(ray_version: str, say: Callable[[str], None]) -> str:
@@ -62,6 +65,30 @@ def run_cell(cell: Cell, python: str, opts: MatrixOptions) -> Dict[str, Any]:
     home = os.path.dirname(os.path.abspath(cell.source))
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = os.pathsep.join([home] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    with host_lock(opts.host_lock, opts.say):
+        return _run_locked(cell, cmd, env, home, folder, results, notes, opts)
+
+
+@contextlib.contextmanager
+def host_lock(path: Optional[str], say: Callable[[str], None]):
+    """Hold `path`'s flock(2) lock for one cell: several chaos runs on one host take turns
+    (two embedded Ray clusters on one host confuse each other)."""
+    if not path:
+        yield
+        return
+    with open(path, "a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"matrix:   waiting for the host lock {path}")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _run_locked(cell: Cell, cmd, env, home, folder, results, notes, opts: MatrixOptions) -> Dict[str, Any]:
     t0 = time.monotonic()
     with open(os.path.join(folder, "log.txt"), "w") as log:
         try:
