@@ -147,3 +147,18 @@ def test_adapt_to_release_leaves_out_what_the_release_lacks_and_says_so():
     assert notes == ["failure_config.max_preemption_failures left out: Ray 2.57.1 has no such setting"]
     same, none = adapt_to_release(PREEMPT, "2.60.0")
     assert same == PREEMPT and none == []
+
+
+def test_pyproject_admits_every_supported_release():
+    """`pip install ftharness` into an environment with any supported release keeps it."""
+    import os
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    deps = tomllib.load(open(os.path.join(root, "pyproject.toml"), "rb"))["project"]["dependencies"]
+    ray = next(Requirement(d) for d in deps if d.startswith("ray"))
+    assert {"default", "train"} <= ray.extras
+    assert all(ray.specifier.contains(v) for v in releases.SUPPORTED)
+    assert not ray.specifier.contains("2.50.0") and not ray.specifier.contains("2.61.0")

@@ -252,7 +252,10 @@ def preemption_notice() -> Optional[Dict[str, Any]]:
     from ray.train.v2._internal.execution.context import get_train_context
 
     ctx = getattr(get_train_context(), "preemption_context", None)   # absent before 2.57
-    info = getattr(ctx, "preemption_info", None)
+    if ctx is None:
+        return None
+    # 2.57: a locked holder read with get(); 2.58+: a plain preemption_info attribute
+    info = ctx.get() if callable(getattr(ctx, "get", None)) else getattr(ctx, "preemption_info", None)
     if info is None:
         return None
     return {"deadline_ms": getattr(info, "deadline_ms", None), "ranks": getattr(info, "preempted_ranks", None)}
