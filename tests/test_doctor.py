@@ -73,6 +73,34 @@ def test_exit_codes(capsys):
     assert main(["doctor"]) == 2
 
 
+def test_an_unreported_checkpoint_and_a_fixed_restore_path_are_errors(capsys):
+    """Issue 22, seen 8: each silently voids fault tolerance, so doctor exits 1 on them (they were
+    warnings, exit 0); the example job with the classic mistake is one of them."""
+    for name, rule in (("unreported_checkpoint.py", "checkpoint-not-reported"),
+                       ("fixed_restore.py", "fixed-restore-path")):
+        path = os.path.join(CORPUS, name)
+        assert RULES[rule].severity == "error"
+        assert main(["doctor", path]) == 1
+        assert f"{rule} error:" in capsys.readouterr().out
+    example = os.path.join(REPO, "examples", "unreported_checkpoint_job.py")
+    assert main(["doctor", example]) == 1
+    assert "checkpoint-not-reported error" in capsys.readouterr().out
+
+
+def test_the_near_misses_of_both_errors_exit_zero(tmp_path, capsys):
+    """The corpus' near_miss_* functions alone (input weights, a report of the directory, a
+    serialisation into memory): no error, so doctor exits 0."""
+    parts = []
+    for name in ("unreported_checkpoint.py", "fixed_restore.py"):
+        tree = ast.parse(open(os.path.join(CORPUS, name)).read())
+        parts += [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+                  or (isinstance(n, ast.FunctionDef) and n.name.startswith("near_miss_"))]
+    (tmp_path / "near.py").write_text("\n\n".join(parts) + "\n")
+    found = analyse([str(tmp_path)])
+    assert {f.rule for f in found} == {"no-restore"}  # the pretrained-only job: a warning, not a restore
+    assert main(["doctor", str(tmp_path / "near.py")]) == 0
+
+
 def test_human_output_names_file_line_rule_severity_then_why_fix_and_a_summary(capsys):
     path = os.path.join(CORPUS, "failure_config.py")
     main(["doctor", path])

@@ -331,11 +331,32 @@ def _restores(m: Module, fn: ast.AST) -> bool:
     return any(m.calls(f, "ray.train.get_checkpoint") for f in m.related(fn))
 
 
+_BUFFERS = {"io.BytesIO", "io.StringIO"}
+
+
+def _in_memory(m: Module, e: Optional[ast.expr]) -> bool:
+    """`torch.save(obj, io.BytesIO())`, or into a name only ever assigned a buffer: a
+    serialisation (to send, to hash), not a checkpoint file."""
+    if isinstance(e, ast.Name):
+        values = m.assigned(e.id) + [i.context_expr for n in ast.walk(m.tree) if isinstance(n, (ast.With, ast.AsyncWith))
+                                     for i in n.items if isinstance(i.optional_vars, ast.Name)
+                                     and i.optional_vars.id == e.id]
+        return bool(values) and all(m.names.call(v) in _BUFFERS for v in values)
+    return m.names.call(e) in _BUFFERS
+
+
+def _save_target(n: ast.Call) -> Optional[ast.expr]:
+    if _attr_call(n, _SAVE_METHODS):
+        return n.args[0] if n.args else None
+    return n.args[1] if len(n.args) > 1 else kw(n, "f")
+
+
 def _saves(m: Module, fn: ast.AST):
-    return [n for n in m.nodes[fn] if m.names.call(n) == "torch.save" or _attr_call(n, _SAVE_METHODS)]
+    return [n for n in m.nodes[fn] if (m.names.call(n) == "torch.save" or _attr_call(n, _SAVE_METHODS))
+            and not _in_memory(m, _save_target(n))]
 
 
-@rule("checkpoint-not-reported", "warning",
+@rule("checkpoint-not-reported", "error",
       "Ray restores only checkpoints passed to ray.train.report: files written beside it are never "
       "registered, so after a failure the restarted workers cannot find them (or find stale ones).",
       "Write the files into a directory, then "
@@ -361,6 +382,20 @@ def _fixed(m: Module, e: ast.expr, depth: int = 0) -> bool:
     return _literal_prefix(e) is not None
 
 
+_EXISTS = {"os.path.exists", "os.path.isfile", "os.path.isdir", "os.listdir", "glob.glob"}
+
+
+def _if_it_exists(m: Module, node: ast.AST, fn: ast.AST) -> bool:
+    """The shape of a restore: the load runs only if the file is there (`if os.path.exists(p):`,
+    `if p.exists():`, or `try:` with a handler). An unconditional load of a path the job
+    never writes is its input (pretrained weights), not a restore."""
+    def exists_test(e):
+        return any(m.names.call(c) in _EXISTS or _attr_call(c, {"exists", "is_file", "is_dir"}) for c in ast.walk(e))
+    return any((isinstance(p, (ast.If, ast.IfExp)) and c is not p.test and exists_test(p.test))
+               or (isinstance(p, ast.Try) and c in p.body and p.handlers)
+               for c, p in m.ancestors(node, fn))
+
+
 def _fixed_loads(m: Module, fn: ast.AST) -> Iterator[Hit]:
     def is_get_checkpoint(n):
         return m.names.call(n) == "ray.train.get_checkpoint"
@@ -369,6 +404,7 @@ def _fixed_loads(m: Module, fn: ast.AST) -> Iterator[Hit]:
     if not restores and not (_saves(m, fn) or _reports_checkpoint(m, fn)):
         return  # it never checkpoints: what it loads is input, not a restore
     derived = derived_names(m, fn, is_get_checkpoint)
+    saved = {ast.unparse(t) for f in m.related(fn) for s in _saves(m, f) if (t := _save_target(s)) is not None}
     for n in m.nodes[fn]:
         if not (m.names.call(n) == "torch.load" or _attr_call(n, _LOAD_METHODS)):
             continue
@@ -376,7 +412,7 @@ def _fixed_loads(m: Module, fn: ast.AST) -> Iterator[Hit]:
         if path is None or refers(path, is_get_checkpoint, derived):
             continue
         if not restores:
-            if _fixed(m, path):
+            if _fixed(m, path) and (ast.unparse(path) in saved or _if_it_exists(m, n, fn)):
                 yield n, f"{fn.name}() restores from {ast.unparse(path)}, not from ray.train.get_checkpoint()"
         elif any((isinstance(p, ast.If) and c is not p.test and refers(p.test, is_get_checkpoint, derived))
                  or (isinstance(p, (ast.With, ast.AsyncWith))
@@ -386,7 +422,7 @@ def _fixed_loads(m: Module, fn: ast.AST) -> Iterator[Hit]:
                       f"{ast.unparse(path)}, which is not a file of that checkpoint")
 
 
-@rule("fixed-restore-path", "warning",
+@rule("fixed-restore-path", "error",
       "A fixed path is not the checkpoint Ray registered: after a restart on another node it is missing, "
       "and on the same node it may hold a newer, never-registered or half-written state.",
       "checkpoint = ray.train.get_checkpoint(); if checkpoint: with checkpoint.as_directory() as d: "
