@@ -50,6 +50,19 @@ class TorchrunInjector(Injector):
     def _start_agents(self) -> None:
         pass   # the nodes are local processes: nothing to place on them
 
+    def _fire(self, index: int, t_requested: float, event: Dict[str, Any], gated: bool) -> Dict[str, Any]:
+        """A fault, then what the scheduler did about it: a lost node's agent started on a
+        spare node (ftharness.harness.torchrun.launcher), recorded as the fault's follow-up."""
+        done = getattr(self.cluster, "rescheduled", [])
+        before = len(done)
+        record = super()._fire(index, t_requested, event, gated)
+        for r in done[before:]:
+            self.emitter.emit("fault_action", fault=index, fault_kind=self.faults[index].kind,
+                              action=f"spare node {r['node_id']} takes the place of lost node {r['lost_node_id']}",
+                              detail={**{k: v for k, v in r.items() if k != "t"}, "how": "agent started on a spare node"},
+                              t_requested=r["t"], t_done=r["t"])
+        return record
+
     def _call(self, method: str, *args: Any) -> Any:
         return getattr(self.history, method)(*args)
 
@@ -62,9 +75,51 @@ def collective_timeout_s(scenario: Scenario) -> float:
     return float(scenario.workload.collective_timeout_s or TORCHRUN_COLLECTIVE_TIMEOUT_S)
 
 
+def rdzv_conf(scenario: Scenario) -> Dict[str, Any]:
+    """The rendezvous settings the agents get (ftharness.harness.torchrun.launcher.RDZV_CONF)."""
+    return {"is_host": False, **RDZV_CONF.get(scenario.cluster.profile, {})}
+
+
 def nnodes(scenario: Scenario) -> tuple:
     w = scenario.workload
     return tuple(w.num_workers) if isinstance(w.num_workers, tuple) else (w.num_workers, w.num_workers)
+
+
+def launch_problem(scenario: Scenario) -> Optional[str]:
+    """Why ftharness cannot launch this torchrun scenario so that the runtime, not the launch,
+    decides it, as one `field: reason` line; or None.
+
+    A `kill_node` without `replace` takes a node for good. When the job then has fewer nodes
+    than `num_workers` needs (no spare left, a fixed world size), the survivors wait in the
+    rendezvous for a node that never comes and fail by RendezvousTimeoutError: that is how
+    the scenario was set up, not TorchElastic's answer to the fault. A replacement that comes
+    after the rendezvous has given up is the same. A scenario that expects the run to fail
+    is left alone."""
+    from ftharness.harness.torchrun.launcher import JOIN_TIMEOUT_S
+
+    if scenario.expect.outcome == "failed":
+        return None
+    low, high = nnodes(scenario)
+    nodes = scenario.cluster.nodes
+    needed = min(nodes, high)
+    spares, lost = nodes - needed, 0
+    join_s = JOIN_TIMEOUT_S if scenario.cluster.profile == "fast" else 600
+    for i, f in enumerate(scenario.faults):
+        if f.kind != "kill_node":
+            continue
+        if f.replace:
+            if (f.replace_after_s or 0) >= join_s:
+                return (f"faults[{i}].replace_after_s: {f.replace_after_s:g} s is past the rendezvous' join timeout "
+                        f"({join_s} s): the survivors give up before the replacement comes; allowed: below {join_s}")
+            continue
+        lost += 1
+        left = needed - max(0, lost - spares)
+        if left < low:
+            return (f"faults[{i}]: kill_node without replace leaves {left} node(s) for workload.num_workers "
+                    f"{scenario.workload.num_workers} (cluster.nodes {nodes}, {spares} spare): the survivors would "
+                    f"wait for a node that never comes; add a spare (cluster.nodes: {nodes + lost - spares}), "
+                    f"replace: true, or an elastic num_workers: [{left}, {high}]")
+    return None
 
 
 class TorchrunRunner:
@@ -78,6 +133,9 @@ class TorchrunRunner:
         if options.address:
             raise ScenarioError(f"--address: workload.runtime torchrun starts its own agents and uses no Ray "
                                 f"cluster ({options.address})")
+        problem = launch_problem(scenario)
+        if problem:
+            raise ScenarioError(problem)
         self.scenario = scenario
         self.options = options
         self.out_dir = os.path.abspath(options.out_dir)
@@ -113,7 +171,9 @@ class TorchrunRunner:
             emitter.emit("run_start", scenario=sc.name, run_name=self.run_name, storage_path=self.storage_path,
                          resume_of=None, workload=cfg, failure_config=sc.failure_config.model_dump(),
                          num_workers=sc.workload.num_workers, fit_index=1, runtime="torchrun",
-                         max_restarts=self.max_restarts)
+                         max_restarts=self.max_restarts, nodes=sc.cluster.nodes,
+                         agents=self.launcher.needed, spare_nodes=self.launcher.spare_node_ids(),
+                         rdzv_conf=rdzv_conf(sc))
             self.launcher.start()
             outcome = self._wait()
             emitter.emit("run_end", fit_index=1, **outcome)
@@ -249,7 +309,11 @@ class TorchrunRunner:
                 "nnodes": "%d:%d" % nnodes(self.scenario),
                 "max_restarts": self.max_restarts,
                 "collective_timeout_s": collective_timeout_s(self.scenario),
-                "rdzv_conf": {"is_host": False, **RDZV_CONF.get(self.scenario.cluster.profile, {})},
+                "rdzv_conf": rdzv_conf(self.scenario),
+                "agents_needed": self.launcher.needed if self.launcher else None,
+                "spare_nodes": self.scenario.cluster.nodes - (self.launcher.needed if self.launcher else 0),
+                "rescheduled": [{k: v for k, v in r.items() if k != "t"}
+                                for r in (self.launcher.rescheduled if self.launcher else [])],
                 "train_env": {},
                 "use_gpu": False,
                 "cluster_start_s": 0.0,

@@ -3,10 +3,22 @@
 `Launcher.start()` hosts the c10d rendezvous store in the harness process (a
 TCPStore on loopback; every agent joins it with `is_host=false`, so killing any
 node never takes the store down, as etcd or a head node would not go down with
-a worker) and starts one `python -m ftharness.harness.torchrun.agent` per scenario node:
+a worker) and starts one `python -m ftharness.harness.torchrun.agent` per node the job needs:
 
     --nnodes MIN:MAX --nproc-per-node 1 --rdzv-backend c10d
     --rdzv-endpoint 127.0.0.1:PORT --rdzv-id RUN --max-restarts N --monitor-interval 0.1
+
+**Spare nodes.** A scenario's `cluster.nodes` may exceed the nodes the job needs
+(`workload.num_workers`, at most its maximum; one worker per node). Only as many agents
+start as the job needs; the other nodes are a *pool*, as a Kubernetes node pool or a
+Slurm allocation is for a PyTorchJob or TorchX app: when a node is lost
+(`remove_node`), the launcher, in the scheduler's place, starts a new agent on a free
+spare node at once, and that agent joins the rendezvous. An idle standby agent is not
+what TorchElastic users run: beyond `--nnodes MAX` it sits in the rendezvous'
+redundancy list, and after the first restart it lands in the wait list instead, where
+every healthy round sees "nodes waiting" and restarts (a spare agent made a 2-worker
+run restart 161 times in 220 s). `add_node` (a fault's `replace: true`) adds a node to
+the pool: an agent starts there only if the job is short of one.
 
 Each agent runs in its own session (process group) with its log in
 `RESULTS/torchrun/node-<i>.log`; its workers, which TorchElastic starts in
@@ -16,8 +28,9 @@ left of every process tree it ever saw; it runs on return, exception, Ctrl-C,
 SIGTERM (turned into KeyboardInterrupt while running) and atexit.
 
 The launcher is also what faults see of the cluster (FaultContext.cluster):
-nodes by index and id, `remove_node` (SIGKILL an agent and all its workers,
-which restarts nothing), `add_node` (a replacement agent joins the rendezvous);
+nodes by index and id, `remove_node` (SIGKILL an agent and all its workers;
+its own agent restarts nothing, a spare node's agent takes its place), `add_node`
+(a replacement node joins the pool);
 and, through `ProcessAgents`, `signal(node_id, pid, sig)` for one worker.
 """
 
@@ -38,11 +51,18 @@ from ftharness.errors import FaultSkipped
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEAD = "harness"   # the harness's own "node": the store and the collector; never a fault's target
 
-#: rendezvous settings per cluster.profile: `fast` detects a dead node in ~3 s (keep-alives
-#: every 1 s, 3 missed), as the fast Ray profile does; `ray_defaults` keeps TorchElastic's own
+#: rendezvous settings per cluster.profile. `fast` is sized for a loaded machine (agents,
+#: workers and other jobs sharing a few cores): a dead node is dropped after 10 missed 1-s
+#: keep-alives (10 s; at 3 s a keep-alive thread starved for a few seconds dropped a live
+#: node and the rounds churned), a round may take TorchElastic's default 600 s to gather
+#: its nodes (at 60 s a slow restart on a loaded host ended in RendezvousTimeoutError), and
+#: closing may take 60 s. A node the job waits for but that never comes is refused before
+#: the run (ftharness.harness.run.torchrun_runner.launch_problem), not left to this timeout.
+#: `ray_defaults` keeps TorchElastic's own (join 600 s, keep-alive 5 s x 3).
+JOIN_TIMEOUT_S = 600
 RDZV_CONF = {
-    "fast": {"join_timeout": 60, "last_call_timeout": 1, "close_timeout": 10,
-             "keep_alive_interval": 1, "keep_alive_max_attempt": 3},
+    "fast": {"join_timeout": JOIN_TIMEOUT_S, "last_call_timeout": 1, "close_timeout": 60,
+             "keep_alive_interval": 1, "keep_alive_max_attempt": 10},
     "ray_defaults": {},
 }
 MONITOR_INTERVAL_S = {"fast": 0.1, "ray_defaults": 0.1}
@@ -70,6 +90,9 @@ class Launcher:
                  collector_address: str, log_dir: str, profile: str = "fast"):
         self.run_name = run_name
         self.initial_nodes = nodes
+        self.needed = min(nodes, nnodes[1])    # agents the job runs: one per node, at most --nnodes MAX
+        self.free: List[int] = list(range(self.needed, nodes))   # spare nodes: no agent until one is lost
+        self.rescheduled: List[Dict[str, Any]] = []   # lost node -> spare node its agent was started on
         self.nnodes = nnodes
         self.max_restarts = max_restarts
         self.spec_path = spec_path
@@ -92,9 +115,13 @@ class Launcher:
         self._install_sigterm()
         self.store = TCPStore("127.0.0.1", 0, is_master=True, multi_tenant=True, wait_for_workers=False)
         self.port = int(self.store.port)
-        for _ in range(self.initial_nodes):
-            self.add_node()
+        self._next = self.initial_nodes
+        for index in range(self.needed):
+            self._start_agent(index)
         return self
+
+    def spare_node_ids(self) -> List[str]:
+        return [node_id(i) for i in self.free]
 
     def command(self) -> List[str]:
         conf = {"is_host": "false", **RDZV_CONF.get(self.profile, {})}
@@ -126,16 +153,32 @@ class Launcher:
         return env
 
     def add_node(self) -> int:
-        """Start one more agent (a node joining, or a replacement); its index."""
+        """A node joins the pool (a replacement); its index. An agent starts on it when the
+        job is short of one, otherwise it waits as a spare."""
         if self._closed:
             raise FaultSkipped("the run's nodes are torn down")
         index, self._next = self._next, self._next + 1
+        if len(self.running()) < self.needed:
+            self._start_agent(index)
+        else:
+            self.free.append(index)
+        return index
+
+    def _start_agent(self, index: int) -> None:
         log = open(os.path.join(self.log_dir, f"node-{index}.log"), "ab")
         proc = subprocess.Popen(self.command(), env=self.environment(index), cwd=REPO, stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         self.agents[index] = AgentProcess(index, node_id(index), proc, log, time.time())
         self.sample()
-        return index
+
+    def _reschedule(self, lost: int) -> None:
+        """The scheduler's part: a lost node's agent starts again on a free spare node."""
+        if not self.free or self._closed or len(self.running()) >= self.needed:
+            return
+        spare = self.free.pop(0)
+        self._start_agent(spare)
+        self.rescheduled.append({"lost_node_id": node_id(lost), "node_index": spare, "node_id": node_id(spare),
+                                 "t": time.time()})
 
     def sample(self) -> None:
         """Remember every process of every agent's tree (a killed agent's workers
@@ -246,6 +289,7 @@ class Launcher:
             a.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        self._reschedule(index)
 
     def pause_node(self, index: int) -> List[Proc]:
         """The node is cut off: SIGSTOP its agent and every process under it (no keep-alive
