@@ -79,6 +79,60 @@ def test_kill_worker_under_torchrun_recovers_from_the_latest_checkpoint(tmp_path
     assert all(a["exit_code"] == 0 for a in summary["agents"] if a.get("participated"))
 
 
+def spare_node_scenario(name, fault):
+    """Three nodes for two workers: one spare, as people keep for rescheduling (issue 22, seen 7)."""
+    return parse_scenario({
+        "name": name, "cluster": {"nodes": 3}, "failure_config": {"max_failures": 1},
+        "workload": {"runtime": "torchrun", "num_workers": 2, "steps": 12, "checkpoint_every": 2},
+        "faults": [fault], "expect": {"outcome": "succeeded", "properties": [
+            "exactly_once_restore", "budget_accounting", "shard_reassignment", "no_zombie_writes", "recovers"]}})
+
+
+def run_spare(name, fault, tmp_path):
+    out = str(tmp_path / name)
+    t = time.time()
+    summary = run_torchrun(spare_node_scenario(name, fault), RunOptions(out_dir=out, progress=False))
+    print(f"{name}: {time.time() - t:.1f} s, {summary['attempts']} attempts, recovery {summary['recovery_times_s']} s")
+    events = read_history(out).events
+    start = next(e for e in events if e["kind"] == "run_start")
+    assert start["spare_nodes"] == ["agent-2"] and start["agents"] == 2 and start["nodes"] == 3
+    return summary, out, events
+
+
+def test_a_spare_node_under_a_worker_kill_stays_idle_and_the_run_recovers_in_one_restart(tmp_path):
+    """The old launcher started an agent on the spare node too: it restarted 161 times in 220 s and
+    failed. A killed worker is restarted by its own node's agent, as TorchElastic does: the spare is
+    not needed, so no agent ever runs there and no round is churned."""
+    summary, out, events = run_spare("spare-kill-worker-torchrun",
+                                     {"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 5}}, tmp_path)
+    assert_recovered_and_clean(summary, out)
+    assert summary["attempts"] == 2
+    assert not any(e.get("node_id") == "agent-2" or e.get("agent") == 2 for e in events)
+    groups = [e for e in events if e["kind"] == "worker_group_started"]
+    assert all({w["node_id"] for w in g["workers"]} == {"agent-0", "agent-1"} for g in groups)
+    failures = [e for e in events if e["kind"] == "failure"]
+    assert len(failures) <= 2 and [a["node_id"] for a in summary["agents"]] == ["agent-0", "agent-1"]
+
+
+def test_a_spare_node_under_a_node_kill_takes_the_lost_node_s_place(tmp_path):
+    """The node of rank 0 dies (no `replace`): the launcher, in the scheduler's place, starts an agent
+    on the spare node at once, it joins the rendezvous, and the next round runs there."""
+    summary, out, events = run_spare("spare-kill-node-torchrun",
+                                     {"kind": "kill_node", "target": {"rank": 0}, "at": {"step": 4}}, tmp_path)
+    assert_recovered_and_clean(summary, out)
+    killed = next(e for e in events if e["kind"] == "fault_injected")
+    assert killed["target_hit"]["node_id"] == "agent-0"
+    took = [e for e in events if e["kind"] == "fault_action" and e["fault"] == 0]
+    assert [(a["detail"]["lost_node_id"], a["detail"]["node_id"]) for a in took] == [("agent-0", "agent-2")]
+    assert took[0]["seq"] > killed["seq"]
+    groups = [e for e in events if e["kind"] == "worker_group_started"]
+    assert {w["node_id"] for w in groups[0]["workers"]} == {"agent-0", "agent-1"}
+    assert {w["node_id"] for w in groups[-1]["workers"]} == {"agent-1", "agent-2"}
+    spare = next(a for a in summary["agents"] if a["node_id"] == "agent-2")
+    assert spare["exit_code"] == 0 and spare.get("participated") and not spare["killed_by_fault"]
+    assert summary["settings"]["rescheduled"] == [{"lost_node_id": "agent-0", "node_index": 2, "node_id": "agent-2"}]
+
+
 @pytest.mark.full
 def test_kill_node_under_torchrun_kills_the_agent_and_its_workers_and_a_replacement_joins(tmp_path):
     summary, out = run_catalog("kill-node-torchrun", tmp_path)
