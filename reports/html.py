@@ -149,8 +149,8 @@ def _budgets(scenario: Dict[str, Any], decisions: pd.DataFrame) -> str:
 
 def _property_counts(verdicts: pd.DataFrame) -> str:
     """'4 ok, 1 failure (recovers)': property verdicts against expect."""
-    counts = verdicts["status"].value_counts()
-    failed = verdicts.loc[verdicts["status"] == "failure", "property"].tolist()
+    counts = verdicts["verdict"].value_counts()
+    failed = verdicts.loc[verdicts["verdict"] == "FAIL", "property"].tolist()
     text = ", ".join(f"{n} {status}" for status, n in counts.items())
     return text + (f" ({', '.join(failed)})" if failed else "")
 
@@ -214,11 +214,9 @@ def summary_table(frames: Frames) -> Dict[str, Any]:
 
 def properties_table(frames: Frames) -> Dict[str, Any]:
     v = property_verdicts(frames)
-    df = pd.DataFrame({"scenario": v["label"], "property": v["property"],
-                       "verdict": v["passed"].map(lambda p: "NOT JUDGED" if p is None else "PASS" if p else "FAIL"),
-                       "expected": v["expected"].fillna("(not asked)"),
-                       "status": v["status"], "explanation": v["explanation"]})
-    return table_data(df, "properties", list(v["status"]),
+    df = pd.DataFrame({"scenario": v["label"], "property": v["property"], "verdict": v["verdict"],
+                       "expected": v["expected"].fillna("(not asked)"), "explanation": v["message"]})
+    return table_data(df, "properties", [VERDICT_CLASS.get(x, "unknown") for x in v["verdict"]],
                       {"scenario": ["#" + anchor(str(n)) for n in df["scenario"]]})
 
 
@@ -454,7 +452,9 @@ def scenario_data(frames: Frames, out_dir: str) -> List[Dict[str, Any]]:
                     "outcome": o["outcome"], "expected": o["expected"],
                     "internal_error": "" if missing(s.get("internal_error")) else _clip(s["internal_error"]),
                     "files": _files(r, out_dir), "mismatches": mismatches, "inconclusive": inconclusive,
-                    "problems": problems, "timeline": timeline_data(frames, r, events, label)})
+                    "problems": problems, "timeline": timeline_data(frames, r, events, label),
+                    "warnings": [f"property {u.get('property')} failed, but the scenario did not ask for it: "
+                                 f"{u.get('explanation') or ''}" for u in o["unasked"] or []]})
     return out
 
 

@@ -227,46 +227,35 @@ def cmd_suite(args) -> int:
     return exit_code(overall(verdicts))
 
 
-def _outcome_from_history(events) -> dict:
-    ends = [e for e in events if e.get("kind") == "run_end"]
-    last = ends[-1] if ends else {}
-    return {"outcome": last.get("outcome"), "error": last.get("error"), "error_type": last.get("error_type"),
-            "return_value": last.get("return_value")}
-
-
 def cmd_check(args) -> int:
-    """Re-judge an existing results folder from its history (no cluster)."""
-    from ftharness.history.records import read_history
-    from ftharness.scenarios.verdict import evaluate
-    from ftharness.scenarios.schema import load_scenario
+    """Re-judge an existing results folder from its history (no cluster); the
+    statuses are those report, JUnit and the page show (ftharness.reports.judgement)."""
+    from ftharness.reports.judgement import expectations, pinned, rejudge, statuses
 
     if not os.path.isdir(args.results):
         return _fail(f"{args.results}: not a results folder (no such directory)")
     try:
-        scenario = load_scenario(os.path.join(args.results, "scenario.yaml"))
+        summary = rejudge(args.results)
     except ScenarioError as e:
         return _fail(f"{args.results}: not a results folder ({e})")
-    read = read_history(args.results)
-    outcome = _outcome_from_history(read.events)
-    try:
-        with open(os.path.join(args.results, "summary.json")) as f:
-            old = json.load(f)
-        if isinstance(old, dict):
-            outcome["return_value"] = {"acc": (old.get("final_state") or {}).get("accumulators")}
-    except (OSError, ValueError):
-        pass
-    summary = evaluate(scenario, read.events, outcome, read.problems)
-    for name, v in summary["properties"].items():
-        mark = {"passed": "PASS", "failed": "FAIL", "not_judged": "----"}[v["status"]]
-        print(f"{mark} {name}: {one_line(v['explanation'])}")
+    expect = expectations(args.results)
+    judged = statuses(summary, pinned(expect), expect)
+    if getattr(args, "json", False):
+        print(json.dumps({"results": os.path.abspath(args.results), "scenario": summary["scenario"], **judged,
+                          "faults": summary["faults"]}, indent=2, default=str))
+        return exit_code(judged["verdict"])
+    for p in judged["properties"]:
+        print(f"{p['status']} {p['property']}: {one_line(p['message'])}")
+    for u in judged["unasked_failures"]:
+        print(f"WARNING {u['property']}: failed, but the scenario did not ask for it: {one_line(u['explanation'])}")
     for f in summary["faults"]:
         print(f"{'LANDED' if f['landed'] else 'MISSED'} fault {f['index']} ({f['kind']}): {one_line(f['evidence'])}")
-    print(f"{summary['verdict']} {summary['scenario']}")
+    print(f"{judged['verdict']} {summary['scenario']}")
     for m in summary["mismatches"]:
         print(f"  - {one_line(m)}")
     for m in summary["inconclusive"]:
         print(f"  ? {one_line(m)}")
-    return exit_code(summary["verdict"])
+    return exit_code(judged["verdict"])
 
 
 def cmd_verdict(args) -> int:
@@ -550,6 +539,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="re-judge a results folder from its history")
     c.add_argument("results")
+    c.add_argument("--json", action="store_true", help="print the judgement as JSON (verdict, reasons, "
+                   "properties, unasked_failures, faults)")
     c.set_defaults(func=cmd_check)
 
     vd = sub.add_parser("verdict", help="PASS, FAIL or INCONCLUSIVE of a Chaos Toolkit journal and the run behind it")
