@@ -65,16 +65,17 @@ def print_summary(summary, out: str) -> None:
 REPORT_PAGE, REPORT_DATA, JUNIT_FILE = "report.html", "report-data", "junit.xml"
 
 
-def write_reports(out: str) -> None:
-    """report.html (frames in report-data/) and junit.xml in the results folder,
-    so every run leaves a page for a person and a file for CI. The verdict is
-    already decided: a report that cannot be written is one warning line."""
+def write_reports(out: str, folders: Optional[List[str]] = None) -> None:
+    """report.html (frames in report-data/) and junit.xml in the results folder
+    (over `folders`, its suite rounds, when given), so every run leaves a page
+    for a person and a file for CI. The verdict is already decided: a report
+    that cannot be written is one warning line."""
     try:
         from ftharness.reports.html import write_report
         from ftharness.reports.junit import write_junit
 
-        page = write_report([out], out, page_name=REPORT_PAGE, data_dir=REPORT_DATA)
-        write_junit([out], os.path.join(out, JUNIT_FILE))
+        page = write_report(folders or [out], out, page_name=REPORT_PAGE, data_dir=REPORT_DATA)
+        write_junit(folders or [out], os.path.join(out, JUNIT_FILE))
     except Exception as e:  # noqa: BLE001 - never changes the verdict or the exit code
         print(f"ftharness: warning: report not written ({one_line(f'{type(e).__name__}: {e}', 200)})",
               file=sys.stderr)
@@ -209,8 +210,18 @@ def cmd_suite(args) -> int:
             if s.workload.runtime == "ray_train":   # a torchrun scenario never touches the cluster
                 check_existing(s, *cluster_address(args.address, s), args.allow_destructive)
         out = out or os.path.join("results", f"suite-{time.strftime('%Y%m%d-%H%M%S')}")
-        summaries = run_suite(scenarios, out, address=args.address or os.environ.get("RAY_ADDRESS"),
-                              progress=not args.quiet)
+        repeat = getattr(args, "repeat", 1)
+        if repeat < 1:
+            return _fail(f"--repeat: {repeat} is not a count >= 1")
+        if repeat > 1 and os.path.exists(out) and os.listdir(out):
+            return _fail(f"--out {out}: already exists and is not empty; choose another folder")
+        rounds = [out] if repeat == 1 else [os.path.join(out, f"repeat-{i}") for i in range(1, repeat + 1)]
+        summaries = []
+        for i, folder in enumerate(rounds, 1):   # each round a suite folder: `compare X=OUT/repeat-*` reads them
+            if repeat > 1:
+                print(f"suite: repeat {i}/{repeat} -> {folder}", file=sys.stderr, flush=True)
+            summaries += run_suite(scenarios, folder, address=args.address or os.environ.get("RAY_ADDRESS"),
+                                   progress=not args.quiet)
     except (ScenarioError, ClusterError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
@@ -223,7 +234,7 @@ def cmd_suite(args) -> int:
     print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['INCONCLUSIVE']} inconclusive, "
           f"{counts['ERROR']} errors")
     print(f"results: {os.path.abspath(out)}")
-    write_reports(out)
+    write_reports(out, rounds)
     return exit_code(overall(verdicts))
 
 
@@ -525,6 +536,8 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("paths", nargs="*", help="scenario files or folders (default: the built-in catalog)")
     st.add_argument("--out", help="results folder (default: results/suite-<time>)")
     st.add_argument("--address", help="run on an existing cluster instead")
+    st.add_argument("--repeat", type=int, default=1, metavar="N", help="run the suite N times, into OUT/repeat-1 "
+                    "... OUT/repeat-N (then `compare LABEL=OUT/repeat-1/NAME,OUT/repeat-2/NAME,...`)")
     st.add_argument("--allow-destructive", action="store_true")
     st.add_argument("--quiet", action="store_true")
     st.set_defaults(func=cmd_suite)
