@@ -515,10 +515,25 @@ def timeline_data(frames: Frames, results: str, events: List[Dict[str, Any]], la
 
 
 # -------------------------------------------------------------------- scenarios
+#: log folders a run keeps: Ray's (RESULTS/logs, kept at teardown) and TorchElastic's agents'
+LOG_DIRS = ("logs", "torchrun")
+
+
 def _files(results: str, out_dir: str) -> List[Dict[str, str]]:
-    """The run's own files, linked relative to the page."""
-    return [{"name": name, "href": os.path.relpath(os.path.join(results, name), out_dir).replace(os.sep, "/")}
-            for name in RUN_FILES if os.path.isfile(os.path.join(results, name))]
+    """The run's own files, linked relative to the page; its log folders with
+    their driver and agent logs (Ray's, TorchElastic's)."""
+    def href(*parts: str) -> str:
+        return os.path.relpath(os.path.join(results, *parts), out_dir).replace(os.sep, "/")
+
+    out = [{"name": name, "href": href(name)} for name in RUN_FILES if os.path.isfile(os.path.join(results, name))]
+    for d in LOG_DIRS:
+        folder = os.path.join(results, d)
+        if not os.path.isdir(folder):
+            continue
+        out.append({"name": f"{d}/", "href": href(d) + "/"})
+        out += [{"name": f"{d}/{f}", "href": href(d, f)} for f in sorted(os.listdir(folder))
+                if f.endswith(".log") and os.path.isfile(os.path.join(folder, f))][:8]
+    return out
 
 
 def scenario_data(frames: Frames, out_dir: str) -> List[Dict[str, Any]]:

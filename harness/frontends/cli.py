@@ -83,6 +83,15 @@ def write_reports(out: str, folders: Optional[List[str]] = None) -> None:
     print(f"report: {os.path.abspath(page)}")
 
 
+def _logs(args, out: str) -> None:
+    """Ray's logs kept in OUT/logs at teardown; --verbose shows them live too."""
+    from ftharness.harness.cluster.handles import keep_logs
+
+    if getattr(args, "verbose", False):
+        os.environ["FTHARNESS_VERBOSE"] = "1"
+    keep_logs(os.path.abspath(out))
+
+
 def cmd_run(args) -> int:
     from ftharness.harness.run.runner import RunOptions, exit_code as summary_exit, run_scenario
     from ftharness.scenarios.schema import default_scenario_path, load_scenario, parse_scenario, require_release
@@ -110,6 +119,7 @@ def cmd_run(args) -> int:
             return _fail(f"--out {out}: already holds a run; choose another folder")
         options = RunOptions(out_dir=out, address=address, resume=args.resume, address_source=source,
                              progress=not args.quiet, allow_destructive=args.allow_destructive)
+        _logs(args, out)
         summary = run_scenario(scenario, options)
     except (ScenarioError, ClusterError) as e:
         return _fail(str(e))
@@ -177,6 +187,7 @@ def cmd_soak(args) -> int:
               f"{scenario.failure_config.model_dump()}", file=sys.stderr)
         options = RunOptions(out_dir=out, address=address, progress=not args.quiet, address_source=source,
                              allow_destructive=args.allow_destructive)
+        _logs(args, out)
         summary = run_soak(scenario, plan, options)
     except (ScenarioError, ClusterError) as e:
         return _fail(str(e))
@@ -217,6 +228,7 @@ def cmd_suite(args) -> int:
             return _fail(f"--out {out}: already exists and is not empty; choose another folder")
         rounds = [out] if repeat == 1 else [os.path.join(out, f"repeat-{i}") for i in range(1, repeat + 1)]
         summaries = []
+        _logs(args, out)
         for i, folder in enumerate(rounds, 1):   # each round a suite folder: `compare X=OUT/repeat-*` reads them
             if repeat > 1:
                 print(f"suite: repeat {i}/{repeat} -> {folder}", file=sys.stderr, flush=True)
@@ -515,6 +527,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", metavar="RESULTS", help="resume the run of a previous results folder (same run name and storage)")
     r.add_argument("--steps", type=int, help="override workload.steps")
     r.add_argument("--allow-destructive", action="store_true", help="allow faults on a cluster ftharness did not start")
+    r.add_argument("--verbose", action="store_true", help="show Ray's and the workers' log lines live "
+                    "(they are kept in RESULTS/logs either way)")
     r.add_argument("--quiet", action="store_true", help="no live progress")
     r.set_defaults(func=cmd_run)
 
@@ -529,6 +543,8 @@ def build_parser() -> argparse.ArgumentParser:
     sk.add_argument("--out", help="results folder (default: results/<scenario>-soak-<time>)")
     sk.add_argument("--address", help="soak an existing cluster instead")
     sk.add_argument("--allow-destructive", action="store_true", help="allow faults on a cluster ftharness did not start")
+    sk.add_argument("--verbose", action="store_true", help="show Ray's and the workers' log lines live "
+                    "(they are kept in RESULTS/logs either way)")
     sk.add_argument("--quiet", action="store_true", help="no live progress")
     sk.set_defaults(func=cmd_soak)
 
@@ -539,6 +555,8 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--repeat", type=int, default=1, metavar="N", help="run the suite N times, into OUT/repeat-1 "
                     "... OUT/repeat-N (then `compare LABEL=OUT/repeat-1/NAME,OUT/repeat-2/NAME,...`)")
     st.add_argument("--allow-destructive", action="store_true")
+    st.add_argument("--verbose", action="store_true", help="show Ray's and the workers' log lines live "
+                    "(they are kept in RESULTS/logs either way)")
     st.add_argument("--quiet", action="store_true")
     st.set_defaults(func=cmd_suite)
 
