@@ -38,6 +38,8 @@ MAX_DEPTH = 32              # nesting deeper than this is no scenario
 
 
 class ClusterSpec(_Strict):
+    """The cluster a run uses: an embedded one on this host, or an existing one by `address`."""
+
     nodes: int = Field(3, ge=1, le=64)
     cpus_per_node: int = Field(1, ge=1, le=256)
     gpus_per_node: int = Field(0, ge=0, le=16)
@@ -60,6 +62,8 @@ class ClusterSpec(_Strict):
 
 
 class WorkloadSpec(_Strict):
+    """What trains, and how: the reference workload or your train function, on Ray Train or TorchElastic."""
+
     kind: Literal["reference", "entrypoint"] = "reference"
     entrypoint: Optional[str] = None
     train_loop_config: Dict[str, Any] = Field(default_factory=dict)
@@ -158,6 +162,8 @@ class WorkloadSpec(_Strict):
 
 
 class FailureConfigSpec(_Strict):
+    """Ray Train's failure budgets (FailureConfig) and preemption handling."""
+
     max_failures: int = Field(0, ge=-1)
     max_preemption_failures: int = Field(0, ge=-1)
     controller_failure_limit: int = Field(0, ge=-1)
@@ -174,6 +180,8 @@ class PinnedViolation(_Strict):
 
 
 class ExpectSpec(_Strict):
+    """What the run must show for a PASS: outcome, properties that hold, pinned violations, bounds."""
+
     outcome: Literal["succeeded", "failed"] = "succeeded"
     #: properties that must hold; None: every property that applies to the workload
     properties: Optional[List[Literal[PROPERTIES]]] = None  # type: ignore[valid-type]
@@ -395,9 +403,86 @@ def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+#: the published schema's identity, for editors (yaml-language-server: $schema=...) and catalogs
+SCHEMA_ID = "https://raw.githubusercontent.com/ftharness/ftharness/main/scenarios/scenario.schema.json"
+_FIELD = re.compile(r"^\s+(\w+)\s*:")
+
+
+from ftharness.scenarios.field_docs import DOCS  # noqa: E402 - what a field with no comment of its own means
+
+
+def field_docs(model: type) -> Dict[str, str]:
+    """field -> its documentation: the `#:` comment lines just above the field
+    in the model's source (and its bases'), or its Field(description=...)."""
+    import inspect
+
+    docs: Dict[str, str] = {}
+    for cls in reversed(model.__mro__):
+        if not hasattr(cls, "model_fields") or cls.__module__.startswith("pydantic"):
+            continue
+        try:
+            lines = inspect.getsource(cls).splitlines()
+        except (OSError, TypeError):
+            continue
+        comment: List[str] = []
+        for line in lines[1:]:
+            stripped = line.strip()
+            if stripped.startswith("#:"):
+                comment.append(stripped[2:].strip())
+                continue
+            m = _FIELD.match(line)
+            if m and comment and m.group(1) in cls.model_fields:
+                docs[m.group(1)] = " ".join(comment)
+            comment = []
+    for name, f in model.model_fields.items():
+        if f.description:
+            docs[name] = f.description
+    return docs
+
+
+def _models() -> Dict[str, type]:
+    """Every model of the scenario schema, by its JSON Schema title."""
+    seen: Dict[str, type] = {}
+    stack = [Scenario]
+    while stack:
+        m = stack.pop()
+        if m.__name__ in seen:
+            continue
+        seen[m.__name__] = m
+        for f in m.model_fields.values():
+            for t in _inner_types(f.annotation):
+                if isinstance(t, type) and hasattr(t, "model_fields"):
+                    stack.append(t)
+    return seen
+
+
+def _inner_types(annotation: Any) -> List[Any]:
+    from typing import get_args
+
+    out, stack = [], [annotation]
+    while stack:
+        t = stack.pop()
+        out.append(t)
+        stack.extend(get_args(t))
+    return out
+
+
 def scenario_json_schema() -> Dict[str, Any]:
-    """The JSON Schema of a scenario file (`ftharness schema`; scenarios/scenario.schema.json)."""
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **Scenario.model_json_schema()}
+    """The JSON Schema of a scenario file (`ftharness schema`; scenarios/scenario.schema.json),
+    with an `$id` and each field's documentation as its `description` (editors show it)."""
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
+              **Scenario.model_json_schema()}
+    models = _models()
+    for title, d in [("Scenario", schema), *schema.get("$defs", {}).items()]:
+        model = models.get(d.get("title", title)) or models.get(title)
+        if model is None:
+            continue
+        docs = field_docs(model)
+        for name, prop in (d.get("properties") or {}).items():
+            text = docs.get(name) or DOCS.get(f"{model.__name__}.{name}") or DOCS.get(f"*.{name}")
+            if text and "description" not in prop:
+                prop["description"] = text
+    return schema
 
 
 def _depth(data: Any, limit: int) -> int:
