@@ -213,3 +213,18 @@ def test_every_junit_file_ftharness_writes_is_valid(suite, tmp_path, monkeypatch
         folder = os.path.join(DATA, name)
         if os.path.isfile(os.path.join(folder, "summary.json")):
             validate_junit(write_junit([folder], tmp_path / f"{name}.xml"))
+
+
+def test_the_matrix_junit_is_valid_too(tmp_path):
+    """`ftharness matrix` writes junit.xml as well: the same schema holds it."""
+    from ftharness.reports.matrix import write_junit as matrix_junit
+
+    def cell(verdict, judged=True):
+        return {"scenario": "kill-worker", "config": f"ray {verdict}", "verdict": verdict, "judged": judged,
+                "errors": ["no env"], "outcome": "succeeded", "charged": {"worker_group": 1}, "error_type": None,
+                "notes": ["a note"], "ray": "2.60.0", "recovery_median_s": 2.5, "lost_steps": 1, "goodput": 0.9}
+
+    path = tmp_path / "junit.xml"
+    matrix_junit([cell("PASS"), cell("FAIL"), cell("INCONCLUSIVE"), cell("ERROR", judged=False)], [], str(path))
+    root = validate_junit(path)
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("4", "1", "2")
