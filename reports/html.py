@@ -533,6 +533,9 @@ def _files(results: str, out_dir: str) -> List[Dict[str, str]]:
         out.append({"name": f"{d}/", "href": href(d) + "/"})
         out += [{"name": f"{d}/{f}", "href": href(d, f)} for f in sorted(os.listdir(folder))
                 if f.endswith(".log") and os.path.isfile(os.path.join(folder, f))][:8]
+    suite_logs = os.path.join(os.path.dirname(os.path.abspath(results)), "logs")
+    if os.path.isfile(os.path.join(suite_logs, "ftharness-driver.log")):   # a suite keeps its cluster's logs once
+        out.append({"name": "suite logs/", "href": href("..", "logs") + "/"})
     return out
 
 

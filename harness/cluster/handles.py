@@ -231,6 +231,10 @@ class LogCapture:
             rel = os.path.relpath(src, self.temp_dir)
             rel = rel.replace(os.sep + "logs" + os.sep, os.sep).replace("session_", "")
             target = os.path.join(dest, rel if src != self.path else DRIVER_LOG)
+            n = 1
+            while src == self.path and os.path.exists(target):   # a suite's next cluster: its own driver log
+                n += 1
+                target = os.path.join(dest, DRIVER_LOG.replace(".log", f"-{n}.log"))
             try:
                 size = os.path.getsize(src)
                 take = min(size, LOG_FILE_BYTES, left)
@@ -618,13 +622,23 @@ class ExistingCluster:
         if ray.is_initialized():
             raise ClusterError("a Ray driver is already connected in this process")
         self._probe()
+        self._log_dir = tempfile.mkdtemp(prefix="fth-log-")
+        self._capture = LogCapture(self._log_dir)   # Ray's driver-side lines: RESULTS/logs, not the terminal
         try:
-            ray.init(address=self.address, logging_level="ERROR", log_to_driver=False,
+            ray.init(address=self.address, logging_level="ERROR", log_to_driver=verbose(),
                      namespace="ftharness")
         except Exception as e:  # ConnectionError, ValueError, ...
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            self._end_capture()
             raise ClusterError(f"--address {self.address}: cannot connect ({msg})") from None
         return self
+
+    def _end_capture(self) -> None:
+        _end_capture(getattr(self, "_capture", None))
+        self._capture = None
+        if getattr(self, "_log_dir", None):
+            shutil.rmtree(self._log_dir, ignore_errors=True)
+            self._log_dir = None
 
     def _probe(self, timeout_s: float = 5.0) -> None:
         """Fail fast: ray.init keeps retrying an address nobody listens on."""
@@ -645,8 +659,11 @@ class ExistingCluster:
             raise ClusterError(f"--address {self.address}: cannot connect ({e.strerror or e})") from None
 
     def close(self) -> None:
-        if ray.is_initialized():
-            ray.shutdown()
+        try:
+            if ray.is_initialized():
+                ray.shutdown()
+        finally:
+            self._end_capture()
 
     def __enter__(self) -> "ExistingCluster":
         return self.start()
