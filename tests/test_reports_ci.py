@@ -15,7 +15,7 @@ DOC = os.path.join(REPO, "docs", "ci.md")
 
 def blocks():
     text = open(DOC).read()
-    return [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S)]
+    return [yaml.safe_load(b) for b in re.findall(r"```yml\n(.*?)```", text, re.S)]
 
 
 def commands(node):
