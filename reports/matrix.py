@@ -228,47 +228,43 @@ def write_csv(cs: List[Dict[str, Any]], path: str) -> None:
 
 
 def write_junit(cs: List[Dict[str, Any]], chg: List[Dict[str, Any]], path: str) -> None:
-    """One <testsuite> per scenario and configuration, its verdict a testcase
-    and its figures (recovery, lost steps, goodput) suite <property> values that
-    CI can trend: valid against junit-10.xsd, as ftharness.reports.junit is.
-    FAIL is a failure; INCONCLUSIVE and runs that did not happen an error."""
+    """One testcase per scenario and configuration in one <testsuite>, valid
+    against junit-10.xsd as ftharness.reports.junit is: FAIL a failure,
+    INCONCLUSIVE and runs that did not happen an error; each cell's figures
+    (recovery, lost steps, goodput) are suite <property> values named after
+    the cell, which CI can trend (the schema allows no properties in a case)."""
+    import datetime
     import xml.etree.ElementTree as ET
 
-    from ftharness.reports.junit import xml_text
-
-    import datetime
-
-    from ftharness.reports.junit import TIMESTAMP
+    from ftharness.reports.junit import TIMESTAMP, xml_text
 
     written = datetime.datetime.now(datetime.timezone.utc).strftime(TIMESTAMP)   # cells keep no start time
     root = ET.Element("testsuites", name="ftharness matrix")
-    totals = {"tests": 0, "failures": 0, "errors": 0}
+    suite = ET.SubElement(root, "testsuite", name="ftharness matrix")
+    props = ET.SubElement(suite, "properties")
+    failures = errors = 0
     for c in cs:
         name = f"{c['scenario']} [{c['config']}]"
-        failed, errored = c["verdict"] == "FAIL", c["verdict"] not in ("PASS", "FAIL")
-        suite = ET.SubElement(root, "testsuite", name=xml_text(name), tests="1", failures=str(int(failed)),
-                              errors=str(int(errored)), skipped="0", time="0.000", timestamp=written)
-        props = ET.SubElement(suite, "properties")
         for k, v in (("recovery_median_s", c["recovery_median_s"]), ("lost_steps", c["lost_steps"]),
                      ("goodput", c["goodput"])):
             if v is not None:
-                ET.SubElement(props, "property", name=k, value=str(round(v, 3)))
+                ET.SubElement(props, "property", name=xml_text(f"{name}.{k}"), value=str(round(v, 3)))
         case = ET.SubElement(suite, "testcase", classname=xml_text(f"ftharness.matrix.{c['scenario']}"),
                              name=xml_text(name), time="0.000")
         message = xml_text(_behaviour(c))
-        if failed:
+        if c["verdict"] == "FAIL":
+            failures += 1
             ET.SubElement(case, "failure", type="fail", message=message).text = message
-        elif errored:
+        elif c["verdict"] != "PASS":
+            errors += 1
             ET.SubElement(case, "error", type=c["verdict"].lower(), message=message).text = message
         notes = [n for n in c["notes"]] + [x["sentence"] for x in chg
                                            if x["scenario"] == c["scenario"] and (x["to"] == c["ray"])]
         if notes:
             ET.SubElement(case, "system-out").text = xml_text("\n".join(notes))
-        totals = {"tests": totals["tests"] + 1, "failures": totals["failures"] + failed,
-                  "errors": totals["errors"] + errored}
-    for k, v in totals.items():
-        root.set(k, str(v))
-    root.set("time", "0.000")
+    counts = {"tests": str(len(cs)), "failures": str(failures), "errors": str(errors)}
+    suite.attrib = {"name": "ftharness matrix", **counts, "skipped": "0", "time": "0.000", "timestamp": written}
+    root.attrib = {"name": "ftharness matrix", **counts, "time": "0.000"}
     tree = ET.ElementTree(root)
     ET.indent(tree)
     tree.write(path, encoding="utf-8", xml_declaration=True)

@@ -104,3 +104,13 @@ def test_a_real_kill_worker_run_prints_only_progress_and_verdict_and_keeps_ray_l
     total = sum(os.path.getsize(os.path.join(p, f)) for p, _, files in os.walk(logs) for f in files)
     assert total <= handles.LOG_TOTAL_BYTES + 64 * 1024
     assert "logs/" in (out / "report.html").read_text()
+    # the run's own outputs hold to their published schemas
+    import json
+
+    import jsonschema
+
+    schema = json.load(open(os.path.join(REPO, "reports", "summary.schema.json")))
+    jsonschema.Draft202012Validator(schema).validate(json.load(open(out / "summary.json")))
+    from test_junit import validate_junit
+
+    validate_junit(out / "junit.xml")
