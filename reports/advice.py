@@ -178,6 +178,28 @@ def gaps(found: Dict[str, Any]) -> Dict[str, str]:
     return {k: v for k, v in out.items() if v and (found.get(k) is None or k == "checkpoint_cost_s")}
 
 
+def cluster_accelerators(results_paths: Iterable[PathLike]) -> int:
+    """The accelerators of the runs' own cluster: the most workers any of their
+    scenarios trains on (one accelerator each; workload.num_workers, else
+    the worker_group_started world size), at least 1."""
+    import os
+
+    import yaml
+
+    most = 0
+    for folder in results_folders(results_paths):
+        try:
+            with open(os.path.join(folder, "scenario.yaml")) as f:
+                workers = ((yaml.safe_load(f) or {}).get("workload") or {}).get("num_workers")
+        except (OSError, yaml.YAMLError, AttributeError):
+            workers = None
+        if not isinstance(workers, int):
+            sizes = [e.get("world_size") for e in read_results(folder)[1] if e.get("kind") == "worker_group_started"]
+            workers = max((w for w in sizes if isinstance(w, int)), default=0)
+        most = max(most, workers)
+    return max(most, 1)
+
+
 def advise(results_paths: Iterable[PathLike], accelerators: int = LLAMA3_GPUS,
            mtbf_per_accelerator_h: float = LLAMA3_MTBF_PER_GPU_H) -> Dict[str, Any]:
     """measure() then extrapolate() to `accelerators`, with `basis` saying how."""

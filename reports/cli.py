@@ -90,9 +90,10 @@ def cmd_report(args) -> int:
 
 def cmd_compare(args) -> int:
     """The table on the terminal, compare.csv and compare.html; exit 1 when a
-    --fail-if gate trips, so a CI job can hold a configuration to a baseline."""
-    from ftharness.reports.compare import check_gates, few_samples, metric_rows, parse_gate, samples, terminal_table, \
-        write_compare
+    --fail-if gate trips, so a CI job can hold a configuration to a baseline.
+    Distinct, judged runs only (ftharness.reports.compare.select_runs)."""
+    from ftharness.reports.compare import check_gates, few_samples, metric_rows, parse_gate, samples, select_runs, \
+        terminal_table, write_compare
 
     groups: Dict[str, List[str]] = {}
     try:
@@ -102,10 +103,16 @@ def cmd_compare(args) -> int:
             groups.setdefault(label, []).extend(paths)
     except ValueError as e:
         return _fail(str(e))
-    error = check_paths([p for paths in groups.values() for p in paths])
+    error = refuse_existing(args.out, args.force) or check_paths([p for paths in groups.values() for p in paths])
     if error:
         return _fail(error)
-    found = samples(groups)
+    try:
+        runs, excluded = select_runs(groups, pool=args.pool)
+    except ValueError as e:
+        return _fail(str(e))
+    for e in excluded:
+        print(f"ftharness: left out {e['results']} ({e['configuration']}): {e['reason']}", file=sys.stderr)
+    found = samples(runs)
     rows = metric_rows(found)
     for warning in few_samples(found):
         print(f"ftharness: warning: {warning}", file=sys.stderr)
@@ -113,7 +120,7 @@ def cmd_compare(args) -> int:
     judged = check_gates(gates, rows)
     for _, line in judged:
         print(line)
-    print(f"compare: {write_compare(groups, args.out, found=found)}")
+    print(f"compare: {write_compare(runs, args.out, found=found, gates=judged, excluded=excluded)}")
     return EXIT_FAIL if any(hit for hit, _ in judged) else EXIT_OK
 
 
@@ -133,4 +140,7 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
                    help='exit 1 when it holds for a configuration, e.g. "recovery_s.median > +10%%" '
                         "(STAT: median or p95; > or <; N%% relative to the first configuration, +N/-N "
                         "its difference, N the value itself); repeatable")
+    c.add_argument("--force", action="store_true", help="write into --out even if it is not empty")
+    c.add_argument("--pool", action="store_true", help="pool runs of different scenarios in one configuration "
+                   "(by default a configuration holds one scenario)")
     c.set_defaults(func=cmd_compare)

@@ -11,7 +11,13 @@ value gives a falsely certain [0, 0].
 
 `ftharness compare` prints the same per metric (`metric_rows`, `terminal_table`)
 and judges `--fail-if` gates (`parse_gate`, `check_gates`), so CI can hold a
-configuration to its baseline.
+configuration to its baseline; the gates are written into compare.html and
+compare.csv too.
+
+Counting is honest (`select_runs`): a run named twice counts once; INCONCLUSIVE,
+ERROR and damaged runs (no verdict, an incomplete history) are left out and
+listed; runs of different scenarios are never pooled into one configuration
+unless asked (`--pool`).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ftharness.reports import metrics
-from ftharness.reports.frames import Frames, PathLike, missing, read_results
+from ftharness.reports.frames import Frames, PathLike, missing, read_results, results_folders
 from ftharness.reports.html import page, recovery_figure, section, svg, table
 
 RESAMPLES, SEED, LEVEL = 2000, 0, 0.95
@@ -66,6 +72,62 @@ def _stats(values: Sequence[float], name: str) -> Dict[str, float]:
 def _wall_times(folders: Iterable[str]) -> List[float]:
     """The job's wall time per run, from its history (metrics.wall_time)."""
     return [metrics.wall_time(read_results(f)[1]) for f in folders]
+
+
+#: verdicts whose runs are compared: an INCONCLUSIVE or ERROR run's figures prove nothing
+COMPARED_VERDICTS = ("PASS", "FAIL")
+
+
+def _left_out(folder: str) -> Optional[str]:
+    """Why a run is not compared (None when it is)."""
+    from ftharness.reports.judgement import judged_summary
+
+    try:
+        summary = judged_summary(folder)
+    except (OSError, ValueError) as e:
+        return f"damaged ({type(e).__name__}: {e})"
+    if not summary.get("verdict"):
+        return "damaged (no verdict in summary.json and none could be judged)"
+    if (summary.get("history") or {}).get("complete") is False:
+        problems = (summary.get("history") or {}).get("problems") or []
+        return f"damaged history ({problems[0] if problems else 'incomplete'})"
+    if summary["verdict"] not in COMPARED_VERDICTS:
+        return f"verdict {summary['verdict']}"
+    return None
+
+
+def select_runs(groups: Mapping[str, Sequence[PathLike]], pool: bool = False
+                ) -> Tuple[Dict[str, List[str]], List[Dict[str, str]]]:
+    """(label -> its distinct comparable runs, the runs left out with why).
+    ValueError when a configuration mixes scenarios and `pool` is off, or has
+    no run left to compare."""
+    from ftharness.reports.judgement import judged_summary
+
+    kept: Dict[str, List[str]] = {}
+    excluded: List[Dict[str, str]] = []
+    for label, paths in groups.items():
+        seen, mine = set(), []
+        for folder in results_folders(paths):
+            real = os.path.realpath(folder)
+            if real in seen:
+                excluded.append({"configuration": label, "results": folder, "reason": "named more than once"})
+                continue
+            seen.add(real)
+            why = _left_out(folder)
+            if why:
+                excluded.append({"configuration": label, "results": folder, "reason": why})
+            else:
+                mine.append(folder)
+        names = sorted({str(judged_summary(f).get("scenario")) for f in mine})
+        if len(names) > 1 and not pool:
+            raise ValueError(f"compare: {label} holds runs of {len(names)} scenarios ({', '.join(names)}); "
+                             f"give one scenario per configuration, or pass --pool to pool them")
+        if not mine:
+            raise ValueError(f"compare: {label} has no run to compare (PASS or FAIL with a complete history); "
+                             f"left out: " + "; ".join(f"{e['results']}: {e['reason']}" for e in excluded
+                                                       if e["configuration"] == label))
+        kept[label] = mine
+    return kept, excluded
 
 
 def samples(groups: Mapping[str, Sequence[PathLike]]) -> Dict[str, Dict[str, list]]:
@@ -107,17 +169,34 @@ def _by_metric(df: pd.DataFrame) -> pd.DataFrame:
     return df.set_index("configuration").astype(object).T.rename_axis("metric").reset_index()
 
 
+def _gate_columns(df: pd.DataFrame, judged: Sequence[Tuple[bool, str]]) -> pd.DataFrame:
+    """compare.csv's gate columns: per configuration, the --fail-if lines that
+    judged it and whether one tripped."""
+    lines = {label: [line for _, line in judged if f" of {label} " in line or f" in {label}" in line]
+             for label in df["configuration"]}
+    tripped = {label: any(hit for hit, line in judged if line in lines[label]) for label in df["configuration"]}
+    return df.assign(fail_if=[" | ".join(lines[c]) for c in df["configuration"]],
+                     fail_if_tripped=[tripped[c] for c in df["configuration"]])
+
+
 def write_compare(groups: Mapping[str, Sequence[PathLike]], out_dir: PathLike,
                   resamples: int = RESAMPLES, seed: int = SEED,
-                  found: Optional[Dict[str, Dict[str, list]]] = None) -> str:
-    """compare.csv and compare.html (the table and the recovery times per
-    configuration) in out_dir; returns the path of compare.html. `found`:
-    the samples, when the caller has loaded them already."""
+                  found: Optional[Dict[str, Dict[str, list]]] = None,
+                  gates: Sequence[Tuple[bool, str]] = (), excluded: Sequence[Dict[str, str]] = ()) -> str:
+    """compare.csv and compare.html (the table, the --fail-if gates as judged,
+    the runs left out, and the recovery times per configuration) in out_dir;
+    returns the path of compare.html. `found`: the samples, when the caller
+    has loaded them already."""
     out_dir = os.fspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     found = samples(groups) if found is None else found
     df = _table(found, resamples, seed)
-    df.to_csv(os.path.join(out_dir, "compare.csv"), index=False)
+    _gate_columns(df, gates).to_csv(os.path.join(out_dir, "compare.csv"), index=False)
+    gate_html = ("<ul class=\"reasons gates\">" + "".join(
+        f'<li class="{"mismatch" if hit else "ok"}">{escape(line)}</li>' for hit, line in gates) + "</ul>"
+        if gates else '<p class="note">No --fail-if gate was given.</p>')
+    left_out = (table(pd.DataFrame(list(excluded), columns=["configuration", "results", "reason"]), "excluded")
+                if excluded else '<p class="note">Every run named was compared.</p>')
     recoveries = {label: s["recovery_s"] for label, s in found.items()}
     first = next(iter(groups), "")
     note = (f'<p class="note">Medians and 95th percentiles; recovery and detection per recovery, the '
@@ -125,6 +204,8 @@ def write_compare(groups: Mapping[str, Sequence[PathLike]], out_dir: PathLike,
             f"bootstrap {LEVEL:.0%} interval ({resamples} resamples, seed {seed}).</p>")
     body = ("<h1>ftharness comparison</h1>"
             + section("compare", "Metrics per configuration", table(_by_metric(df), "compare") + note)
+            + section("gates", "Gates (--fail-if)", gate_html)
+            + section("excluded", "Runs left out", left_out)
             + section("recovery", "Recovery time per configuration",
                       f'<div class="plot">{svg(recovery_figure(recoveries))}</div>'))
     path = os.path.join(out_dir, "compare.html")

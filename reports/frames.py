@@ -203,6 +203,7 @@ def property_rows(results: str, summary: Dict[str, Any]) -> List[Event]:
             for name, verdict in (summary.get("properties") or {}).items()]
 
 
+
 # ----------------------------------------------------------------- loading
 def results_folders(paths: Union[PathLike, Iterable[PathLike]]) -> List[str]:
     """Each path is a results folder, or a folder of them (one level down)."""
@@ -237,7 +238,10 @@ def read_results(path: str) -> Tuple[Dict[str, Any], List[Event]]:
 
 
 def folder_frames(path: str) -> Dict[str, pd.DataFrame]:
-    summary, raw = read_results(path)
+    from ftharness.reports.judgement import judged_summary
+
+    _, raw = read_results(path)
+    summary = judged_summary(path)   # the one judgement every output shows (ftharness.reports.judgement)
     events = metrics.annotate(raw)
     recovery = metrics.recovery_table(events)
     recovery.insert(0, "results", path)

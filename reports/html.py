@@ -18,6 +18,7 @@ section#advice, section#properties, section#data.
 
 from __future__ import annotations
 
+import datetime
 import io
 import math
 import os
@@ -29,6 +30,7 @@ import jinja2
 import matplotlib
 import numpy as np
 import pandas as pd
+import yaml
 from markupsafe import Markup
 from matplotlib.figure import Figure
 
@@ -149,8 +151,8 @@ def _budgets(scenario: Dict[str, Any], decisions: pd.DataFrame) -> str:
 
 def _property_counts(verdicts: pd.DataFrame) -> str:
     """'4 ok, 1 failure (recovers)': property verdicts against expect."""
-    counts = verdicts["status"].value_counts()
-    failed = verdicts.loc[verdicts["status"] == "failure", "property"].tolist()
+    counts = verdicts["verdict"].value_counts()
+    failed = verdicts.loc[verdicts["verdict"] == "FAIL", "property"].tolist()
     text = ", ".join(f"{n} {status}" for status, n in counts.items())
     return text + (f" ({', '.join(failed)})" if failed else "")
 
@@ -214,12 +216,96 @@ def summary_table(frames: Frames) -> Dict[str, Any]:
 
 def properties_table(frames: Frames) -> Dict[str, Any]:
     v = property_verdicts(frames)
-    df = pd.DataFrame({"scenario": v["label"], "property": v["property"],
-                       "verdict": v["passed"].map(lambda p: "NOT JUDGED" if p is None else "PASS" if p else "FAIL"),
-                       "expected": v["expected"].fillna("(not asked)"),
-                       "status": v["status"], "explanation": v["explanation"]})
-    return table_data(df, "properties", list(v["status"]),
+    df = pd.DataFrame({"scenario": v["label"], "property": v["property"], "verdict": v["verdict"],
+                       "expected": v["expected"].fillna("(not asked)"), "explanation": v["message"]})
+    return table_data(df, "properties", [VERDICT_CLASS.get(x, "unknown") for x in v["verdict"]],
                       {"scenario": ["#" + anchor(str(n)) for n in df["scenario"]]})
+
+
+def utc(t: Any) -> str:
+    """An epoch time as UTC, to the millisecond, labelled so."""
+    if missing(t):
+        return ""
+    return datetime.datetime.fromtimestamp(float(t), datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+
+def _scenario_faults(results: str) -> List[Dict[str, Any]]:
+    """The `faults` of the folder's scenario.yaml (plain YAML; [] without one)."""
+    try:
+        with open(os.path.join(results, SCENARIO_FILE)) as f:
+            return list((yaml.safe_load(f) or {}).get("faults") or [])
+    except (OSError, yaml.YAMLError, AttributeError):
+        return []
+
+
+def _spec_text(spec: Any) -> str:
+    """{'rank': 1} -> 'rank 1'; nested dicts flattened."""
+    if not isinstance(spec, dict):
+        return "" if missing(spec) else str(spec)
+    return ", ".join(f"{k} {_spec_text(v) if isinstance(v, dict) else v}" for k, v in spec.items()
+                     if v is not None and v != {})
+
+
+#: what a fault hit, as the faults table shows it (ids shortened)
+HIT_KEYS = ("rank", "ranks", "pid", "node_id", "how")
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    text = str(v)
+    return text[:8] if len(text) > 24 and " " not in text else text
+
+
+def faults_frame(frames: Frames) -> pd.DataFrame:
+    """One row per fault of each run: kind, target (asked, and what it hit),
+    when (its trigger, and the UTC time it was injected), whether it landed with
+    the evidence, the budget it charged (expected, and what the controller
+    charged), and the recovery that followed it."""
+    names = labels(frames.scenarios)
+    rows = []
+    for s in frames.scenarios.to_dict("records"):
+        r = s["results"]
+        specs = _scenario_faults(r)
+        landed = _as_list(s.get("faults"))
+        if not landed and not specs:
+            continue
+        injected = _rows(frames.faults, r)
+        decisions = _rows(frames.decisions, r)
+        recovery = _rows(frames.recovery, r)
+        for i in range(max(len(landed), len(specs))):
+            f = landed[i] if i < len(landed) and isinstance(landed[i], dict) else {}
+            spec = specs[i] if i < len(specs) and isinstance(specs[i], dict) else {}
+            hit = injected[(injected["fault"] == i) & (injected["event"] == "injected")] if len(injected) else injected
+            first = hit.iloc[0].to_dict() if len(hit) else {}
+            hit_target = ", ".join(f"{k} {_short(first.get('hit.' + k))}" for k in HIT_KEYS
+                                   if not missing(first.get("hit." + k)))
+            charged = ""
+            if not missing(f.get("failure_seq")) and len(decisions):
+                d = decisions[decisions["seq"] == f["failure_seq"]]
+                charged = "" if d.empty else f"{_text(d.iloc[0].get('budget'))} ({_text(d.iloc[0].get('decision'))})"
+            rec = recovery[recovery["fault"] == i] if len(recovery) else recovery
+            rec_s = pd.to_numeric(rec["recovery_s"], errors="coerce").dropna() if len(rec) else []
+            rows.append({
+                "scenario": names[r], "#": i, "kind": f.get("kind") or spec.get("kind"),
+                "target": (_spec_text(spec.get("target")) or "(default)") + (f" → hit {hit_target}" if hit_target else ""),
+                "when": (_spec_text(spec.get("at")) or "") + (f" · {utc(first.get('t'))}" if first.get("t") else ""),
+                "landed": {True: "yes", False: "no"}.get(f.get("landed"), "not recorded")
+                + (f" ({f['status']})" if f.get("status") not in (None, "landed") else ""),
+                "evidence": _text(f.get("evidence")) if f.get("evidence") else "",
+                "budget charged": " / ".join(x for x in (
+                    f"expected {f['expected_budget']}" if f.get("expected_budget") else "expected none", charged) if x),
+                "recovery s": _text(round(float(rec_s.iloc[0]), 3)) if len(rec_s) else "",
+            })
+    return pd.DataFrame(rows, columns=["scenario", "#", "kind", "target", "when", "landed", "evidence",
+                                       "budget charged", "recovery s"])
+
+
+def faults_table(frames: Frames) -> Dict[str, Any]:
+    df = faults_frame(frames)
+    classes = ["pass" if str(x).startswith("yes") else "fail" if str(x).startswith("no") else "unknown"
+               for x in df["landed"]]
+    return table_data(df, "faults", classes, {"scenario": ["#" + anchor(str(n)) for n in df["scenario"]]})
 
 
 # -------------------------------------------------------------------- timeline
@@ -429,10 +515,28 @@ def timeline_data(frames: Frames, results: str, events: List[Dict[str, Any]], la
 
 
 # -------------------------------------------------------------------- scenarios
+#: log folders a run keeps: Ray's (RESULTS/logs, kept at teardown) and TorchElastic's agents'
+LOG_DIRS = ("logs", "torchrun")
+
+
 def _files(results: str, out_dir: str) -> List[Dict[str, str]]:
-    """The run's own files, linked relative to the page."""
-    return [{"name": name, "href": os.path.relpath(os.path.join(results, name), out_dir).replace(os.sep, "/")}
-            for name in RUN_FILES if os.path.isfile(os.path.join(results, name))]
+    """The run's own files, linked relative to the page; its log folders with
+    their driver and agent logs (Ray's, TorchElastic's)."""
+    def href(*parts: str) -> str:
+        return os.path.relpath(os.path.join(results, *parts), out_dir).replace(os.sep, "/")
+
+    out = [{"name": name, "href": href(name)} for name in RUN_FILES if os.path.isfile(os.path.join(results, name))]
+    for d in LOG_DIRS:
+        folder = os.path.join(results, d)
+        if not os.path.isdir(folder):
+            continue
+        out.append({"name": f"{d}/", "href": href(d) + "/"})
+        out += [{"name": f"{d}/{f}", "href": href(d, f)} for f in sorted(os.listdir(folder))
+                if f.endswith(".log") and os.path.isfile(os.path.join(folder, f))][:8]
+    suite_logs = os.path.join(os.path.dirname(os.path.abspath(results)), "logs")
+    if os.path.isfile(os.path.join(suite_logs, "ftharness-driver.log")):   # a suite keeps its cluster's logs once
+        out.append({"name": "suite logs/", "href": href("..", "logs") + "/"})
+    return out
 
 
 def scenario_data(frames: Frames, out_dir: str) -> List[Dict[str, Any]]:
@@ -450,28 +554,39 @@ def scenario_data(frames: Frames, out_dir: str) -> List[Dict[str, Any]]:
             else [str(o["message"])]
         events = metrics.annotate(read_results(r)[1])
         out.append({"results": r, "label": label, "anchor": anchor(label), "slug": slug(label),
+                    "started": utc(s.get("t_run_start")),
                     "verdict": o["verdict"], "cls": VERDICT_CLASS.get(o["verdict"], "unknown"),
                     "outcome": o["outcome"], "expected": o["expected"],
                     "internal_error": "" if missing(s.get("internal_error")) else _clip(s["internal_error"]),
                     "files": _files(r, out_dir), "mismatches": mismatches, "inconclusive": inconclusive,
-                    "problems": problems, "timeline": timeline_data(frames, r, events, label)})
+                    "problems": problems, "timeline": timeline_data(frames, r, events, label),
+                    "warnings": [f"property {u.get('property')} failed, but the scenario did not ask for it: "
+                                 f"{u.get('explanation') or ''}" for u in o["unasked"] or []]})
     return out
 
 
 # -------------------------------------------------------------------- recovery
+#: fewer recoveries than this in a configuration: its points are drawn, no box
+#: (quartiles of one to four values are not a distribution)
+MIN_BOX_SAMPLES = 5
+
+
 def recovery_figure(samples: Dict[str, Sequence[float]]) -> Figure:
-    """Box per configuration with every recovery as a jittered point (few
-    samples per configuration, so the points matter more than the box)."""
+    """Every recovery as a jittered point per configuration, with a box only
+    where there are MIN_BOX_SAMPLES or more of them."""
     data = {k: np.asarray(v, dtype=float) for k, v in samples.items() if len(v)}
     fig = Figure(figsize=(max(4.0, 1.4 * len(data) + 2), 3.6))
     ax = fig.add_subplot()
     if data:
-        ax.boxplot(list(data.values()), showfliers=False, widths=0.5)
+        boxed = [i for i, v in enumerate(data.values(), start=1) if len(v) >= MIN_BOX_SAMPLES]
+        if boxed:
+            ax.boxplot([list(data.values())[i - 1] for i in boxed], positions=boxed, showfliers=False, widths=0.5)
         jitter = np.random.default_rng(0)
         for i, values in enumerate(data.values(), start=1):
             ax.scatter(i + jitter.uniform(-0.12, 0.12, len(values)), values, s=14, alpha=0.7,
                        color="#4c78a8", zorder=3)
         ax.set_xticks(range(1, len(data) + 1), list(data), rotation=20, ha="right")
+        ax.set_xlim(0.4, len(data) + 0.6)
     ax.set_ylabel("recovery time (s)")
     ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
@@ -496,7 +611,7 @@ def recovery_data(frames: Frames, config: Dict[str, str]) -> Dict[str, Any]:
     names = labels(frames.scenarios)
     parts = rec.assign(scenario=rec["results"].map(names))[
         ["scenario", "configuration", "source", "fault_kind", "budget", *PARTS, "recovery_s"]]
-    return {"plot": plot, "table": table_data(parts, "recovery", links={
+    return {"plot": plot, "min_box": MIN_BOX_SAMPLES, "table": table_data(parts, "recovery", links={
         "scenario": ["#" + anchor(str(n)) for n in parts["scenario"]]}),
         "by_kind": table_data(by_fault_kind(frames, names), "by-kind")}
 
@@ -524,17 +639,14 @@ def by_fault_kind(frames: Frames, names: Dict[str, str]) -> pd.DataFrame:
 
 
 def advice_data(folders: List[str]) -> Dict[str, Any]:
-    """The advice table; a value that could not be computed says so in its
-    cell, and `gaps` says why and which run would measure it."""
-    a = advice.advise(folders)
+    """The advice, sized from the runs' own cluster (their accelerators: one
+    per worker); only the values that could be computed are rows, and `gaps`
+    says once why each other one could not and which run would measure it."""
+    a = advice.advise(folders, accelerators=advice.cluster_accelerators(folders))
     gaps = advice.gaps(a)
-    values = [_text(a.get(k), 3) if k not in gaps or k == "checkpoint_cost_s" and a.get(k) is not None
-              else "not computed (see below)" for k in advice.LABELS]
-    rows = pd.DataFrame({"quantity": list(advice.LABELS.values()), "value": values})
+    keys = [k for k in advice.LABELS if k not in gaps or k == "checkpoint_cost_s" and a.get(k) is not None]
+    rows = pd.DataFrame({"quantity": [advice.LABELS[k] for k in keys], "value": [_text(a.get(k), 3) for k in keys]})
     data = table_data(rows, "advice")
-    for row, key in zip(data["rows"], advice.LABELS):
-        if key in gaps:
-            row["cells"][1]["cls"] = "missing"
     return {"basis": a["basis"], "table": data,
             "gaps": [{"label": advice.LABELS[k], "reason": gaps[k]} for k in advice.LABELS if k in gaps]}
 
@@ -543,7 +655,7 @@ def advice_data(folders: List[str]) -> Dict[str, Any]:
 def _meta(frames: Frames) -> str:
     """How many runs, when, and the versions the first run recorded."""
     versions = frames.scenarios.filter(like="versions.").head(1).dropna(axis=1)
-    parts = [f"{len(frames.scenarios)} results folder(s)", f"generated {time.strftime('%Y-%m-%d %H:%M:%S')}"]
+    parts = [f"{len(frames.scenarios)} results folder(s)", f"generated {utc(time.time())[:-8]} UTC"]
     parts += [f"{c.split('.', 1)[1]} {v}" for c, v in versions.iloc[0].items()] if len(versions) else []
     return "; ".join(parts)
 
@@ -553,7 +665,7 @@ def render_report(frames: Frames, config: Dict[str, str], files: List[str], out_
     return ENV.get_template("report.html.j2").render(
         title="ftharness report", script=True, meta=_meta(frames), banner=banner_data(frames),
         scenarios=scenario_data(frames, out_dir), summary=summary_table(frames),
-        recovery=recovery_data(frames, config), advice=advice_data(list(config)),
+        recovery=recovery_data(frames, config), advice=advice_data(list(config)), faults=faults_table(frames),
         properties=properties_table(frames),
         data=[{"name": os.path.basename(f), "href": os.path.relpath(f, out_dir).replace(os.sep, "/")}
               for f in files])

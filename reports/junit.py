@@ -1,14 +1,18 @@
 """Verdicts against each scenario's `expect`, and the same as JUnit XML for CI.
 
-The verdict tables are shared with the HTML report, so a CI dashboard and the
-report never disagree about what passed. Expectations come from the folder's
-scenario.yaml, read as plain YAML (not validated): an old or hand-edited
-results folder still reports.
+The statuses come from ftharness.reports.judgement, the one function behind
+`check`, the HTML report and this file, so a CI dashboard, the page and the
+terminal never disagree about what passed.
 
-The XML is the shape CI tools render (Jenkins, GitLab, GitHub test reporters):
-<testsuites> with one <testsuite> per scenario, its start time, duration,
-counts and <properties> (versions, profile, folder); INCONCLUSIVE and
-not-judged are <skipped>, so nothing unproven shows as passed.
+The XML is valid against Jenkins' junit-10.xsd (tests/data/junit-10.xsd), the
+schema pytest's own output is held to, and is what CI tools render (Jenkins,
+GitLab, GitHub test reporters): <testsuites> with one <testsuite> per scenario
+(its start time, duration, counts, the scenario's file as `file`) and
+<properties> (versions, profile, folder, and recovery time, lost steps and
+goodput, for CI to trend). INCONCLUSIVE is <error type="inconclusive">, so a job
+that exits 3 never shows "0 failed"; a property neither asked nor judged is
+left out; a failed property the scenario did not ask for is a warning in the
+suite's <system-out>, not a test.
 """
 
 from __future__ import annotations
@@ -17,25 +21,20 @@ import datetime
 import os
 import re
 import xml.etree.ElementTree as ET
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Dict, Iterable, List
 
 import pandas as pd
-import yaml
 
 from ftharness.reports.frames import Frames, PathLike, missing
+from ftharness.reports.judgement import (ERROR, FAIL, INCONCLUSIVE, PASS, SCENARIO_FILE, expectations,
+                                         folder_statuses, pinned)
 
-SCENARIO_FILE = "scenario.yaml"
-VERDICT_COLUMNS = ["results", "label", "scenario", "property", "passed", "expected", "status",
+__all__ = ["SCENARIO_FILE", "expectations", "pinned", "labels", "outcome_verdicts", "property_verdicts",
+           "junit_tree", "write_junit"]
+VERDICT_COLUMNS = ["results", "label", "scenario", "property", "passed", "expected", "verdict", "status",
                    "explanation", "message"]
-
-
-def expectations(results: str) -> Dict[str, Any]:
-    """The `expect` section of the folder's scenario.yaml ({} without one)."""
-    path = os.path.join(results, SCENARIO_FILE)
-    if not os.path.isfile(path):
-        return {}
-    with open(path) as f:
-        return (yaml.safe_load(f) or {}).get("expect") or {}
+#: a judgement's status -> the JUnit outcome of its test case
+JUNIT_STATUS = {PASS: "ok", FAIL: "failure", INCONCLUSIVE: "inconclusive", ERROR: "error"}
 
 
 def labels(scenarios: pd.DataFrame) -> pd.Series:
@@ -52,24 +51,17 @@ def labels(scenarios: pd.DataFrame) -> pd.Series:
 
 
 def outcome_verdicts(frames: Frames) -> pd.DataFrame:
-    """One row per folder: the outcome (and error type) against expect."""
+    """One row per folder: its verdict (ftharness.reports.judgement), the
+    JUnit status and the reasons; `unasked` lists the unasked failures."""
     names, rows = labels(frames.scenarios), []
     for s in frames.scenarios.to_dict("records"):
-        expect = expectations(s["results"])
-        want, got = expect.get("outcome", "succeeded"), s.get("outcome")
-        problems = [] if got == want else [f"outcome {got or 'not recorded'} (expected {want})"]
-        if expect.get("error_type") and s.get("error_type") != expect["error_type"]:
-            problems.append(f"error_type {s.get('error_type')} (expected {expect['error_type']})")
-        verdict = None if missing(s.get("verdict")) else str(s["verdict"])
-        status = {"PASS": "ok", "FAIL": "failure", "INCONCLUSIVE": "skipped", "ERROR": "error"}.get(
-            verdict, "ok" if not problems else "failure")
-        reasons = [str(r) for key in ("mismatches", "inconclusive") for r in _as_list(s.get(key))]
-        if verdict == "ERROR" and not missing(s.get("internal_error")):
-            reasons.append(str(s["internal_error"]))
+        judged = folder_statuses(s["results"])
+        verdict = judged["verdict"]
         rows.append({"results": s["results"], "label": names[s["results"]], "scenario": s.get("scenario"),
-                     "outcome": got, "expected": want, "ok": status == "ok", "verdict": verdict or
-                     ("PASS" if status == "ok" else "FAIL"), "status": status,
-                     "message": "; ".join(reasons or problems), "wall_time_s": s.get("wall_time_s")})
+                     "outcome": s.get("outcome"), "expected": expectations(s["results"]).get("outcome", "succeeded"),
+                     "ok": verdict == PASS, "verdict": verdict, "status": JUNIT_STATUS[verdict],
+                     "message": "; ".join(judged["reasons"]), "wall_time_s": s.get("wall_time_s"),
+                     "unasked": judged["unasked_failures"]})
     return pd.DataFrame(rows)
 
 
@@ -81,44 +73,17 @@ def _as_list(v: Any) -> list:
     return [] if missing(v) or v in ("", "[]") else [v]
 
 
-def pinned(expect: Dict[str, Any]) -> list:
-    """Property names pinned in expect.violations ({property, reason} or a bare name)."""
-    return [v.get("property") if isinstance(v, dict) else v for v in expect.get("violations") or []]
-
-
-def _property_status(passed: Optional[bool], expected: Optional[str], explanation: str):
-    """(status, message): `failure` when the verdict is not the expected one,
-    `skipped` for a failed property the scenario did not ask about."""
-    if passed is None:  # not judged: unknown, never a pass nor a failure
-        return "skipped", f"not judged: {explanation}" if explanation else "not judged"
-    if expected == "violation":
-        return ("ok", f"known violation: {explanation}") if not passed else \
-            ("failure", f"held, but the scenario pins a known violation of it: {explanation}")
-    if passed:
-        return "ok", explanation
-    return ("failure", f"expected to hold, failed: {explanation}") if expected == "pass" else \
-        ("skipped", f"not expected: {explanation}")
-
-
 def property_verdicts(frames: Frames) -> pd.DataFrame:
-    """One row per folder and property, with what expect asked of it
-    (`pass`, `violation` or None); an expected property missing from the
-    summary is a row too."""
+    """One row per folder and property shown (ftharness.reports.judgement):
+    what expect asked of it (`pass`, `violation` or None), its verdict and
+    JUnit status."""
     names, rows = labels(frames.scenarios), []
-    props = frames.properties
     for s in frames.scenarios.to_dict("records"):
-        expect = expectations(s["results"])
-        wanted = {**{p: "pass" for p in expect.get("properties") or []},
-                  **{p: "violation" for p in pinned(expect)}}
-        found = {r["property"]: r for r in props[props["results"] == s["results"]].to_dict("records")}
-        for name in list(found) + [p for p in wanted if p not in found]:
-            r = found.get(name, {})
-            passed = None if missing(r.get("passed")) else bool(r["passed"])
-            explanation = "" if missing(r.get("explanation")) else str(r["explanation"])
-            status, message = _property_status(passed, wanted.get(name), explanation)
+        for p in folder_statuses(s["results"])["properties"]:
             rows.append({"results": s["results"], "label": names[s["results"]], "scenario": s.get("scenario"),
-                         "property": name, "passed": passed, "expected": wanted.get(name),
-                         "status": status, "explanation": explanation, "message": message})
+                         "property": p["property"], "passed": p["passed"], "expected": p["asked"],
+                         "verdict": p["status"], "status": JUNIT_STATUS[p["status"]],
+                         "explanation": p["explanation"], "message": p["message"]})
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
@@ -130,6 +95,9 @@ SUITE_PROPERTIES = {"ray.version": "versions.ray", "torch.version": "versions.to
 #: ISO 8601 to the second, UTC, without a zone suffix: the form the Ant/Jenkins
 #: JUnit schema (xs:dateTime pattern) accepts, which the other CI tools read too
 TIMESTAMP = "%Y-%m-%dT%H:%M:%S"
+#: <property> name -> its figure in the scenarios frame: what CI trends
+FIGURES = {"ftharness.recovery_s.mean": "metrics.mean_recovery_s", "ftharness.recovery_s.max": "metrics.max_recovery_s",
+           "ftharness.lost_steps": "metrics.lost_steps", "ftharness.goodput": "metrics.ettr"}
 COUNTS = ("tests", "failures", "errors", "skipped")
 ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -148,10 +116,10 @@ def _case(suite: ET.Element, classname: str, name: str, status: str, message: st
     first = message.splitlines()[0] if message else ""
     if status == "failure":
         ET.SubElement(case, "failure", message=first, type="mismatch").text = message
+    elif status == "inconclusive":   # unknown is not a pass: CI counts it as an error
+        ET.SubElement(case, "error", message=first, type="inconclusive").text = message
     elif status == "error":
         ET.SubElement(case, "error", message=first, type="internal").text = message
-    elif status == "skipped":
-        ET.SubElement(case, "skipped", message=first)
     elif message:
         ET.SubElement(case, "system-out").text = message
 
@@ -165,25 +133,46 @@ def _started(scenario: Dict[str, Any]) -> str:
     return datetime.datetime.fromtimestamp(float(t), datetime.timezone.utc).strftime(TIMESTAMP)
 
 
+def _figure(value: Any) -> Any:
+    """A number as CI trends it (None when missing or not a number)."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if f != f else f"{f:.6g}"
+
+
 def _properties(suite: ET.Element, scenario: Dict[str, Any]) -> None:
-    """Versions, profile and folder, so a CI failure says what it ran on."""
+    """Versions, profile and folder, so a CI failure says what it ran on; the
+    run's recovery time, lost steps and goodput, so CI can trend them."""
     props = ET.SubElement(suite, "properties")
     values = {**{name: scenario.get(col) for name, col in SUITE_PROPERTIES.items()},
               "results_dir": scenario.get("results_dir") or os.path.abspath(scenario["results"])}
+    values.update({name: _figure(scenario.get(col)) for name, col in FIGURES.items()})
     for name, value in values.items():
         if not missing(value) and value != "":
             ET.SubElement(props, "property", name=name, value=xml_text(str(value)))
 
 
-def _count(element: ET.Element, statuses: list, seconds: float) -> None:
-    for key, n in zip(COUNTS, (len(statuses), *(statuses.count(s) for s in ("failure", "error", "skipped")))):
-        element.set(key, str(n))
+def _count(element: ET.Element, statuses: List[str], seconds: float, skipped: bool = True) -> None:
+    """tests, failures, errors (INCONCLUSIVE counts as one) and, where the
+    schema allows it (<testsuite>, not <testsuites>), skipped: always 0."""
+    element.set("tests", str(len(statuses)))
+    element.set("failures", str(statuses.count("failure")))
+    element.set("errors", str(sum(s in ("error", "inconclusive") for s in statuses)))
+    if skipped:
+        element.set("skipped", "0")
     element.set("time", f"{seconds:.3f}")
 
 
+def _warnings(outcome: Dict[str, Any]) -> List[str]:
+    return [f"warning: property {u.get('property')} failed, but the scenario did not ask for it: "
+            f"{u.get('explanation') or ''}".rstrip(": ") for u in outcome.get("unasked") or []]
+
+
 def _suite(root: ET.Element, scenario: Dict[str, Any], outcome: Dict[str, Any], props: pd.DataFrame) -> list:
-    """One <testsuite> per scenario: its verdict and each property as test
-    cases; returns their statuses."""
+    """One <testsuite> per scenario: its verdict and each property shown as
+    test cases, unasked failures as warnings; returns the cases' statuses."""
     seconds = 0.0 if missing(outcome["wall_time_s"]) else float(outcome["wall_time_s"])
     suite = ET.SubElement(root, "testsuite", name=xml_text(outcome["label"]), timestamp=_started(scenario))
     _properties(suite, scenario)
@@ -192,17 +181,23 @@ def _suite(root: ET.Element, scenario: Dict[str, Any], outcome: Dict[str, Any], 
     mine = props[props["results"] == outcome["results"]].to_dict("records")
     for p in mine:
         _case(suite, outcome["label"], p["property"], p["status"], p["message"])
+    warnings = _warnings(outcome)
+    if warnings:
+        ET.SubElement(suite, "system-out").text = xml_text("\n".join(warnings))
     statuses = [outcome["status"]] + [p["status"] for p in mine]
     _count(suite, statuses, seconds)
+    scenario_file = os.path.join(os.path.abspath(scenario["results"]), SCENARIO_FILE)
+    if os.path.isfile(scenario_file):
+        suite.set("file", scenario_file)
     # the counts go first, as CI tools show them
-    suite.attrib = {k: suite.attrib[k] for k in ("name", *COUNTS, "time", "timestamp")}
+    suite.attrib = {k: suite.attrib[k] for k in ("name", *COUNTS, "time", "timestamp", "file") if k in suite.attrib}
     return statuses
 
 
 def junit_tree(frames: Frames) -> ET.ElementTree:
     """<testsuites> with one <testsuite> per scenario: a testcase for its
-    verdict and one per property. INCONCLUSIVE and not-judged are skipped,
-    never passed nor failed; a failure quotes the property's explanation."""
+    verdict and one per property shown. INCONCLUSIVE is an error, never a
+    pass nor a skip; a failure quotes the property's explanation."""
     outcomes, props = outcome_verdicts(frames), property_verdicts(frames)
     root = ET.Element("testsuites", name="ftharness")
     by_folder = {s["results"]: s for s in frames.scenarios.to_dict("records")}
@@ -210,7 +205,7 @@ def junit_tree(frames: Frames) -> ET.ElementTree:
     for o in outcomes.to_dict("records"):
         statuses += _suite(root, by_folder[o["results"]], o, props)
         seconds += 0.0 if missing(o["wall_time_s"]) else float(o["wall_time_s"])
-    _count(root, statuses, seconds)
+    _count(root, statuses, seconds, skipped=False)
     return ET.ElementTree(root)
 
 

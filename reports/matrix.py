@@ -228,33 +228,46 @@ def write_csv(cs: List[Dict[str, Any]], path: str) -> None:
 
 
 def write_junit(cs: List[Dict[str, Any]], chg: List[Dict[str, Any]], path: str) -> None:
-    """One testcase per scenario and configuration (JUnit as CI reads it: FAIL a failure,
-    INCONCLUSIVE and runs that did not happen an error)."""
-    from xml.sax.saxutils import quoteattr
+    """One testcase per scenario and configuration in one <testsuite>, valid
+    against junit-10.xsd as ftharness.reports.junit is: FAIL a failure,
+    INCONCLUSIVE and runs that did not happen an error; each cell's figures
+    (recovery, lost steps, goodput) are suite <property> values named after
+    the cell, which CI can trend (the schema allows no properties in a case)."""
+    import datetime
+    import xml.etree.ElementTree as ET
 
-    cases, failures, errors = [], 0, 0
+    from ftharness.reports.junit import TIMESTAMP, xml_text
+
+    written = datetime.datetime.now(datetime.timezone.utc).strftime(TIMESTAMP)   # cells keep no start time
+    root = ET.Element("testsuites", name="ftharness matrix")
+    suite = ET.SubElement(root, "testsuite", name="ftharness matrix")
+    props = ET.SubElement(suite, "properties")
+    failures = errors = 0
     for c in cs:
-        name = quoteattr(f"{c['scenario']} [{c['config']}]")
-        body = ""
+        name = f"{c['scenario']} [{c['config']}]"
+        for k, v in (("recovery_median_s", c["recovery_median_s"]), ("lost_steps", c["lost_steps"]),
+                     ("goodput", c["goodput"])):
+            if v is not None:
+                ET.SubElement(props, "property", name=xml_text(f"{name}.{k}"), value=str(round(v, 3)))
+        case = ET.SubElement(suite, "testcase", classname=xml_text(f"ftharness.matrix.{c['scenario']}"),
+                             name=xml_text(name), time="0.000")
+        message = xml_text(_behaviour(c))
         if c["verdict"] == "FAIL":
             failures += 1
-            body = f'<failure type="fail" message={quoteattr(_behaviour(c))}/>'
+            ET.SubElement(case, "failure", type="fail", message=message).text = message
         elif c["verdict"] != "PASS":
             errors += 1
-            body = f'<error type={quoteattr(c["verdict"].lower())} message={quoteattr(_behaviour(c))}/>'
+            ET.SubElement(case, "error", type=c["verdict"].lower(), message=message).text = message
         notes = [n for n in c["notes"]] + [x["sentence"] for x in chg
                                            if x["scenario"] == c["scenario"] and (x["to"] == c["ray"])]
         if notes:
-            body += f"<system-out>{html.escape(chr(10).join(notes))}</system-out>"
-        props = "".join(f'<property name="{k}" value={quoteattr(str(round(v, 3)))}/>'
-                        for k, v in (("recovery_median_s", c["recovery_median_s"]), ("lost_steps", c["lost_steps"]),
-                                     ("goodput", c["goodput"])) if v is not None)
-        cases.append(f'<testcase classname="ftharness.matrix.{c["scenario"]}" name={name}>'
-                     f'{"<properties>" + props + "</properties>" if props else ""}{body}</testcase>')
-    xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuites><testsuite name="ftharness matrix" '
-           f'tests="{len(cs)}" failures="{failures}" errors="{errors}">' + "".join(cases) + "</testsuite></testsuites>\n")
-    with open(path, "w") as f:
-        f.write(xml)
+            ET.SubElement(case, "system-out").text = xml_text("\n".join(notes))
+    counts = {"tests": str(len(cs)), "failures": str(failures), "errors": str(errors)}
+    suite.attrib = {"name": "ftharness matrix", **counts, "skipped": "0", "time": "0.000", "timestamp": written}
+    root.attrib = {"name": "ftharness matrix", **counts, "time": "0.000"}
+    tree = ET.ElementTree(root)
+    ET.indent(tree)
+    tree.write(path, encoding="utf-8", xml_declaration=True)
 
 
 def _plots(cs: List[Dict[str, Any]], folder: str) -> List[str]:

@@ -128,3 +128,78 @@ def test_bad_target_interrupts_before_anything_starts(exclusive_ray, tmp_path):
     assert ray_clusters() == before
     v = run_cli("verdict", str(tmp_path / "journal.json"), timeout=60)
     assert v.returncode == 1 and v.stdout.startswith("FAIL")
+
+
+# ------------------------------------------------ an action for every fault kind
+def test_every_fault_kind_has_an_action_with_every_argument_of_its_spec():
+    """Seen: no action for network_degrade nor crash_worker; partition_node could only pause."""
+    import inspect
+
+    from ftharness.faults import REGISTRY
+    from ftharness.harness.frontends.ctk import actions
+
+    for kind, fault in REGISTRY.items():
+        assert kind in actions.__all__, kind
+        params = set(inspect.signature(getattr(actions, kind)).parameters)
+        wanted = set(fault.Spec.arguments()) | ({"target"} if "target" in fault.Spec.model_fields else set())
+        assert wanted <= params, (kind, wanted - params)
+        assert getattr(actions, kind).__doc__, kind
+
+
+def _with_action(func, arguments, name="the-action", network=None):
+    exp = example()
+    exp["method"] = [{"type": "action", "name": name, "provider": {
+        "type": "python", "module": "ftharness.harness.frontends.ctk.actions", "func": func, "arguments": arguments}}]
+    if network:
+        exp["controls"][0]["provider"]["arguments"]["scenario"]["cluster"] = {"network": network}
+    return exp
+
+
+@pytest.mark.parametrize("func, arguments, network", [
+    ("partition_node", {"target": {"node": 1}, "mode": "pause", "duration_s": 5}, None),
+    ("partition_node", {"target": {"node": 1}, "mode": "network", "direction": "in", "cut_from": "head"}, "namespaces"),
+    ("partition_node", {"target": {"node": 1}, "mode": "network", "cut_from": "workers"}, "namespaces"),
+    ("network_degrade", {"target": {"node": 1}, "loss_pct": 20, "direction": "out", "duration_s": 5}, "namespaces"),
+    ("network_degrade", {"target": {"rank": 0}, "rate_mbit": 10, "latency_ms": 50}, "namespaces"),
+    ("crash_worker", {"target": {"rank": 1}, "at": {"step": 5}, "where": "after_checkpoint_write"}, None),
+    ("storage_errors", {"ops": ["write"], "error_rate": 0.5, "partial": True}, None),
+])
+def test_every_mode_validates(func, arguments, network):
+    exp = _with_action(func, arguments, network=network)
+    validate_experiment(exp, control_scenario(exp))
+
+
+def test_crash_worker_actions_are_armed_in_the_control_scenario_before_training():
+    from ftharness.harness.frontends.ctk.control import _with_armed
+
+    exp = _with_action("crash_worker", {"target": {"rank": 1}, "at": {"step": 5}})
+    session = Session.from_arguments(exp["controls"][0]["provider"]["arguments"]["scenario"])
+    _with_armed(session, exp)
+    (fault,) = session.scenario.faults
+    assert fault.kind == "crash_worker" and fault.target.rank == 1 and fault.at.step == 5
+
+
+def _chaos_validate(tmp_path, exp):
+    path = tmp_path / "exp.json"
+    path.write_text(json.dumps(exp))
+    return subprocess.run([CHAOS, "--no-log-file", "validate", str(path)], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONSAFEPATH": "1"})
+
+
+def test_chaos_validate_refuses_a_bad_target_and_accepts_the_example(tmp_path):
+    """Seen: `chaos validate` accepted a bad target."""
+    good = _chaos_validate(tmp_path, example())
+    assert good.returncode == 0, good.stdout + good.stderr
+    bad = _with_action("kill_worker", {"target": {"rank": 7}}, name="kill-rank-7")
+    r = _chaos_validate(tmp_path, bad)
+    assert r.returncode != 0
+    assert "target.rank: 7 does not exist" in r.stdout + r.stderr and "kill-rank-7" in r.stdout + r.stderr
+
+
+def test_probes_are_documented():
+    from ftharness.harness.frontends.ctk import probes
+
+    text = open(os.path.join(REPO, "docs", "chaostoolkit.md")).read()
+    for name in probes.__all__:
+        assert getattr(probes, name).__doc__, name
+        assert f"`{name}" in text, name

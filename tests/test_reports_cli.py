@@ -5,12 +5,10 @@ on synthetic results folders (scenarios/synthetic.py). No Ray cluster.
 """
 
 import argparse
-import datetime
+import hashlib
 import json
 import math
-import re
 from pathlib import Path
-import xml.etree.ElementTree as ET
 
 import numpy as np
 import pandas as pd
@@ -21,7 +19,7 @@ from ftharness.scenarios.reference_data import WorkloadConfig
 from ftharness.reports import advice
 from ftharness.reports.cli import add_subcommands
 from ftharness.reports.compare import bootstrap_median_diff, compare, write_compare
-from ftharness.reports.junit import write_junit
+from ftharness.history.records import read_history, seal
 from ftharness.scenarios.verdict import evaluate
 from ftharness.scenarios.properties import PROPERTIES
 from ftharness.scenarios.schema import parse_scenario
@@ -44,13 +42,31 @@ def make_results(folder, name, faults=(), failure_config=None, expect=None):
                                "workload": {"steps": STEPS, "batch_size": 4, "checkpoint_every": 2},
                                "expect": expect or {"properties": list(PROPERTIES), "monotonic": ["step", "count"]}})
     ctx = syn.context
-    summary = evaluate(scenario, syn.events, {"outcome": ctx["outcome"], "error_type": ctx["error_type"],
-                                              "error": None, "return_value": {"acc": ctx["final"]}})
     folder.mkdir(parents=True)
-    (folder / "history.jsonl").write_text("".join(json.dumps(e) + "\n" for e in syn.events))
+    (folder / "history.jsonl").write_bytes(b"".join(line + b"\n" for line in sealed(syn.events)))
+    read = read_history(str(folder))   # closed as a run closes it: `check` finds no gap to judge
+    summary = evaluate(scenario, read.events, {"outcome": ctx["outcome"], "error_type": ctx["error_type"],
+                                               "error": None, "return_value": {"acc": ctx["final"]}}, read.problems)
     (folder / "summary.json").write_text(json.dumps(summary))
     (folder / "scenario.yaml").write_text(yaml.safe_dump(scenario.model_dump(mode="json")))
     return str(folder)
+
+
+def sealed(events):
+    """History lines closed by a consistent history_end, as the history actor writes them."""
+    body = [dict(e) for e in events if e.get("kind") != "history_end"]
+    counts, digest, out = {}, hashlib.sha256(), []
+    for e in body:
+        if e.get("emitter"):
+            counts[e["emitter"]] = counts.get(e["emitter"], 0) + 1
+        line = json.dumps(e).encode()
+        digest.update(line + b"\n")
+        out.append(line)
+    end = {"kind": "history_end", "source": "history", "events": len(body), "emitters": counts,
+           "digest": digest.hexdigest(), "seq": max(e.get("seq", 0) for e in body) + 1, "t": body[-1]["t"],
+           "fit_index": body[-1].get("fit_index", 1)}
+    end["seal"] = seal(end)
+    return out + [json.dumps(end).encode()]
 
 
 def kill(recovery_s=2.0):
@@ -74,136 +90,6 @@ def suite(tmp_path_factory):
                  {"properties": ["budget_accounting"],
                   "violations": [{"property": "exactly_once_restore", "reason": "digest mismatch"}]})
     return root
-
-
-JUNIT_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
-#: a case's outcome element -> the count attribute of its suite
-OUTCOMES = {"failure": "failures", "error": "errors", "skipped": "skipped"}
-
-
-def _int(element, key):
-    value = element.get(key)
-    assert value is not None and value.isdigit(), f"<{element.tag}> {key}={value!r} is not a count"
-    return int(value)
-
-
-def _seconds(element):
-    value = float(element.get("time"))
-    assert value >= 0 and math.isfinite(value), f"<{element.tag}> time={element.get('time')!r}"
-    return value
-
-
-def validate_junit(path):
-    """The JUnit XML rules CI tools hold a file to (the Ant/Jenkins schema,
-    junit-10.xsd, as GitLab and the GitHub test reporters read it): a parsable
-    file; <testsuites> of <testsuite>; each suite named, with a timestamp
-    (xs:dateTime, no zone), a time and counts that match its cases; children in
-    the order properties, testcase, system-out, system-err; each case named,
-    with a classname, a time and at most one failure, error or skipped; a
-    failure or error with a message and a type. Returns the root."""
-    root = ET.parse(path).getroot()
-    assert root.tag == "testsuites" and root.findall("testsuite")
-    assert {c.tag for c in root} == {"testsuite"}
-    totals = dict.fromkeys(("tests", *OUTCOMES.values()), 0)
-    for suite in root:
-        assert suite.get("name")
-        assert JUNIT_TIMESTAMP.fullmatch(suite.get("timestamp") or ""), suite.get("timestamp")
-        _seconds(suite)
-        order = {"properties": 0, "testcase": 1, "system-out": 2, "system-err": 3}
-        ranks = [order[c.tag] for c in suite]
-        assert ranks == sorted(ranks) and ranks.count(0) <= 1, [c.tag for c in suite]
-        for prop in suite.iter("property"):
-            assert prop.get("name") and prop.get("value") is not None
-        counts = dict.fromkeys(("tests", *OUTCOMES.values()), 0)
-        for case in suite.findall("testcase"):
-            assert case.get("name") and case.get("classname")
-            _seconds(case)
-            assert {c.tag for c in case} <= {*OUTCOMES, "system-out", "system-err"}
-            found = [c for c in case if c.tag in OUTCOMES]
-            assert len(found) <= 1, f"{case.get('name')}: more than one outcome"
-            counts["tests"] += 1
-            for c in found:
-                counts[OUTCOMES[c.tag]] += 1
-                assert c.get("message") is not None
-                assert c.tag == "skipped" or c.get("type")
-        for key, n in counts.items():
-            assert _int(suite, key) == n, f"{suite.get('name')}: {key}"
-            totals[key] += n
-    for key, n in totals.items():
-        assert _int(root, key) == n, f"testsuites: {key}"
-    return root
-
-
-def test_junit_has_a_suite_per_scenario_and_a_case_per_property_with_failures_explained(suite, tmp_path):
-    root = validate_junit(write_junit([suite], tmp_path / "out" / "junit.xml"))
-    suites = {ts.get("name"): ts for ts in root.findall("testsuite")}
-    assert sorted(suites) == ["kill", "out-of-budget", "pinned", "slow", "surprise"]
-    cases = {(c.get("classname"), c.get("name")): c for c in root.iter("testcase")}
-    assert len(cases) == 5 * (1 + len(PROPERTIES)) == int(root.get("tests"))
-    assert all(int(ts.get("tests")) == 1 + len(PROPERTIES) for ts in suites.values())
-
-    def status(scenario, name):
-        case = cases[(scenario, name)]
-        return "failure" if case.find("failure") is not None else \
-            "skipped" if case.find("skipped") is not None else "ok"
-
-    assert {n: status("kill", n) for n in ("verdict", *PROPERTIES)} == dict.fromkeys(("verdict", *PROPERTIES), "ok")
-    assert status("out-of-budget", "verdict") == "ok"
-    assert status("surprise", "verdict") == "failure"
-    assert "outcome failed (expected succeeded)" in cases[("surprise", "verdict")].find("failure").text
-    # asked for nothing: a failed property is reported as skipped, not counted
-    assert {status("surprise", p) for p in PROPERTIES} <= {"ok", "skipped"}
-    assert status("slow", "verdict") == "failure"
-    summary = json.loads((suite / "slow" / "summary.json").read_text())
-    explanation = summary["properties"]["recovers"]["explanation"]
-    failure = cases[("slow", "recovers")].find("failure")
-    assert "0.5" in explanation and explanation in failure.get("message") and explanation in failure.text
-    assert int(suites["slow"].get("failures")) == 2
-    pinned = cases[("pinned", "exactly_once_restore")].find("failure")
-    assert "pins a known violation" in pinned.text
-    assert "the gap may have closed" in cases[("pinned", "verdict")].find("failure").text
-    failures = sum(status(*k) == "failure" for k in cases)
-    assert failures == int(root.get("failures")) == 5
-    assert int(root.get("skipped")) == sum(status(*k) == "skipped" for k in cases)
-
-
-def test_junit_suite_carries_start_time_duration_and_versions(tmp_path):
-    folder = make_results(tmp_path / "runs" / "kill", "kill", [kill()])
-    path = tmp_path / "runs" / "kill" / "summary.json"
-    summary = json.loads(path.read_text())
-    summary.update(wall_time_s=12.5, results_dir="/data/results/kill",
-                   versions={"ray": "2.60.0", "torch": "2.13.0+cpu", "python": "3.11.9", "ftharness": "0.4.0"},
-                   settings={"profile": "fast", "address": "embedded"})
-    path.write_text(json.dumps(summary))
-    (ts,) = validate_junit(write_junit([folder], tmp_path / "junit.xml")).findall("testsuite")
-    start = min(e["t"] for e in map(json.loads, (tmp_path / "runs" / "kill" / "history.jsonl").open())
-                if e["kind"] == "run_start")
-    assert ts.get("timestamp") == datetime.datetime.fromtimestamp(start, datetime.timezone.utc).strftime(
-        "%Y-%m-%dT%H:%M:%S")
-    assert ts.get("time") == "12.500"
-    props = {p.get("name"): p.get("value") for p in ts.find("properties")}
-    assert props == {"ray.version": "2.60.0", "torch.version": "2.13.0+cpu", "python.version": "3.11.9",
-                     "ftharness.version": "0.4.0", "cluster.profile": "fast", "cluster.address": "embedded",
-                     "results_dir": "/data/results/kill"}
-
-
-def test_junit_reports_inconclusive_and_not_judged_as_skipped_not_failure(tmp_path):
-    """A fault that never landed: the verdict case is skipped, with the reason;
-    a property with nothing to judge is skipped too. Control characters in a
-    reason do not break the file."""
-    folder = make_results(tmp_path / "runs" / "unlanded", "unlanded", [kill()])
-    summary = json.loads((tmp_path / "runs" / "unlanded" / "summary.json").read_text())
-    summary.update(verdict="INCONCLUSIVE", matches_expectation=False,
-                   inconclusive=["fault 0 (kill_worker) did not land: never fired \x1b[31m"])
-    summary["properties"]["recovers"] = {"passed": None, "explanation": "no fault was retried"}
-    (tmp_path / "runs" / "unlanded" / "summary.json").write_text(json.dumps(summary))
-    root = validate_junit(write_junit([folder], tmp_path / "junit.xml"))
-    (ts,) = root.findall("testsuite")
-    case = next(c for c in ts.iter("testcase") if c.get("name") == "verdict")
-    assert case.find("failure") is None and "did not land" in case.find("skipped").get("message")
-    recovers = next(c for c in ts.iter("testcase") if c.get("name") == "recovers")
-    assert "no fault was retried" in recovers.find("skipped").get("message")
-    assert int(ts.get("failures")) == 0 and int(ts.get("skipped")) >= 2
 
 
 # --------------------------------------------------------------------- compare
@@ -395,6 +281,12 @@ def fake_run(monkeypatch, module, name):
 def summary_of(folder):
     summary = json.loads((Path(folder) / "summary.json").read_text())
     return {**summary, "wall_time_s": 1.0}
+
+
+def validate_junit(path):
+    from test_junit import validate_junit as validate
+
+    return validate(path)
 
 
 def test_run_and_suite_write_report_html_and_junit_and_print_the_page_last(monkeypatch, tmp_path, capsys):

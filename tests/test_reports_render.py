@@ -15,6 +15,7 @@ from PIL import Image
 
 from ftharness.reports import advice
 from ftharness.reports.frames import Frames
+from ftharness.reports.judgement import folder_statuses
 from ftharness.reports.html import page, section, table, write_report
 from ftharness.reports.trace import write_trace
 from ftharness.scenarios.properties import PROPERTIES
@@ -97,7 +98,10 @@ def test_report_has_summary_properties_timelines_and_recovery(report):
     o = outline(report)
     assert {"verdict", "toc", "summary", "properties", "timelines", "recovery", "advice", "data"} <= o.ids
     assert o.rows["summary"] == 1 + len(SCENARIOS)                     # header + one per scenario
-    assert o.rows["properties"] == 1 + len(SCENARIOS) * len(PROPERTIES)
+    shown = [len(folder_statuses(os.path.join(os.path.dirname(os.path.dirname(report)), "suite", n))["properties"])
+             for n in SCENARIOS]
+    assert shown[:2] == [len(PROPERTIES)] * 2 and shown[2] < len(PROPERTIES)   # asked only budget_accounting
+    assert o.rows["properties"] == 1 + sum(shown)
     assert o.svgs == {f"timeline-{name}": 1 for name in SCENARIOS}
     assert o.classes.count("timeline") == len(SCENARIOS)
     assert {"kill", "twice", "out-of-budget", "failed", "PASS"} <= set(o.cells)
@@ -158,7 +162,33 @@ def test_advice_says_what_it_could_not_compute_and_how_to_get_it(tmp_path):
     assert "checkpoint cost not measured: no checkpoint_written/report pair in these runs; " \
            "run a scenario with checkpoint_every &gt; 0" in advice_html
     assert "Daly interval (s): needs the checkpoint cost C" in advice_html
-    assert "not computed (see below)" in advice_html and "–" not in advice_html
+    table_html = advice_html.split("<table", 1)[1].split("</table>", 1)[0]
+    # seen: seven "not computed" rows; now only computed values are rows, each gap said once below
+    assert "not computed" not in advice_html and "–" not in advice_html and "Daly interval" not in table_html
+    assert advice_html.count("Daly interval (s)") == 1
+
+
+def test_advice_is_sized_from_the_scenarios_own_cluster():
+    """Seen: checkpoint advice sized for 16,384 accelerators on a two-worker scenario."""
+    folder = os.path.join(DATA, "kill-worker")
+    assert advice.cluster_accelerators([folder]) == 2            # workload.num_workers of its scenario.yaml
+    from ftharness.reports.html import advice_data
+
+    found = advice_data([folder])
+    assert "scaled to 2 accelerators" in found["basis"]
+    cells = {r["cells"][0]["text"]: r["cells"][1]["text"] for r in found["table"]["rows"]}
+    assert cells["accelerators N"] == "2"
+
+
+def test_no_box_plot_for_one_sample_only_the_point():
+    """Seen: a box plot drawn for one sample."""
+    from ftharness.reports.html import MIN_BOX_SAMPLES, recovery_figure
+
+    one = recovery_figure({"kill": [2.0]})
+    ax = one.axes[0]
+    assert not ax.lines and len(ax.collections) == 1              # the point, no box, no whiskers
+    many = recovery_figure({"kill": [2.0, 2.5, 3.0, 3.5, 4.0][:MIN_BOX_SAMPLES]})
+    assert many.axes[0].lines                                     # enough samples: the box is drawn
 
 
 def test_advice_gaps_name_each_missing_measurement():
@@ -271,13 +301,13 @@ def test_chromium_draws_the_fail_banner_and_the_timelines(mixed, tmp_path):
 @needs_chromium
 def test_chromium_runs_the_timeline_script_zoom_pan_and_reset(mixed, tmp_path):
     """The DOM after the page's script ran: every timeline is set up, tooltips
-    moved to data-tip; a wheel event narrows the viewBox, a drag moves it, reset restores it."""
+    moved to data-tip; Ctrl + wheel narrows the viewBox, a drag moves it, reset restores it."""
     probe = """<script>
     (function () {
       var div = document.querySelector("div.timeline"), svg = div.querySelector("svg.tl-svg");
       var plot = svg.querySelector("svg.tl-plot"), r = plot.getBoundingClientRect(), out = [];
       out.push(plot.getAttribute("viewBox"));
-      svg.dispatchEvent(new WheelEvent("wheel", {deltaY: -120, clientX: r.left + r.width / 2,
+      svg.dispatchEvent(new WheelEvent("wheel", {deltaY: -120, clientX: r.left + r.width / 2, ctrlKey: true,
                                                  clientY: r.top + 5, bubbles: true, cancelable: true}));
       out.push(plot.getAttribute("viewBox"));
       var at = {clientX: r.left + r.width / 2, clientY: r.top + 5, pointerId: 1, bubbles: true};
@@ -302,3 +332,59 @@ def test_chromium_runs_the_timeline_script_zoom_pan_and_reset(mixed, tmp_path):
     assert zoomed[0] > full[0]                                           # around the pointer
     assert panned[2] == pytest.approx(zoomed[2]) and panned[0] > zoomed[0]   # dragged left: later times
     assert reset == full
+
+
+@needs_chromium
+def test_chromium_a_plain_wheel_scrolls_past_a_timeline_and_zoom_needs_the_modifier(mixed, tmp_path):
+    """Seen: the report captured the mouse wheel over every timeline, so a long
+    page could not be scrolled past one. A plain wheel over a timeline is left
+    to the page (not cancelled, the view unchanged) and the page scrolls past
+    it; Ctrl, Cmd or Alt + wheel zooms (cancelled, the view narrower)."""
+    probe = """<script>
+    window.addEventListener("load", function () {
+      var div = document.querySelector("div.timeline"), svg = div.querySelector("svg.tl-svg");
+      var plot = svg.querySelector("svg.tl-plot"), out = [];
+      div.scrollIntoView();
+      var r = plot.getBoundingClientRect(), full = plot.getAttribute("viewBox");
+      function wheel(mods) {
+        var e = new WheelEvent("wheel", Object.assign({deltaY: -120, clientX: r.left + r.width / 2,
+                                clientY: r.top + 5, bubbles: true, cancelable: true}, mods));
+        svg.dispatchEvent(e);
+        return (e.defaultPrevented ? "cancelled" : "free") + " " + (plot.getAttribute("viewBox") === full ? "same" : "zoomed");
+      }
+      out.push(wheel({}));
+      out.push(wheel({shiftKey: true}));
+      var y0 = window.scrollY;
+      window.scrollBy(0, div.getBoundingClientRect().bottom + 10);
+      out.push(div.getBoundingClientRect().bottom < 0 && window.scrollY > y0 ? "scrolled past" : "stuck");
+      div.querySelector("button.tl-reset").click();
+      out.push(wheel({ctrlKey: true}));
+      div.querySelector("button.tl-reset").click();
+      out.push(wheel({metaKey: true}));
+      div.querySelector("button.tl-reset").click();
+      out.push(wheel({altKey: true}));
+      var faults = document.querySelector("section#faults table.faults");
+      out.push(faults && faults.getBoundingClientRect().height > 0 ? "faults shown " + faults.rows.length : "no faults");
+      document.body.setAttribute("data-probe", out.join("|"));
+    });
+    </script></body>"""
+    page_path = tmp_path / "probe.html"
+    page_path.write_text(open(mixed, encoding="utf-8").read().replace("</body>", probe))
+    dom = chromium("--dump-dom", "--window-size=1400,900", f"file://{page_path}", profile=tmp_path / "profile").stdout
+    got = re.search(r'data-probe="([^"]*)"', dom).group(1).split("|")
+    assert got == ["free same", "free same", "scrolled past", "cancelled zoomed", "cancelled zoomed",
+                   "cancelled zoomed", "faults shown 4"], got
+
+
+@needs_chromium
+def test_chromium_shows_the_faults_table_with_landing_evidence(mixed, tmp_path):
+    """Seen: no table of faults with their landing evidence, only hover tooltips."""
+    png = tmp_path / "faults.png"
+    dom = chromium("--dump-dom", f"file://{mixed}", profile=tmp_path / "profile").stdout
+    section = dom.split('id="faults"', 1)[1].split("</section>", 1)[0]
+    assert section.count("<tr") == 1 + 3                               # header + one fault per run
+    for text in ("kill_worker", "preempt_node", "rank 1", "SIGKILL at seq 25", "UTC", "expected worker_group",
+                 "worker_group (RETRY)", "expected preemption"):
+        assert text in section, text
+    chromium(f"--screenshot={png}", "--window-size=1400,1600", f"file://{mixed}#faults", profile=tmp_path / "p2")
+    assert png.stat().st_size > 10_000

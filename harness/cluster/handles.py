@@ -15,7 +15,10 @@ anything it did not start.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
+import re
+import threading
 import shutil
 import signal
 import socket
@@ -122,6 +125,145 @@ class _Reaper:
             self.proc.kill()
 
 
+# ------------------------------------------------------------ quiet terminal, kept logs
+#: a line Ray's driver prints on its own behalf: "(raylet) A worker died ...",
+#: "(pid=123) ...", "(RayTrainWorker pid=123, ip=...) ..." (with or without colour)
+RAY_LINE = re.compile(r"^(\x1b\[[0-9;]*m)*\((raylet|autoscaler|pid=\d+|[\w.:-]+ pid=\d+)[^)]*\)")
+#: what `keep_logs` copies into a results folder: each file's last bytes, and the whole at most
+LOG_FILE_BYTES, LOG_TOTAL_BYTES = 2 * 1024 * 1024, 32 * 1024 * 1024
+LOGS_DIR, DRIVER_LOG = "logs", "ftharness-driver.log"
+_LOG_DEST: Dict[str, Any] = {"dir": None}
+
+
+def verbose() -> bool:
+    """`--verbose` (FTHARNESS_VERBOSE=1): Ray's and the workers' logs live on the terminal too."""
+    return os.environ.get("FTHARNESS_VERBOSE", "") not in ("", "0")
+
+
+def keep_logs(results_dir: Optional[str]) -> None:
+    """Where the next cluster's logs go when it is torn down (RESULTS/logs);
+    None: nowhere. The CLI sets it before a run or a suite starts."""
+    _LOG_DEST["dir"] = results_dir
+
+
+class _Filtered:
+    """sys.stdout or sys.stderr with Ray's own lines taken out into a log file
+    (and, with --verbose, still shown): ftharness's progress and verdict stay
+    alone on the terminal."""
+
+    def __init__(self, stream, sink, lock):
+        self._stream, self._sink, self._lock, self._partial = stream, sink, lock, ""
+
+    def write(self, text: str) -> int:
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        for line in lines:
+            if RAY_LINE.match(line):
+                with self._lock:
+                    self._sink.write(line + "\n")
+                    self._sink.flush()
+                if not verbose():
+                    continue
+            self._stream.write(line + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._partial and not RAY_LINE.match(self._partial):
+            self._stream.write(self._partial)
+            self._partial = ""
+        self._stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+class LogCapture:
+    """While a cluster is open: Ray's driver-side lines (error messages Ray
+    prints for workers it saw die, its Python logger's warnings) go to
+    DRIVER_LOG in the cluster's temp dir instead of the terminal; `copy_to`
+    then keeps them and Ray's own log files, bounded, in a results folder."""
+
+    def __init__(self, temp_dir: str):
+        self.temp_dir = temp_dir
+        self.path = os.path.join(temp_dir, DRIVER_LOG)
+        self._sink = open(self.path, "a", buffering=1)
+        self._lock = threading.Lock()
+        self._streams = (sys.stdout, sys.stderr)
+        sys.stdout = _Filtered(sys.stdout, self._sink, self._lock)
+        sys.stderr = _Filtered(sys.stderr, self._sink, self._lock)
+        self._logger = logging.getLogger("ray")
+        self._handlers = list(self._logger.handlers)
+        self._file_handler = logging.StreamHandler(self._sink)
+        self._file_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        if not verbose():
+            for h in self._handlers:
+                self._logger.removeHandler(h)
+        self._logger.addHandler(self._file_handler)
+
+    def close(self) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            if isinstance(stream, _Filtered):
+                stream.flush()
+        if isinstance(sys.stdout, _Filtered):
+            sys.stdout = self._streams[0]
+        if isinstance(sys.stderr, _Filtered):
+            sys.stderr = self._streams[1]
+        self._logger.removeHandler(self._file_handler)
+        for h in self._handlers:
+            if h not in self._logger.handlers:
+                self._logger.addHandler(h)
+        self._sink.close()
+
+    def copy_to(self, results_dir: str) -> List[str]:
+        """RESULTS/logs/: the driver log and every file of Ray's session logs
+        folders (each node's), each cut to its last LOG_FILE_BYTES, in all at
+        most LOG_TOTAL_BYTES (the newest first); returns the files written."""
+        found = [self.path] if os.path.isfile(self.path) else []
+        for root, _, files in os.walk(self.temp_dir):
+            if os.path.basename(root) == "logs" and "session_" in root and "session_latest" not in root:
+                found += [os.path.join(root, f) for f in files]
+        found = [f for f in found if os.path.isfile(f)]
+        found.sort(key=lambda f: (f != self.path, -os.path.getmtime(f)))
+        dest, left, written = os.path.join(results_dir, LOGS_DIR), LOG_TOTAL_BYTES, []
+        for src in found:
+            if left <= 0:
+                break
+            rel = os.path.relpath(src, self.temp_dir)
+            rel = rel.replace(os.sep + "logs" + os.sep, os.sep).replace("session_", "")
+            target = os.path.join(dest, rel if src != self.path else DRIVER_LOG)
+            n = 1
+            while src == self.path and os.path.exists(target):   # a suite's next cluster: its own driver log
+                n += 1
+                target = os.path.join(dest, DRIVER_LOG.replace(".log", f"-{n}.log"))
+            try:
+                size = os.path.getsize(src)
+                take = min(size, LOG_FILE_BYTES, left)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with open(src, "rb") as fin, open(target, "wb") as fout:
+                    if take < size:
+                        fin.seek(size - take)
+                        fout.write(f"[ftharness: the last {take} of {size} bytes]\n".encode())
+                    fout.write(fin.read(take))
+            except OSError:
+                continue
+            left -= take
+            written.append(target)
+        return written
+
+
+def _end_capture(capture: Optional[LogCapture]) -> None:
+    """Keep the logs where keep_logs() said, then stop capturing; never raises."""
+    if capture is None:
+        return
+    try:
+        if _LOG_DEST["dir"]:
+            capture.copy_to(_LOG_DEST["dir"])
+    except OSError:
+        pass
+    finally:
+        capture.close()
+
+
 class EmbeddedCluster:
     """A head plus `nodes` worker raylets on this host."""
 
@@ -144,6 +286,7 @@ class EmbeddedCluster:
         self._reaper: Optional[_Reaper] = None
         self._old_sigterm = None
         self.start_time_s: Optional[float] = None
+        self._capture: Optional[LogCapture] = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "EmbeddedCluster":
@@ -162,6 +305,7 @@ class EmbeddedCluster:
         self._old_ray_tmpdir = os.environ.get("RAY_TMPDIR")
         os.environ["RAY_TMPDIR"] = self._temp_dir
         os.makedirs(os.path.join(self._temp_dir, "ray"), exist_ok=True)
+        self._capture = LogCapture(self._temp_dir)
         head_ip = {}
         try:
             if self.network == "namespaces":
@@ -191,7 +335,7 @@ class EmbeddedCluster:
             self._cluster.wait_for_nodes()
             ray.init(address=self._cluster.address, _temp_dir=self._temp_dir,
                      _node_ip_address=head_ip.get("node_ip_address"),
-                     logging_level="ERROR", log_to_driver=False, namespace="ftharness")
+                     logging_level="ERROR", log_to_driver=verbose(), namespace="ftharness")
             for n in self._nodes.values():
                 if isinstance(n, NamespaceNode):
                     n.wait_registered()
@@ -236,6 +380,8 @@ class EmbeddedCluster:
             if self._reaper is not None:
                 self._reaper.release()
                 self._reaper = None
+            _end_capture(self._capture)   # before the temp dir goes: Ray's logs are in it
+            self._capture = None
             if self._temp_dir:
                 _remove_dir(self._temp_dir)
                 self._temp_dir = None
@@ -476,13 +622,23 @@ class ExistingCluster:
         if ray.is_initialized():
             raise ClusterError("a Ray driver is already connected in this process")
         self._probe()
+        self._log_dir = tempfile.mkdtemp(prefix="fth-log-")
+        self._capture = LogCapture(self._log_dir)   # Ray's driver-side lines: RESULTS/logs, not the terminal
         try:
-            ray.init(address=self.address, logging_level="ERROR", log_to_driver=False,
+            ray.init(address=self.address, logging_level="ERROR", log_to_driver=verbose(),
                      namespace="ftharness")
         except Exception as e:  # ConnectionError, ValueError, ...
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            self._end_capture()
             raise ClusterError(f"--address {self.address}: cannot connect ({msg})") from None
         return self
+
+    def _end_capture(self) -> None:
+        _end_capture(getattr(self, "_capture", None))
+        self._capture = None
+        if getattr(self, "_log_dir", None):
+            shutil.rmtree(self._log_dir, ignore_errors=True)
+            self._log_dir = None
 
     def _probe(self, timeout_s: float = 5.0) -> None:
         """Fail fast: ray.init keeps retrying an address nobody listens on."""
@@ -503,8 +659,11 @@ class ExistingCluster:
             raise ClusterError(f"--address {self.address}: cannot connect ({e.strerror or e})") from None
 
     def close(self) -> None:
-        if ray.is_initialized():
-            ray.shutdown()
+        try:
+            if ray.is_initialized():
+                ray.shutdown()
+        finally:
+            self._end_capture()
 
     def __enter__(self) -> "ExistingCluster":
         return self.start()

@@ -65,21 +65,31 @@ def print_summary(summary, out: str) -> None:
 REPORT_PAGE, REPORT_DATA, JUNIT_FILE = "report.html", "report-data", "junit.xml"
 
 
-def write_reports(out: str) -> None:
-    """report.html (frames in report-data/) and junit.xml in the results folder,
-    so every run leaves a page for a person and a file for CI. The verdict is
-    already decided: a report that cannot be written is one warning line."""
+def write_reports(out: str, folders: Optional[List[str]] = None) -> None:
+    """report.html (frames in report-data/) and junit.xml in the results folder
+    (over `folders`, its suite rounds, when given), so every run leaves a page
+    for a person and a file for CI. The verdict is already decided: a report
+    that cannot be written is one warning line."""
     try:
         from ftharness.reports.html import write_report
         from ftharness.reports.junit import write_junit
 
-        page = write_report([out], out, page_name=REPORT_PAGE, data_dir=REPORT_DATA)
-        write_junit([out], os.path.join(out, JUNIT_FILE))
+        page = write_report(folders or [out], out, page_name=REPORT_PAGE, data_dir=REPORT_DATA)
+        write_junit(folders or [out], os.path.join(out, JUNIT_FILE))
     except Exception as e:  # noqa: BLE001 - never changes the verdict or the exit code
         print(f"ftharness: warning: report not written ({one_line(f'{type(e).__name__}: {e}', 200)})",
               file=sys.stderr)
         return
     print(f"report: {os.path.abspath(page)}")
+
+
+def _logs(args, out: str) -> None:
+    """Ray's logs kept in OUT/logs at teardown; --verbose shows them live too."""
+    from ftharness.harness.cluster.handles import keep_logs
+
+    if getattr(args, "verbose", False):
+        os.environ["FTHARNESS_VERBOSE"] = "1"
+    keep_logs(os.path.abspath(out))
 
 
 def cmd_run(args) -> int:
@@ -109,6 +119,7 @@ def cmd_run(args) -> int:
             return _fail(f"--out {out}: already holds a run; choose another folder")
         options = RunOptions(out_dir=out, address=address, resume=args.resume, address_source=source,
                              progress=not args.quiet, allow_destructive=args.allow_destructive)
+        _logs(args, out)
         summary = run_scenario(scenario, options)
     except (ScenarioError, ClusterError) as e:
         return _fail(str(e))
@@ -176,6 +187,7 @@ def cmd_soak(args) -> int:
               f"{scenario.failure_config.model_dump()}", file=sys.stderr)
         options = RunOptions(out_dir=out, address=address, progress=not args.quiet, address_source=source,
                              allow_destructive=args.allow_destructive)
+        _logs(args, out)
         summary = run_soak(scenario, plan, options)
     except (ScenarioError, ClusterError) as e:
         return _fail(str(e))
@@ -209,8 +221,19 @@ def cmd_suite(args) -> int:
             if s.workload.runtime == "ray_train":   # a torchrun scenario never touches the cluster
                 check_existing(s, *cluster_address(args.address, s), args.allow_destructive)
         out = out or os.path.join("results", f"suite-{time.strftime('%Y%m%d-%H%M%S')}")
-        summaries = run_suite(scenarios, out, address=args.address or os.environ.get("RAY_ADDRESS"),
-                              progress=not args.quiet)
+        repeat = getattr(args, "repeat", 1)
+        if repeat < 1:
+            return _fail(f"--repeat: {repeat} is not a count >= 1")
+        if repeat > 1 and os.path.exists(out) and os.listdir(out):
+            return _fail(f"--out {out}: already exists and is not empty; choose another folder")
+        rounds = [out] if repeat == 1 else [os.path.join(out, f"repeat-{i}") for i in range(1, repeat + 1)]
+        summaries = []
+        _logs(args, out)
+        for i, folder in enumerate(rounds, 1):   # each round a suite folder: `compare X=OUT/repeat-*` reads them
+            if repeat > 1:
+                print(f"suite: repeat {i}/{repeat} -> {folder}", file=sys.stderr, flush=True)
+            summaries += run_suite(scenarios, folder, address=args.address or os.environ.get("RAY_ADDRESS"),
+                                   progress=not args.quiet)
     except (ScenarioError, ClusterError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
@@ -223,50 +246,39 @@ def cmd_suite(args) -> int:
     print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['INCONCLUSIVE']} inconclusive, "
           f"{counts['ERROR']} errors")
     print(f"results: {os.path.abspath(out)}")
-    write_reports(out)
+    write_reports(out, rounds)
     return exit_code(overall(verdicts))
 
 
-def _outcome_from_history(events) -> dict:
-    ends = [e for e in events if e.get("kind") == "run_end"]
-    last = ends[-1] if ends else {}
-    return {"outcome": last.get("outcome"), "error": last.get("error"), "error_type": last.get("error_type"),
-            "return_value": last.get("return_value")}
-
-
 def cmd_check(args) -> int:
-    """Re-judge an existing results folder from its history (no cluster)."""
-    from ftharness.history.records import read_history
-    from ftharness.scenarios.verdict import evaluate
-    from ftharness.scenarios.schema import load_scenario
+    """Re-judge an existing results folder from its history (no cluster); the
+    statuses are those report, JUnit and the page show (ftharness.reports.judgement)."""
+    from ftharness.reports.judgement import expectations, pinned, rejudge, statuses
 
     if not os.path.isdir(args.results):
         return _fail(f"{args.results}: not a results folder (no such directory)")
     try:
-        scenario = load_scenario(os.path.join(args.results, "scenario.yaml"))
+        summary = rejudge(args.results)
     except ScenarioError as e:
         return _fail(f"{args.results}: not a results folder ({e})")
-    read = read_history(args.results)
-    outcome = _outcome_from_history(read.events)
-    try:
-        with open(os.path.join(args.results, "summary.json")) as f:
-            old = json.load(f)
-        if isinstance(old, dict):
-            outcome["return_value"] = {"acc": (old.get("final_state") or {}).get("accumulators")}
-    except (OSError, ValueError):
-        pass
-    summary = evaluate(scenario, read.events, outcome, read.problems)
-    for name, v in summary["properties"].items():
-        mark = {"passed": "PASS", "failed": "FAIL", "not_judged": "----"}[v["status"]]
-        print(f"{mark} {name}: {one_line(v['explanation'])}")
+    expect = expectations(args.results)
+    judged = statuses(summary, pinned(expect), expect)
+    if getattr(args, "json", False):
+        print(json.dumps({"results": os.path.abspath(args.results), "scenario": summary["scenario"], **judged,
+                          "faults": summary["faults"]}, indent=2, default=str))
+        return exit_code(judged["verdict"])
+    for p in judged["properties"]:
+        print(f"{p['status']} {p['property']}: {one_line(p['message'])}")
+    for u in judged["unasked_failures"]:
+        print(f"WARNING {u['property']}: failed, but the scenario did not ask for it: {one_line(u['explanation'])}")
     for f in summary["faults"]:
         print(f"{'LANDED' if f['landed'] else 'MISSED'} fault {f['index']} ({f['kind']}): {one_line(f['evidence'])}")
-    print(f"{summary['verdict']} {summary['scenario']}")
+    print(f"{judged['verdict']} {summary['scenario']}")
     for m in summary["mismatches"]:
         print(f"  - {one_line(m)}")
     for m in summary["inconclusive"]:
         print(f"  ? {one_line(m)}")
-    return exit_code(summary["verdict"])
+    return exit_code(judged["verdict"])
 
 
 def cmd_verdict(args) -> int:
@@ -515,6 +527,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", metavar="RESULTS", help="resume the run of a previous results folder (same run name and storage)")
     r.add_argument("--steps", type=int, help="override workload.steps")
     r.add_argument("--allow-destructive", action="store_true", help="allow faults on a cluster ftharness did not start")
+    r.add_argument("--verbose", action="store_true", help="show Ray's and the workers' log lines live "
+                    "(they are kept in RESULTS/logs either way)")
     r.add_argument("--quiet", action="store_true", help="no live progress")
     r.set_defaults(func=cmd_run)
 
@@ -529,6 +543,8 @@ def build_parser() -> argparse.ArgumentParser:
     sk.add_argument("--out", help="results folder (default: results/<scenario>-soak-<time>)")
     sk.add_argument("--address", help="soak an existing cluster instead")
     sk.add_argument("--allow-destructive", action="store_true", help="allow faults on a cluster ftharness did not start")
+    sk.add_argument("--verbose", action="store_true", help="show Ray's and the workers' log lines live "
+                    "(they are kept in RESULTS/logs either way)")
     sk.add_argument("--quiet", action="store_true", help="no live progress")
     sk.set_defaults(func=cmd_soak)
 
@@ -536,7 +552,11 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("paths", nargs="*", help="scenario files or folders (default: the built-in catalog)")
     st.add_argument("--out", help="results folder (default: results/suite-<time>)")
     st.add_argument("--address", help="run on an existing cluster instead")
+    st.add_argument("--repeat", type=int, default=1, metavar="N", help="run the suite N times, into OUT/repeat-1 "
+                    "... OUT/repeat-N (then `compare LABEL=OUT/repeat-1/NAME,OUT/repeat-2/NAME,...`)")
     st.add_argument("--allow-destructive", action="store_true")
+    st.add_argument("--verbose", action="store_true", help="show Ray's and the workers' log lines live "
+                    "(they are kept in RESULTS/logs either way)")
     st.add_argument("--quiet", action="store_true")
     st.set_defaults(func=cmd_suite)
 
@@ -550,6 +570,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="re-judge a results folder from its history")
     c.add_argument("results")
+    c.add_argument("--json", action="store_true", help="print the judgement as JSON (verdict, reasons, "
+                   "properties, unasked_failures, faults)")
     c.set_defaults(func=cmd_check)
 
     vd = sub.add_parser("verdict", help="PASS, FAIL or INCONCLUSIVE of a Chaos Toolkit journal and the run behind it")

@@ -1,34 +1,50 @@
 """pytest plugin: chaos tests on a real embedded Ray cluster in a few lines.
 
-Installed with ftharness (entry point `pytest11`), it gives:
+Installed with ftharness (entry point `pytest11`), it gives, under ftharness's
+own names:
 
 - `ftharness_cluster`: one embedded cluster (3 worker nodes x 1 CPU, fast
   detection profile) shared by the whole test session, started on first use.
-- `run_scenario`: a function `run_scenario(scenario, **overrides) -> summary`
-  taking a scenario dict, a `Scenario` or a YAML path, running it on the shared
-  cluster into a fresh folder under `tmp_path`, and returning `summary.json`'s
-  content (with `results_dir`).
+- `ftharness_run`: a function `ftharness_run(scenario, **overrides) -> summary`
+  taking a scenario dict, a `Scenario` or a YAML path, with `overrides` merged
+  into it (nested mappings key by key: `workload={"steps": 8}` keeps the other
+  workload keys), running it on the shared cluster into a fresh folder, and
+  returning `summary.json`'s content (with `results_dir`).
+- `ftharness_results`: the folder this test's runs go to: under
+  `--ftharness-results DIR` (kept after the session, one subfolder per test),
+  else under pytest's `tmp_path` (pruned after a few sessions).
+- `ftharness_exclusive` (fixture and marker): the test needs a cluster of its
+  own (other node counts, an operator-started cluster); the fixture stops the
+  shared cluster first, since several Ray clusters on one host confuse each
+  other, and the next user restarts it.
 
-    def test_kill_one_worker(run_scenario):
-        s = run_scenario({"name": "kill", "faults": [
+    def test_kill_one_worker(ftharness_run):
+        s = ftharness_run({"name": "kill", "faults": [
             {"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 5}}],
             "failure_config": {"max_failures": 1}})
         assert s["verdict"] == "PASS", s["mismatches"] + s["inconclusive"]
 
-Tests that need a cluster of their own (other node counts, an operator-started
-cluster) take `exclusive_ray`: it stops the shared cluster first, since several
-Ray clusters on one host confuse each other, and the next user restarts it.
-Such tests run last (`@pytest.mark.exclusive_ray` sorts them to the end).
+Nothing of another project is reordered: only ftharness's own test suite
+(tests under this checkout's tests/ folder) runs its exclusive tests last.
+
+Deprecated (kept for one release, with a DeprecationWarning): the fixtures
+`run_scenario` (= ftharness_run) and `exclusive_ray` (= ftharness_exclusive),
+and the marker `exclusive_ray`.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import warnings
 from typing import Any, Dict, Optional, Union
 
 import pytest
 
 SHARED_SHAPE = {"nodes": 3, "cpus_per_node": 1, "gpus_per_node": 0, "profile": "fast"}
+EXCLUSIVE_MARKERS = ("ftharness_exclusive", "exclusive_ray")
+#: ftharness's own tests: the only ones this plugin may reorder
+OWN_TESTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))), "tests")
 
 
 class SharedCluster:
@@ -53,16 +69,44 @@ class SharedCluster:
 _shared = SharedCluster()
 
 
+def pytest_addoption(parser):
+    group = parser.getgroup("ftharness")
+    group.addoption("--ftharness-results", metavar="DIR", default=None,
+                    help="keep the results folders of ftharness_run in DIR/<test> (default: pytest's tmp_path)")
+
+
 def pytest_configure(config):
-    config.addinivalue_line("markers", "exclusive_ray: starts its own Ray cluster; runs after the shared-cluster tests")
+    config.addinivalue_line("markers", "ftharness_exclusive: starts its own Ray cluster (ftharness); "
+                                       "stops the shared one first")
+    config.addinivalue_line("markers", "exclusive_ray: deprecated name of ftharness_exclusive")
+
+
+def _own(item) -> bool:
+    path = os.path.realpath(str(getattr(item, "path", None) or item.fspath))
+    return path.startswith(OWN_TESTS + os.sep)
 
 
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: 1 if item.get_closest_marker("exclusive_ray") else 0)
+    """ftharness's own exclusive tests run after its shared-cluster tests;
+    any other project's order is left alone."""
+    own = [i for i in items if _own(i)]
+    if not own or not any(i.get_closest_marker(m) for i in own for m in EXCLUSIVE_MARKERS):
+        return
+    late = [i for i in own if any(i.get_closest_marker(m) for m in EXCLUSIVE_MARKERS)]
+    late_ids = {id(i) for i in late}
+    slots = [k for k, i in enumerate(items) if _own(i)]
+    ordered = [i for i in own if id(i) not in late_ids] + late
+    for k, item in zip(slots, ordered):
+        items[k] = item
 
 
 def pytest_sessionfinish(session, exitstatus):
     _shared.release()
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"the ftharness fixture {old!r} is deprecated; use {new!r} (the old name goes in the next release)",
+                  DeprecationWarning, stacklevel=3)
 
 
 @pytest.fixture
@@ -74,7 +118,7 @@ def ftharness_cluster():
 
 
 @pytest.fixture
-def exclusive_ray():
+def ftharness_exclusive():
     """Stops the shared cluster so the test can start its own."""
     _shared.release()
     yield
@@ -82,24 +126,73 @@ def exclusive_ray():
 
 
 @pytest.fixture
-def run_scenario(ftharness_cluster, tmp_path):
-    """Run a scenario on the shared cluster; returns its summary dict."""
-    from ftharness.harness.run.runner import RunOptions, ScenarioRunner
+def exclusive_ray(ftharness_exclusive):
+    """Deprecated: ftharness_exclusive."""
+    _deprecated("exclusive_ray", "ftharness_exclusive")
+    yield
+
+
+def results_dir(option: Optional[str], nodeid: str, tmp_path) -> str:
+    """Where a test's runs go: DIR/<test id as a folder name> with --ftharness-results, else tmp_path."""
+    if not option:
+        return str(tmp_path)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:200] or "test"
+    path = os.path.join(os.path.abspath(option), name)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def ftharness_results(request, tmp_path) -> str:
+    """The folder this test's results folders go to (see --ftharness-results)."""
+    return results_dir(request.config.getoption("--ftharness-results"), request.node.nodeid, tmp_path)
+
+
+def merge(base: Dict[str, Any], overrides: Dict[str, Any]) -> Dict[str, Any]:
+    """`overrides` over `base`: mappings merged key by key, anything else replaced."""
+    out = dict(base)
+    for k, v in overrides.items():
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def with_overrides(scenario: Any, overrides: Dict[str, Any], base_dir: str):
+    """A Scenario from a dict, a Scenario or a YAML path, with `overrides`
+    merged in and validated again (a fault may aim past a new end)."""
     from ftharness.scenarios.schema import Scenario, load_scenario, parse_scenario
+
+    if isinstance(scenario, (str, os.PathLike)):
+        sc = load_scenario(str(scenario))
+    elif isinstance(scenario, Scenario):
+        sc = scenario
+    else:
+        return parse_scenario(merge(dict(scenario), overrides), base_dir=base_dir)
+    if not overrides:
+        return sc
+    data = sc.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
+    return parse_scenario(merge(data, overrides), source="overrides", base_dir=sc.base_dir or base_dir)
+
+
+@pytest.fixture
+def ftharness_run(ftharness_cluster, ftharness_results, tmp_path):
+    """Run a scenario (with overrides) on the shared cluster; returns its summary dict."""
+    from ftharness.harness.run.runner import RunOptions, ScenarioRunner
 
     counter = {"n": 0}
 
-    def _run(scenario: Union[str, Dict[str, Any], Scenario], out: Optional[str] = None,
+    def _run(scenario: Union[str, Dict[str, Any], Any], out: Optional[str] = None,
              resume: Optional[str] = None, **overrides: Any) -> Dict[str, Any]:
-        if isinstance(scenario, (str, os.PathLike)):
-            sc = load_scenario(str(scenario))
-        elif isinstance(scenario, Scenario):
-            sc = scenario
-        else:
-            sc = parse_scenario(dict(scenario, **overrides), base_dir=str(tmp_path))
+        sc = with_overrides(scenario, overrides, str(tmp_path))
         counter["n"] += 1
-        out = out or str(tmp_path / f"run{counter['n']}")
+        out = out or os.path.join(ftharness_results, f"run{counter['n']}")
         options = RunOptions(out_dir=out, resume=resume, progress=False)
         return ScenarioRunner(sc, ftharness_cluster, options).run()
 
     return _run
+
+
+@pytest.fixture
+def run_scenario(ftharness_run):
+    """Deprecated: ftharness_run."""
+    _deprecated("run_scenario", "ftharness_run")
+    return ftharness_run

@@ -1,4 +1,5 @@
-// Timelines: wheel zooms the time axis around the pointer, drag pans, the
+// Timelines: Ctrl/Cmd/Alt + wheel zooms the time axis around the pointer (the
+// wheel alone scrolls the page past the timeline), drag pans, the
 // button resets; the hover box shows an element's title child (pid, node,
 // attempt, error). Only the nested svg.tl-plot's viewBox changes.
 (function () {
@@ -56,6 +57,7 @@
       return Math.max(0, Math.min(1, (evt.clientX - r.left) / r.width));
     }
     svg.addEventListener("wheel", function (evt) {
+      if (!(evt.ctrlKey || evt.metaKey || evt.altKey)) return;   // a plain wheel scrolls the page
       evt.preventDefault();
       var f = fraction(evt), w = cur.w * (evt.deltaY < 0 ? 0.8 : 1.25);
       set(cur.x + f * (cur.w - w), w);

@@ -6,8 +6,13 @@ the `ftharness.harness.frontends.ctk.control` control started. Arguments are the
      "provider": {"type": "python", "module": "ftharness.harness.frontends.ctk.actions", "func": "preempt_node",
                   "arguments": {"target": {"rank": 1}, "notice_s": 3, "replace": true}}}
 
-`crash_worker` is not here: it raises inside the train function, so it belongs
-in the control's scenario (`faults:`), armed before training starts.
+Every fault kind has an action, with every argument and mode of its spec
+(`partition_node` mode pause or network, direction, cut_from; `network_degrade`
+loss, rate, latency and direction). `crash_worker` raises inside the train
+function, so it must be armed before training starts: the control
+(ftharness.harness.frontends.ctk.control) adds each crash_worker action of the
+experiment to its scenario's faults before the run starts, and the action
+itself, when the method reaches it, reports what the history recorded of it.
 """
 
 from __future__ import annotations
@@ -16,8 +21,11 @@ from typing import Any, Dict, List, Optional
 
 from ftharness.harness.frontends.ctk.session import current
 
-__all__ = ["kill_worker", "hang_worker", "kill_node", "preempt_node", "partition_node",
-           "corrupt_checkpoint", "storage_errors", "starve_resources", "kill_controller", "heal_all"]
+__all__ = ["kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node", "partition_node",
+           "network_degrade", "corrupt_checkpoint", "storage_errors", "starve_resources", "kill_controller",
+           "heal_all"]
+#: actions armed before training (the control moves them into the scenario's faults)
+ARMED_BEFORE_TRAINING = ("crash_worker",)
 
 Target = Dict[str, Any]
 
@@ -29,6 +37,17 @@ def _inject(kind: str, **arguments: Any) -> Dict[str, Any]:
 def kill_worker(target: Target, graceful: bool = False) -> Dict[str, Any]:
     """SIGKILL a training worker's process (or ray.kill it with graceful)."""
     return _inject("kill_worker", target=target, graceful=graceful or None)
+
+
+def crash_worker(target: Target, at: Optional[Dict[str, Any]] = None, where: str = "before_step") -> Dict[str, Any]:
+    """The train function of the target rank raises ChaosCrash at `where`
+    (before_step, after_step, after_checkpoint_write, before_report, on_restore)
+    when `at` ({step: N}) is reached. Armed by the control before training;
+    returns the history's record of it so far ({"armed": true, "events": [...]})."""
+    session = current()
+    records = [e for e in session.events() if e.get("fault_kind") == "crash_worker"
+               and e.get("kind") in ("fault_injected", "fault_skipped", "worker_error")]
+    return {"armed": True, "target": target, "at": at, "where": where, "events": records}
 
 
 def hang_worker(target: Target, duration_s: Optional[float] = None) -> Dict[str, Any]:
@@ -50,9 +69,22 @@ def preempt_node(target: Target, notice_s: float = 3.0, kill_offset_s: float = 0
                    replace=replace, replace_after_s=replace_after_s)
 
 
-def partition_node(target: Target, duration_s: float = 10.0) -> Dict[str, Any]:
-    """Stop every process of a node for duration_s."""
-    return _inject("partition_node", target=target, duration_s=duration_s, mode="pause")
+def partition_node(target: Target, duration_s: float = 10.0, mode: str = "pause",
+                   direction: Optional[str] = None, cut_from: Optional[str] = None) -> Dict[str, Any]:
+    """Cut a node off for duration_s: `pause` stops every process of it (SIGSTOP);
+    `network` drops its packets (cluster.network: namespaces), `direction` in, out
+    or both, `cut_from` all, head or workers."""
+    return _inject("partition_node", target=target, duration_s=duration_s, mode=mode, direction=direction,
+                   cut_from=cut_from)
+
+
+def network_degrade(target: Target, loss_pct: Optional[float] = None, rate_mbit: Optional[float] = None,
+                    latency_ms: Optional[float] = None, direction: Optional[str] = None,
+                    duration_s: Optional[float] = None) -> Dict[str, Any]:
+    """Degrade a node's link for duration_s (default 20): drop loss_pct % of
+    packets, cap it at rate_mbit, delay latency_ms; direction in, out or both."""
+    return _inject("network_degrade", target=target, loss_pct=loss_pct, rate_mbit=rate_mbit,
+                   latency_ms=latency_ms, direction=direction, duration_s=duration_s)
 
 
 def corrupt_checkpoint(which: str = "latest", how: str = "bitflip") -> Dict[str, Any]:
@@ -62,11 +94,11 @@ def corrupt_checkpoint(which: str = "latest", how: str = "bitflip") -> Dict[str,
 
 def storage_errors(ops: Optional[List[str]] = None, path_glob: Optional[str] = None,
                    error_rate: float = 1.0, latency_s: float = 0.0,
-                   duration_s: Optional[float] = None) -> Dict[str, Any]:
+                   duration_s: Optional[float] = None, partial: bool = False) -> Dict[str, Any]:
     """Make the run's storage fail or slow down (needs storage_errors in the control's scenario
-    so the run uses the chaos filesystem)."""
+    so the run uses the chaos filesystem); `partial` leaves a torn file behind a failing write."""
     return _inject("storage_errors", ops=ops, path_glob=path_glob, error_rate=error_rate,
-                   latency_s=latency_s, duration_s=duration_s)
+                   latency_s=latency_s, duration_s=duration_s, partial=partial or None)
 
 
 def starve_resources(duration_s: Optional[float] = None) -> Dict[str, Any]:

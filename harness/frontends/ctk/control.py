@@ -27,7 +27,7 @@ from ftharness.history.store import Emitter
 from ftharness.errors import ScenarioError
 
 __all__ = ["before_experiment_control", "after_experiment_control", "cleanup_control",
-           "validate_experiment"]
+           "validate_experiment", "validate_control", "armed_faults"]
 
 
 def _activities(experiment: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -49,11 +49,73 @@ def validate_experiment(experiment: Dict[str, Any], scenario=None) -> None:
             validate_fault(func, provider.get("arguments") or {}, where=f"activity {name!r}", scenario=scenario)
 
 
+def armed_faults(experiment: Dict[str, Any], scenario) -> List[Dict[str, Any]]:
+    """The experiment's actions that must be armed before training
+    (crash_worker), as fault specs for the control's scenario."""
+    from ftharness.harness.frontends.ctk.session import validate_fault
+
+    out = []
+    for act in _activities(experiment):
+        provider = act.get("provider") or {}
+        if provider.get("module") == "ftharness.harness.frontends.ctk.actions" and \
+                provider.get("func") in actions.ARMED_BEFORE_TRAINING:
+            out.append(validate_fault(provider["func"], dict(provider.get("arguments") or {}),
+                                      where=f"activity {act.get('name', '?')!r}", scenario=scenario))
+    return out
+
+
+def _with_armed(session: Session, experiment: Dict[str, Any]) -> None:
+    """The control's scenario with the experiment's crash_worker actions among its faults."""
+    from ftharness.scenarios.schema import parse_scenario
+
+    armed = armed_faults(experiment, session.scenario)
+    if armed:
+        data = session.scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
+        data["faults"] = list(data.get("faults") or []) + armed
+        session.scenario = parse_scenario(data, source="control scenario", base_dir=session.scenario.base_dir)
+
+
+def _experiment_of(control: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The experiment a control belongs to: chaoslib's validate_control hook is
+    handed the control only, so the experiment is found on the caller's stack."""
+    import inspect
+
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            exp = frame.f_locals.get("experiment")
+            if isinstance(exp, dict) and any(c is control or c == control for c in exp.get("controls") or []):
+                return exp
+            frame = frame.f_back
+    finally:
+        del frame
+    return None
+
+
+def validate_control(control: Dict[str, Any]) -> None:
+    """`chaos validate` (and `chaos run` before it starts): the control's
+    scenario and every ftharness action of the experiment, against it; a bad
+    one (an unknown kind, a target that does not exist, a bad argument) is one
+    line, InvalidActivity."""
+    from chaoslib.exceptions import InvalidActivity
+
+    arguments = (control.get("provider") or {}).get("arguments") or {}
+    try:
+        session = Session.from_arguments(arguments.get("scenario"), arguments.get("out"))
+        experiment = _experiment_of(control)
+        if experiment is not None:
+            validate_experiment(experiment, session.scenario)
+            _with_armed(session, experiment)
+    except ScenarioError as e:
+        raise InvalidActivity(f"ftharness: {e}") from None
+
+
 def before_experiment_control(context: Dict[str, Any], scenario: Any = None, out: Optional[str] = None,
                               **kwargs: Any) -> None:
     try:
         session = Session.from_arguments(scenario, out)
         validate_experiment(context, session.scenario)
+        _with_armed(session, context)
     except ScenarioError as e:
         raise InterruptExecution(f"ftharness: {e}") from None
     session.start()

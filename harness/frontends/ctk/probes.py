@@ -24,10 +24,12 @@ def training_progresses(within_s: float = 60.0) -> bool:
 
 
 def current_step() -> int:
+    """The last step training reached (0 before the first)."""
     return int(current().progress()["step"])
 
 
 def current_attempt() -> int:
+    """The attempt the controller runs now (1 for the first; it grows with each restart)."""
     return int(current().progress()["attempt"])
 
 

@@ -1,0 +1,183 @@
+"""One judgement of a results folder, for every output that shows it.
+
+`check`, `report`, summary.json, JUnit and the HTML page all show the
+statuses `statuses(summary, pins)` gives, so they can never disagree about
+the same folder. `judged_summary(folder)` is the summary they read: the
+folder's summary.json when it carries a judgement (the runner wrote it with
+ftharness.scenarios.verdict.evaluate), else a re-judgement from its history by
+the same `evaluate` (an old or trimmed summary.json, a run that crashed before
+writing one).
+
+Statuses: PASS, FAIL, INCONCLUSIVE (and ERROR for the verdict of a run whose
+harness broke). A property is shown when it was asked (expect.properties, the
+default set, or a pinned violation) or when it was judged and held; one that
+was neither asked nor judged is left out; a failed property the scenario did
+not ask for is not a verdict but a warning (`unasked_failures`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+import yaml
+
+PASS, FAIL, INCONCLUSIVE, ERROR = "PASS", "FAIL", "INCONCLUSIVE", "ERROR"
+#: what summary.json must hold to be a judgement rather than a bare record
+JUDGEMENT_KEYS = ("verdict", "properties", "expected_properties")
+SCENARIO_FILE, SUMMARY_FILE = "scenario.yaml", "summary.json"
+
+
+def _read_json(path: str) -> Dict[str, Any]:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def expectations(results: str) -> Dict[str, Any]:
+    """The `expect` section of the folder's scenario.yaml, read as plain YAML
+    ({} without one), so a hand-edited folder still reports."""
+    path = os.path.join(results, SCENARIO_FILE)
+    try:
+        with open(path) as f:
+            return (yaml.safe_load(f) or {}).get("expect") or {}
+    except (OSError, yaml.YAMLError, AttributeError):
+        return {}
+
+
+def pinned(expect: Dict[str, Any]) -> List[str]:
+    """Property names pinned in expect.violations ({property, reason} or a bare name)."""
+    return [v.get("property") if isinstance(v, dict) else v for v in expect.get("violations") or []]
+
+
+def _outcome_from_history(events: List[Dict[str, Any]]) -> Dict[str, Any]:
+    ends = [e for e in events if e.get("kind") == "run_end"]
+    last = ends[-1] if ends else {}
+    return {"outcome": last.get("outcome"), "error": last.get("error"), "error_type": last.get("error_type"),
+            "return_value": last.get("return_value")}
+
+
+def rejudge(results: str, recorded: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The verdict of `results` judged again from its history and scenario.yaml
+    (`ftharness check`); the recorded summary only lends the final accumulators.
+    Raises ScenarioError when scenario.yaml is not a valid scenario."""
+    from ftharness.history.records import read_history
+    from ftharness.scenarios.schema import load_scenario
+    from ftharness.scenarios.verdict import evaluate
+
+    scenario = load_scenario(os.path.join(results, SCENARIO_FILE))
+    read = read_history(results)
+    outcome = _outcome_from_history(read.events)
+    recorded = _read_json(os.path.join(results, SUMMARY_FILE)) if recorded is None else recorded
+    acc = (recorded.get("final_state") or {}).get("accumulators") if recorded else None
+    if acc is not None or not outcome.get("return_value"):
+        outcome["return_value"] = {**(outcome.get("return_value") or {}), "acc": acc}
+    summary = evaluate(scenario, read.events, outcome, read.problems)
+    summary["unasked_failures"] = unasked_failures(summary, pinned(expectations(results)))
+    return summary
+
+
+def judged_summary(results: str) -> Dict[str, Any]:
+    """The summary every output shows for `results`: summary.json when it is a
+    judgement; else a re-judgement fills in what it lacks (what it recorded,
+    such as the run's verdict, stands); a folder that cannot be re-judged keeps
+    what it recorded."""
+    recorded = _read_json(os.path.join(results, SUMMARY_FILE))
+    if all(k in recorded for k in JUDGEMENT_KEYS):
+        return recorded
+    try:
+        fresh = rejudge(results, recorded)
+    except Exception:  # noqa: BLE001 - no valid scenario.yaml or history: what was recorded stands
+        return recorded
+    return {**fresh, **recorded, "rejudged": sorted(set(fresh) - set(recorded))}
+
+
+def unasked_failures(summary: Dict[str, Any], pins: List[str] = ()) -> List[Dict[str, str]]:
+    """Failed properties the scenario did not ask for: {property, explanation}.
+    The runner's own list when summary.json has one."""
+    if isinstance(summary.get("unasked_failures"), list):
+        return [dict(u) for u in summary["unasked_failures"] if isinstance(u, dict)]
+    asked = set(summary.get("expected_properties") or []) | set(pins)
+    return [{"property": name, "explanation": str((v or {}).get("explanation") or "")}
+            for name, v in (summary.get("properties") or {}).items()
+            if name not in asked and _passed(v) is False]
+
+
+def _passed(v: Any) -> Optional[bool]:
+    """True, False, or None (not judged), from a property verdict of any age."""
+    if not isinstance(v, dict):
+        return None
+    status = v.get("status")
+    if status in ("passed", "failed", "not_judged"):
+        return {"passed": True, "failed": False, "not_judged": None}[status]
+    p = v.get("passed")
+    return None if p is None or p != p else bool(p)
+
+
+def property_statuses(summary: Dict[str, Any], pins: List[str] = ()) -> List[Dict[str, Any]]:
+    """One row per property shown: {property, asked ('pass', 'violation' or
+    None), passed, status (PASS/FAIL/INCONCLUSIVE), explanation, message}."""
+    props = summary.get("properties") or {}
+    asked: Dict[str, str] = {p: "pass" for p in summary.get("expected_properties") or []}
+    asked.update({p: "violation" for p in pins if p})
+    mismatches = [str(m) for m in summary.get("mismatches") or []]
+    rows = []
+    for name in list(props) + [p for p in asked if p not in props]:
+        v = props.get(name)
+        passed = _passed(v)
+        explanation = str((v or {}).get("explanation") or ("not recorded" if v is None else ""))
+        want = asked.get(name)
+        if want is None:
+            if passed is not True:
+                continue            # not asked and not judged: left out; not asked and failed: a warning
+            status, message = PASS, f"held (not asked): {explanation}"
+        elif passed is None:
+            status, message = INCONCLUSIVE, f"could not be judged: {explanation}"
+        elif want == "violation":
+            other = any(m.startswith(f"property {name} failed for a reason that is not pinned") for m in mismatches)
+            if passed:
+                status, message = FAIL, f"held, but the scenario pins a known violation of it: {explanation}"
+            elif other:
+                status, message = FAIL, f"failed for a reason that is not pinned: {explanation}"
+            else:
+                status, message = PASS, f"known violation: {explanation}"
+        else:
+            status, message = (PASS, explanation) if passed else (FAIL, f"expected to hold, failed: {explanation}")
+        rows.append({"property": name, "asked": want, "passed": passed, "status": status,
+                     "explanation": explanation, "message": message})
+    return rows
+
+
+def verdict_status(summary: Dict[str, Any], expect: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """{verdict, reasons}: the run's verdict as recorded (or judged again); a
+    summary without one (hand-made) is judged on its outcome against expect."""
+    expect = expect or {}
+    reasons = [str(r) for key in ("mismatches", "inconclusive") for r in summary.get(key) or []]
+    if summary.get("verdict") in (PASS, FAIL, INCONCLUSIVE, ERROR):
+        verdict = summary["verdict"]
+        if verdict == ERROR and summary.get("internal_error"):
+            reasons.append(str(summary["internal_error"]))
+        return {"verdict": verdict, "reasons": reasons}
+    want, got = expect.get("outcome", "succeeded"), summary.get("outcome")
+    problems = [] if got == want else [f"outcome {got or 'not recorded'} (expected {want})"]
+    if expect.get("error_type") and summary.get("error_type") != expect["error_type"]:
+        problems.append(f"error_type {summary.get('error_type')} (expected {expect['error_type']})")
+    return {"verdict": FAIL if problems else INCONCLUSIVE if got is None else PASS, "reasons": reasons or problems}
+
+
+def statuses(summary: Dict[str, Any], pins: List[str] = (), expect: Optional[Dict[str, Any]] = None
+             ) -> Dict[str, Any]:
+    """Everything an output shows of one run: {verdict, reasons, properties,
+    unasked_failures}. The one function behind check, report, JUnit and HTML."""
+    return {**verdict_status(summary, expect), "properties": property_statuses(summary, pins),
+            "unasked_failures": unasked_failures(summary, pins)}
+
+
+def folder_statuses(results: str) -> Dict[str, Any]:
+    """`statuses` of a results folder, from `judged_summary`."""
+    expect = expectations(results)
+    return statuses(judged_summary(results), pinned(expect), expect)
