@@ -105,8 +105,10 @@ def _run_locked(cell: Cell, cmd, env, home, folder, results, notes, opts: Matrix
     if os.path.isfile(summary_path):
         with open(summary_path) as f:
             row["summary"] = json.load(f)
-    else:
+    else:   # no judgement without a summary: a run that died before writing one is an error
         row["error"] = _last_error_line(os.path.join(folder, "log.txt"))
+        if row["verdict"] in ("PASS", "FAIL", "INCONCLUSIVE"):
+            row["verdict"] = "ERROR"
     return row
 
 
@@ -116,7 +118,7 @@ def _last_error_line(path: str) -> str:
             lines = [ln.strip() for ln in f if ln.strip()]
     except OSError:
         return ""
-    errors = [ln for ln in lines if ln.startswith("ftharness:")]
+    errors = [ln for ln in lines if ln.startswith("ftharness:") or "Check failed" in ln]
     return (errors or lines or [""])[-1][:300]
 
 
