@@ -209,6 +209,16 @@ class ExpectSpec(_Strict):
         if both:
             raise ValueError(f"violations: {', '.join(both)} is both expected to hold (properties) "
                              f"and pinned to fail (violations)")
+        if self.properties is not None:
+            if not self.properties:
+                raise ValueError("properties: [] expects nothing, so any run would PASS; name at least one "
+                                 "property, or leave the key out for every property that applies")
+            judged = set(self.properties) | {p.property for p in self.violations}
+            for key, prop in (("monotonic", "monotonic_counters"), ("recovery_bound_s", "recovers"),
+                              ("max_lost_steps", "bounded_lost_work")):
+                if getattr(self, key) is not None and prop not in judged:
+                    raise ValueError(f"{key}: declared, but properties leaves out {prop}, which judges it; "
+                                     f"add {prop} to properties or drop {key}")
         return self
 
 

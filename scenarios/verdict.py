@@ -120,14 +120,39 @@ def expected_properties(scenario: Scenario) -> List[str]:
     return applicable_properties(scenario)
 
 
+def recorded(events: Iterable[Dict[str, Any]]) -> Dict[str, Any]:
+    """What the runner wrote into the history for the verdict (docs/history.md): the
+    failure_config and runtime of the first fit() (`run_start`), whether it was a soak, and
+    the faults it injected (`run_end.fault_specs` of the last fit that has them). A key is
+    absent when the history does not hold it (an older ftharness)."""
+    out: Dict[str, Any] = {}
+    for e in events:
+        kind = e.get("kind")
+        if kind == "run_start" and "run_start" not in out:
+            out["run_start"] = e
+            for key in ("failure_config", "runtime", "soak"):
+                if e.get(key) is not None:
+                    out[key] = e[key]
+        elif kind == "run_end" and isinstance(e.get("fault_specs"), list):
+            out["fault_specs"] = e["fault_specs"]
+    return out
+
+
+def scenario_specs(scenario: Scenario) -> List[Dict[str, Any]]:
+    return [f.model_dump(mode="json", exclude_none=True) for f in scenario.faults]
+
+
 def fault_landings(scenario: Scenario, events: List[Dict[str, Any]],
                    specs: Optional[List[Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
-    """summary.json's `faults`: for each fault (the scenario's, or `specs`: those
-    a Chaos Toolkit experiment injected too), whether it landed and why."""
+    """summary.json's `faults`: for each fault (`specs`: those the run injected, a soak's
+    or a Chaos Toolkit experiment's too; by default those the history recorded, else the
+    scenario's), whether it landed and why."""
     from ftharness.faults import landings
 
     if specs is None:
-        specs = [f.model_dump(mode="json", exclude_none=True) for f in scenario.faults]
+        specs = recorded(events).get("fault_specs")
+    if specs is None:
+        specs = scenario_specs(scenario)
     torchrun = scenario.workload.runtime == "torchrun"
     out = []
     for i, (spec, landing) in enumerate(landings(specs, events)):
@@ -141,11 +166,12 @@ def fault_landings(scenario: Scenario, events: List[Dict[str, Any]],
 
 
 def check_context(scenario: Scenario, events, outcome, state, faults=None) -> Dict[str, Any]:
-    start = next((e for e in events if e.get("kind") == "run_start"), {})
-    expected_budgets = {f["failure_seq"]: (f["expected_budget"], f["kind"]) for f in faults or []
+    facts_ = recorded(events)
+    start = facts_.get("run_start", {})
+    expected_budgets = {f["failure_seq"]: (f["expected_budget"], f["kind"], f["index"]) for f in faults or []
                         if f["landed"] and f["expected_budget"] and f["failure_seq"] is not None}
     return {
-        "runtime": scenario.workload.runtime,
+        "runtime": facts_.get("runtime") or scenario.workload.runtime,
         "ray_version": start.get("ray_version"),   # None: recorded before 2.51 support, i.e. on 2.60
         "failure_config": scenario.failure_config.model_dump(),
         "outcome": outcome.get("outcome"),
@@ -161,6 +187,8 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None) -> Di
         "monotonic": list(scenario.expect.monotonic or []),
         "injected": [e for e in events if e.get("kind") == "fault_injected"],
         "expected_budgets": expected_budgets,
+        "landed": [{"index": f["index"], "kind": f["kind"], "failure_seq": f["failure_seq"]}
+                   for f in faults or [] if f["landed"]],
     }
 
 
@@ -169,8 +197,31 @@ def run_properties(scenario, events, outcome, state, faults=None, model=None) ->
     context = check_context(scenario, events, outcome, state, faults)
     results = run_checks(events if model is None else model, context, list(PROPERTIES))
     return {name: {"status": r.status, "passed": r.passed, "explanation": r.explanation,
-                   "findings": list(r.findings), "violations": list(r.violations)}
+                   "findings": list(r.findings), "violations": list(r.violations),
+                   "standing": list(getattr(r, "standing", []))}
             for name, r in results.items()}
+
+
+#: history problems that say an event was lost (never arrived, or the file was cut short),
+#: so what is present is as written; any other problem (a changed, removed, duplicated or
+#: reordered line) leaves nothing in the file to stand on
+LOST_MARKS = ("never reached the history", "no history_end", "torn last line dropped", "no run_end")
+
+
+def gap_kind(problems: Optional[List[str]]) -> Optional[str]:
+    """None (complete), "lost" (events missing, the rest as written) or "altered"."""
+    if not problems:
+        return None
+    return "lost" if all(any(m in p for m in LOST_MARKS) for p in problems) else "altered"
+
+
+def unasked_failures(scenario: Scenario, props: Dict[str, Dict[str, Any]],
+                     expected: List[str]) -> List[Dict[str, str]]:
+    """Properties judged and failed that the scenario neither expects nor pins: shown as a
+    warning (summary.json `unasked_failures`, the terminal), never changing the verdict."""
+    pinned = {p.property for p in scenario.expect.violations}
+    return [{"property": name, "explanation": v["explanation"]} for name, v in props.items()
+            if v["status"] == "failed" and name not in expected and name not in pinned]
 
 
 def pin_problems(scenario: Scenario, props: Dict[str, Dict[str, Any]]) -> Tuple[List[str], List[str]]:
@@ -214,12 +265,17 @@ def evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str
 def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str, Any],
               history_problems: Optional[List[str]], fault_specs: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
     state = _safe(lambda evs: final_state(scenario, evs, outcome), events, None)
+    facts_ = _safe(recorded, events, {})
     faults = fault_landings(scenario, events, fault_specs)
     model = _safe(History, events, events)  # one model for all; on a malformed history each figure fails alone
     props = run_properties(scenario, events, outcome, state, faults, model)
     expected = expected_properties(scenario)
+    gap = gap_kind(history_problems)
     violated, unknown = [], [f"history: {p}" for p in history_problems or []]
     unknown += [f"fault {f['index']} ({f['kind']}) did not land: {f['evidence']}" for f in faults if not f["landed"]]
+    unknown += _recorded_mismatches(scenario, facts_, fault_specs)
+    if facts_.get("soak") is not None and not any(e.get("kind") == "fault_injected" for e in events):
+        unknown.append("the soak injected no fault: it tested nothing (a longer --duration or a shorter --mtbf)")
     evidence_complete = not unknown
     outcome_mismatch = []
     if outcome.get("outcome") != scenario.expect.outcome:
@@ -229,12 +285,22 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
     for name in expected:
         verdict = props[name]
         if verdict["status"] == "failed":
-            violated.append(f"property {name} failed: {verdict['explanation']}")
+            standing = verdict.get("standing") or []
+            if gap is None:
+                violated.append(f"property {name} failed: {verdict['explanation']}")
+            elif gap == "lost" and standing:   # stands on events a lost one cannot explain
+                violated.append(f"property {name} failed: {'; '.join(standing[:3])}")
+            else:
+                unknown.append(f"property {name} failed, but the history has a gap that may explain it: "
+                               f"{verdict['explanation']}")
         elif verdict["status"] == "not_judged":
             unknown.append(f"property {name} {verdict['explanation']}")
     pin_fail, pin_unknown = pin_problems(scenario, props)
     pin_held = [m for m in pin_fail if "the gap may have closed" in m]
-    violated += [m for m in pin_fail if m not in pin_held]
+    if gap is None:
+        violated += [m for m in pin_fail if m not in pin_held]
+    else:
+        unknown += [f"{m}, but the history has a gap" for m in pin_fail if m not in pin_held]
     unknown += pin_unknown
     if evidence_complete:
         violated = outcome_mismatch + violated + pin_held
@@ -255,9 +321,10 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
         "attempts": _safe(attempts, model, 0),
         "steps": _safe(last_step, model, 0),
         "budgets": budgets_used(events),
-        "failure_config": scenario.failure_config.model_dump(),
+        "failure_config": facts_.get("failure_config") or scenario.failure_config.model_dump(),
         "faults": faults,
         "properties": props,
+        "unasked_failures": unasked_failures(scenario, props, expected),
         "history": {"complete": not history_problems, "problems": list(history_problems or [])},
         "recovery_times_s": _safe(recovery_times, model, []),
         "final_state": state,
@@ -265,6 +332,22 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
         "run_metrics": _run_metrics(model),
         "events": len(events),
     }
+
+
+def _recorded_mismatches(scenario: Scenario, facts_: Dict[str, Any],
+                         fault_specs: Optional[List[Dict[str, Any]]]) -> List[str]:
+    """Where the scenario (an editable scenario.yaml) says other than what the run recorded:
+    the history was judged by what it recorded, but it may not be the run the scenario asks for."""
+    out = []
+    specs = facts_.get("fault_specs")
+    mine = _safe(lambda _: scenario_specs(scenario), None, [])
+    if fault_specs is None and specs is not None and specs[:len(mine)] != mine:
+        out.append(f"the scenario's faults differ from those the run recorded (run_end.fault_specs, "
+                   f"{len(specs)} fault(s)): judged by the recorded ones")
+    runtime = facts_.get("runtime")
+    if runtime is not None and runtime != scenario.workload.runtime:
+        out.append(f"the run recorded runtime {runtime}, the scenario says {scenario.workload.runtime}")
+    return out
 
 
 def _safe(fn, events, default):

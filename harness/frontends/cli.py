@@ -55,11 +55,19 @@ def internal_error(exc: BaseException, folder: Optional[str] = None) -> int:
 def print_summary(summary, out: str) -> None:
     print(f"{summary['verdict']} {summary['scenario']}: {summary['outcome']} after {summary['attempts']} attempt(s), "
           f"{summary['steps']} steps, {summary['wall_time_s']:.1f}s")
+    print_reasons(summary)
+    print(f"results: {os.path.abspath(out)}")
+
+
+def print_reasons(summary) -> None:
+    """The verdict's reasons, and the failures of properties the scenario did not ask for
+    (a warning: they never change the exit code, and are never hidden)."""
     for m in summary.get("mismatches", []):
         print(f"  - {one_line(m)}")
     for m in summary.get("inconclusive", []):
         print(f"  ? {one_line(m)}")
-    print(f"results: {os.path.abspath(out)}")
+    for u in summary.get("unasked_failures") or []:
+        print(f"  WARNING {u['property']}: failed, but the scenario did not ask for it: {one_line(u['explanation'])}")
 
 
 REPORT_PAGE, REPORT_DATA, JUNIT_FILE = "report.html", "report-data", "junit.xml"
@@ -250,17 +258,44 @@ def cmd_suite(args) -> int:
     return exit_code(overall(verdicts))
 
 
-def cmd_check(args) -> int:
-    """Re-judge an existing results folder from its history (no cluster); the
-    statuses are those report, JUnit and the page show (ftharness.reports.judgement)."""
-    from ftharness.reports.judgement import expectations, pinned, rejudge, statuses
+def _outcome_from_history(events) -> dict:
+    """The last fit()'s outcome as its run_end recorded it (return value, metrics, all of it)."""
+    ends = [e for e in events if e.get("kind") == "run_end"]
+    last = ends[-1] if ends else {}
+    keep = ("outcome", "error", "error_type", "return_value", "metrics", "checkpoint", "agents")
+    return {k: last.get(k) for k in keep if k in last or k in ("outcome", "error", "error_type", "return_value")}
 
-    if not os.path.isdir(args.results):
-        return _fail(f"{args.results}: not a results folder (no such directory)")
+
+def judge_folder(results: str):
+    """(scenario, summary) of a results folder judged again from its history alone: the
+    outcome, final state, failure_config, runtime and injected faults are the history's
+    (summary.json is an output, never read); scenario.yaml gives only the expectations, and
+    where it says other than the history the verdict names it. Raises ScenarioError for a
+    folder that is no results folder."""
+    from ftharness.history.records import read_history
+    from ftharness.scenarios.schema import load_scenario
+    from ftharness.scenarios.verdict import evaluate
+
+    if not os.path.isdir(results):
+        raise ScenarioError(f"{results}: not a results folder (no such directory)")
     try:
-        summary = rejudge(args.results)
+        scenario = load_scenario(os.path.join(results, "scenario.yaml"))
     except ScenarioError as e:
-        return _fail(f"{args.results}: not a results folder ({e})")
+        raise ScenarioError(f"{results}: not a results folder ({e})") from None
+    read = read_history(results)
+    return scenario, evaluate(scenario, read.events, _outcome_from_history(read.events), read.problems)
+
+
+def cmd_check(args) -> int:
+    """Re-judge an existing results folder from its history alone (no cluster, summary.json
+    never read: `judge_folder`); the statuses are those report, JUnit and the page show
+    (ftharness.reports.judgement)."""
+    from ftharness.reports.judgement import expectations, pinned, statuses
+
+    try:
+        _, summary = judge_folder(args.results)
+    except ScenarioError as e:
+        return _fail(str(e))
     expect = expectations(args.results)
     judged = statuses(summary, pinned(expect), expect)
     if getattr(args, "json", False):

@@ -176,7 +176,7 @@ class TorchrunRunner:
                          rdzv_conf=rdzv_conf(sc))
             self.launcher.start()
             outcome = self._wait()
-            emitter.emit("run_end", fit_index=1, **outcome)
+            emitter.emit("run_end", fit_index=1, fault_specs=list(self.injector.specs), **outcome)
         finally:
             try:
                 if self.injector is not None:

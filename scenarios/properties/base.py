@@ -56,6 +56,10 @@ class CheckResult:
     explanation: str
     findings: List[str] = field(default_factory=list)
     violations: List[str] = field(default_factory=list)
+    #: the violations that stand on events present in the history, so that no event a gap lost
+    #: could explain them (a failure charged to the wrong budget); the others may rest on an
+    #: absence (a step never recorded), and a history with a gap makes them unknown, not FAIL
+    standing: List[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -86,13 +90,49 @@ def not_judged(name: str, why: str) -> CheckResult:
     return CheckResult(name, None, f"not judged: {why}")
 
 
-def result(name: str, violations: List[str], findings: List[str], summary: str) -> CheckResult:
-    """Passed with `summary`, or failed with the first violations spelled out."""
+def result(name: str, violations: List[str], findings: List[str], summary: str,
+           standing: Iterable[str] = ()) -> CheckResult:
+    """Passed with `summary`, or failed with the first violations spelled out;
+    `standing`: those of `violations` that no lost event could explain."""
     if not violations:
         return CheckResult(name, True, summary, findings)
     more = f" (+{len(violations) - MAX_SHOWN} more)" if len(violations) > MAX_SHOWN else ""
+    standing = [v for v in violations if v in set(standing)]
     return CheckResult(name, False, "; ".join(violations[:MAX_SHOWN]) + more, violations + findings,
-                       list(violations))
+                       list(violations), standing)
+
+
+def unknown_or_result(name: str, violations: List[str], unknown: List[str], findings: List[str], summary: str,
+                      standing: Iterable[str] = ()) -> CheckResult:
+    """`result`, except that with no violation but evidence missing (`unknown`: what could not
+    be judged) the property is not judged: absence is never a pass."""
+    if unknown and not violations:
+        more = f" (+{len(unknown) - MAX_SHOWN} more)" if len(unknown) > MAX_SHOWN else ""
+        return CheckResult(name, None, "not judged: " + "; ".join(unknown[:MAX_SHOWN]) + more, unknown + findings)
+    return result(name, violations, unknown + findings, summary, standing)
+
+
+def recorded_failure_config(h: History, fit_index: Optional[int], context: dict) -> Tuple[dict, List[str]]:
+    """(the failure_config a fit() ran with, mismatches with the scenario's): the one its
+    run_start recorded (the history is the fact), else the context's (an old or synthetic
+    history without one). A scenario whose limits differ from the recorded ones did not run
+    as it says: the mismatches name each field."""
+    declared = context.get("failure_config")
+    fit = h.fits.get(fit_index) if fit_index is not None else None
+    start = (fit.start if fit is not None else None) or next(
+        (f.start for _, f in sorted(h.fits.items()) if f.start is not None), None) or {}
+    recorded = start.get("failure_config")
+    if not isinstance(recorded, dict):
+        return dict(declared or {}), []
+    problems = []
+    if isinstance(declared, dict):
+        from ftharness.history.model import LIMIT_FIELD
+        for key in LIMIT_FIELD.values():
+            if key in declared and key in recorded and declared[key] != recorded[key]:
+                problems.append(f"the history's run_start recorded failure_config.{key} {recorded[key]}, "
+                                f"the scenario says {declared[key]}: the run was not configured as the scenario "
+                                f"asks (judged by the recorded one)")
+    return dict(recorded), problems
 
 
 def lineage(h: History) -> Tuple[Dict[int, Optional[Key]], List[str]]:

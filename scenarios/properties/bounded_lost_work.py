@@ -7,26 +7,30 @@ steps above the step it restored, up to the highest step the lineage had
 reached. A "step" is the history's: one optimizer step for the reference
 workload, one `ray.train.report` for a user job.
 
-The bound is `max_lost_steps` when the scenario gives one; otherwise the
-largest gap between the steps of reported checkpoints (from step 0) plus the
-registration lag: a checkpoint reported at step s is registered by the
-controller a little later, and a failure in between legitimately loses back to
-the previous registered one. With `checkpoint_registered` events the lag is
-measured: the most steps a reporting attempt recorded past a checkpoint
-before it was registered (or, for the checkpoints still in flight when the
-attempt ended, before it ended). Without them one more checkpoint gap is
-allowed, and the summary says so.
+The bound comes from the scenario, never from the run it judges:
+`expect.max_lost_steps` when given; otherwise two checkpoint intervals, the
+cadence (`workload.checkpoint_every` as the run's `run_start` recorded it; for a
+user job, whose cadence no scenario key states, the largest gap between the
+steps of the checkpoints it reported) plus the registration allowance, one more
+interval (`REGISTRATION_ALLOWANCE`): a checkpoint reported at step s is
+registered by the controller a little later, and a failure in between
+legitimately restores the one before it. A longer registration lag (steps much
+faster than the controller registers) is the scenario's to declare with
+`expect.max_lost_steps`. Steps a cut-off attempt recorded after it ended (a
+zombie's) were never reached by the lineage and are not counted as lost.
 """
 
 from __future__ import annotations
 
-import bisect
-from functools import partial
-from itertools import accumulate
 from typing import Dict, List, Optional, Tuple
 
-from ftharness.history.model import Attempt, History, _seq, as_history
-from ftharness.scenarios.properties.base import MAX_SHOWN, CheckResult, Events, Facts, failure_text, not_judged, result
+from ftharness.history.model import Attempt, History, as_history
+from ftharness.scenarios.properties.base import (MAX_SHOWN, CheckResult, Events, Facts, failure_text, not_judged,
+                                                 result, workload_config)
+
+#: checkpoint intervals a restart may lose beyond the cadence by default: one checkpoint may be
+#: reported but not yet registered when the failure hits (`expect.max_lost_steps` overrides)
+REGISTRATION_ALLOWANCE = 1
 
 
 def applies(facts: Facts) -> bool:
@@ -79,8 +83,8 @@ def check(events: Events, context: dict) -> CheckResult:
 
 
 class _Checkpoints:
-    """What the history says about checkpoints: the steps of reported ones,
-    their registrations, and the registration lag in steps."""
+    """What the history says about checkpoints: the steps of reported ones and
+    their registrations."""
 
     def __init__(self, h: History):
         self.reports = sorted((e for a in h.ordered() for e in a.reports), key=lambda e: e.get("seq", 0))
@@ -95,52 +99,22 @@ class _Checkpoints:
                 self.step_of.setdefault(e.get("checkpoint"), e["step"])
         steps = sorted({e["step"] for e in self.reported if _is_step(e.get("step"))})
         self.gap = max((b - a for a, b in zip([0] + steps, steps)), default=None)
-        self.lag = _lag(h, self.registered_at) if self.registered else None
-
-
-def _lag(h: History, registered_at: Dict[str, int]) -> int:
-    """The most steps an attempt recorded past a checkpoint it reported before
-    the controller registered it; checkpoints never registered that came after
-    the attempt's last registered one were in flight when it ended: counted
-    up to its last step."""
-    lag = 0
-    for att in h.ordered():
-        mine = [e for e in att.reports if e.get("checkpoint") and _is_step(e.get("step"))]
-        if not mine:
-            continue
-        steps = h.column(att, "step")
-        if h.int_seqs and h.all_int(att, "step"):   # every step counts: the running maximum at once
-            highest = list(accumulate(steps, max))
-            count, position = len(steps), partial(bisect.bisect_left, att.steps, key=_seq)   # seqs ascend
-        else:
-            seqs, highest = [], []   # the attempt's steps in seq order, and the highest step so far
-            for e in att.steps:
-                if _is_step(e.get("step")) and type(e.get("seq", 0)) is int:
-                    seqs.append(e.get("seq", 0))
-                    highest.append(max(e["step"], highest[-1]) if highest else e["step"])
-            count, position = len(seqs), partial(bisect.bisect_left, seqs)
-        last_registered = max((e["step"] for e in mine if e["checkpoint"] in registered_at), default=None)
-        for e in mine:
-            until = registered_at.get(e["checkpoint"])
-            if until is None and last_registered is not None and e["step"] <= last_registered:
-                continue   # an older one Ray skipped or a later one superseded: not in flight
-            i = count if until is None or type(until) is not int else position(until)
-            reached = highest[i - 1] if i else e["step"]
-            lag = max(lag, reached - e["step"])
-    return lag
 
 
 def _bound(ckpts: _Checkpoints, context: dict) -> Tuple[Optional[int], str]:
     """(most steps a restart may lose, how it was set); None when nothing sets it."""
     if context.get("max_lost_steps") is not None:
         return int(context["max_lost_steps"]), "expect.max_lost_steps"
-    if ckpts.gap is None:
+    cfg = workload_config(context)
+    if cfg is not None and type(cfg.checkpoint_every) is int and cfg.checkpoint_every > 0:
+        cadence, where = cfg.checkpoint_every, "workload.checkpoint_every"
+    elif ckpts.gap is not None:
+        cadence, where = ckpts.gap, "the largest gap between the job's reported checkpoints"
+    else:
         return None, "no checkpoint was reported"
-    if ckpts.lag is not None:
-        return ckpts.gap + ckpts.lag, (f"largest checkpoint gap {ckpts.gap} + registration lag {ckpts.lag}, "
-                                       f"measured on checkpoint_registered events")
-    return 2 * ckpts.gap, (f"largest checkpoint gap {ckpts.gap} + one more gap for the registration lag: "
-                           f"no checkpoint_registered events")
+    allowance = REGISTRATION_ALLOWANCE * cadence
+    return cadence + allowance, (f"checkpoint cadence {cadence} ({where}) + {allowance} for a checkpoint "
+                                 f"not yet registered when the failure hit; expect.max_lost_steps sets another")
 
 
 def _judge(h: History, att: Attempt, name: Optional[str], lost: int, bound: Optional[int], basis: str,
@@ -196,7 +170,12 @@ def _restored(att: Attempt, ckpts: _Checkpoints) -> Tuple[Optional[str], Optiona
 
 
 def _steps(h: History, att: Attempt) -> List[int]:
+    """The attempt's steps recorded before it ended (a cut-off worker's later steps, a
+    zombie's, reached no lineage)."""
     steps = h.column(att, "step")
+    end = (att.end or {}).get("seq")
+    if h.int_seqs and type(end) is int and att.steps and att.steps[-1].get("seq", 0) > end:
+        return [e["step"] for e in att.steps if e.get("seq", 0) < end and _is_step(e.get("step"))]
     if h.all_int(att, "step"):
         return list(steps)
     return [e["step"] for e in att.steps if _is_step(e.get("step"))]

@@ -9,7 +9,8 @@ from typing import Dict, List, Optional, Tuple
 
 from ftharness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, Fit, History, as_history
 from ftharness.scenarios import policy_model
-from ftharness.scenarios.properties.base import CheckResult, Events, always, failure_text, not_judged, result
+from ftharness.scenarios.properties.base import (CheckResult, Events, always, failure_text, not_judged,
+                                                 recorded_failure_config, unknown_or_result)
 
 ERROR_BUDGETS = {              # budgets Ray may charge each raised error type to
     "ControllerError": {"controller", NOT_RETRYABLE},
@@ -37,21 +38,28 @@ def check(events: Events, context: dict) -> CheckResult:
         return _check_torchrun(h, context)
     violations: List[str] = []
     findings: List[str] = []
+    unknown: List[str] = []
     version = context.get("ray_version")
-    hints = {seq: (policy_model.charged(b, version), kind)   # as the recorded release charges them
-             for seq, (b, kind) in _budget_hints(h, context, findings).items()}
+    hints = {seq: (policy_model.charged(hint[0], version), *hint[1:])   # as the recorded release charges them
+             for seq, hint in _budget_hints(h, context, findings).items()}
+    standing: List[str] = []
+    config: dict = {}
     for fit in [h.fits[i] for i in sorted(h.fits)]:
-        violations += _charge_violations(h, fit, hints, policy_model.rules(version))
-        violations += _decision_violations(h, fit, context)
+        config, mismatched = recorded_failure_config(h, fit.index, context)
+        unknown += [m for m in mismatched if m not in unknown]
+        charges = _charge_violations(h, fit, hints, policy_model.rules(version))
+        standing += charges
+        violations += charges
+        violations += _decision_violations(h, fit, config, unknown, version)
         violations += _outcome_violations(h, fit, context, findings)
     failures = [f for fit in h.fits.values() for f in fit.failures]
     counts = Counter(f.get("budget") for f in failures)
-    limits = policy_model.limits(context.get("failure_config"), version)
+    limits = policy_model.limits(config, version)
     summary = (f"{len(failures)} failure(s) charged as Ray's policy does "
                f"({', '.join(f'{b}: {n}' for b, n in sorted(counts.items())) or 'none'}); "
-               f"decisions and outcome follow the limits "
+               f"decisions, counts, limits and outcome follow the recorded limits "
                f"({', '.join(f'{b} {_limit_text(n)}' for b, n in limits.items())})")
-    return result("budget_accounting", violations, findings, summary)
+    return unknown_or_result("budget_accounting", violations, unknown, findings, summary, standing)
 
 
 def _limit_text(limit: int) -> str:
@@ -75,10 +83,11 @@ def _budget_hints(h: History, context: dict, findings: List[str]) -> Dict[int, T
     """
     if context.get("expected_budgets") is not None:
         out: Dict[int, Tuple[str, str]] = {}
-        for seq, (budget, kind) in context["expected_budgets"].items():
+        for seq, hint in context["expected_budgets"].items():
+            budget, kind = hint[0], hint[1]
             seq = int(seq)
             if seq not in out or PRECEDENCE.get(budget, 0) > PRECEDENCE.get(out[seq][0], 0):
-                out[seq] = (budget, kind)
+                out[seq] = (budget, kind, *hint[2:3])   # with the fault's index when the landing gives it
         return out
     injected = [(f.get("fault", i), f) for i, f in enumerate(context.get("injected") or [])]
     hinted = [(idx, _normal_budget(f.get("budget")), f.get("kind")) for idx, f in injected
@@ -102,7 +111,7 @@ def _budget_hints(h: History, context: dict, findings: List[str]) -> Dict[int, T
 
 
 
-def _charge_violations(h: History, fit: Fit, hints: Dict[int, Tuple[str, str]], release) -> List[str]:
+def _charge_violations(h: History, fit: Fit, hints: Dict[int, tuple], release) -> List[str]:
     """The budget of each failure agrees with the injected fault, its error type and
     the budgets the recorded release has."""
     out = []
@@ -120,23 +129,34 @@ def _charge_violations(h: History, fit: Fit, hints: Dict[int, Tuple[str, str]], 
     return out
 
 
-def _decision_violations(h: History, fit: Fit, context: dict) -> List[str]:
-    """Counts run 1, 2, ... per budget and RAISE happens exactly when count > limit."""
+def _decision_violations(h: History, fit: Fit, config: dict, unknown: List[str],
+                         version: Optional[str] = None) -> List[str]:
+    """Counts run 1, 2, ... per budget, each failure carries the limit of its budget, and RAISE
+    happens exactly when count > limit; a failure of a budget that records no count, counts
+    or limit leaves that part unknown (`unknown`), never passed."""
     classes = [policy_model.failure_class(f.get("budget"), f.get("error_type")) for f in fit.failures]
     known = [(f, c) for f, c in zip(fit.failures, classes) if c is not None]
     out = [f"{failure_text(h, f)} has unknown budget {f.get('budget')!r}"
            for f, c in zip(fit.failures, classes) if c is None]
-    model = policy_model.expected_outcome(context.get("failure_config"), [c for _, c in known],
-                                          context.get("ray_version"))
+    model = policy_model.expected_outcome(config, [c for _, c in known], version)
     for (f, _), d in zip(known, model.decisions):
+        charged = d.budget != NOT_RETRYABLE
+        missing = [k for k in ("count", "limit", "counts") if charged and f.get(k) is None]
+        if missing:
+            unknown.append(f"{failure_text(h, f)} records no {' or '.join(missing)}: its accounting is unknown")
         if f.get("count") is not None and f["count"] != d.count:
             out.append(f"{failure_text(h, f)}: {d.budget} count {f['count']}, expected {d.count}")
+        if charged and f.get("limit") is not None and f["limit"] != d.limit:
+            out.append(f"{failure_text(h, f)}: decided with {d.budget} limit {_limit_text(f['limit'])}, "
+                       f"the run's failure_config sets {_limit_text(d.limit)}")
         if f.get("decision") != d.decision:
             out.append(f"{failure_text(h, f)}: {f.get('decision')} with {d.budget} count {d.count} "
                        f"and limit {_limit_text(d.limit)}; Ray decides {d.decision}")
         counts = f.get("counts")
-        if counts is not None and {b: counts.get(b, 0) for b in BUDGETS} != d.counts:
+        if isinstance(counts, dict) and {b: counts.get(b, 0) for b in BUDGETS} != d.counts:
             out.append(f"{failure_text(h, f)}: counts {counts}, expected {d.counts}")
+        elif counts is not None and not isinstance(counts, dict):
+            out.append(f"{failure_text(h, f)}: counts {counts!r} is no mapping of budgets")
     for f, _ in known[len(model.decisions):]:
         out.append(f"{failure_text(h, f)} came after the run had already raised")
     return out + _attempts_after_raise(h, fit)
@@ -196,24 +216,41 @@ def _check_torchrun(h: History, context: dict) -> CheckResult:
     the run fails exactly when some agent raised."""
     violations: List[str] = []
     findings: List[str] = []
+    unknown: List[str] = []
+    standing: List[str] = []
     hints = _budget_hints(h, context, findings)
     limit = policy_model.torchrun_limit(context.get("failure_config"))
     for fit in [h.fits[i] for i in sorted(h.fits)]:
+        config, mismatched = recorded_failure_config(h, fit.index, context)
+        unknown += [m for m in mismatched if m not in unknown]
+        limit = policy_model.torchrun_limit(config)
         for f in fit.failures:
             budget, hint = f.get("budget"), hints.get(f.get("seq"))
             want = TORCHRUN_ERROR_BUDGETS.get(f.get("error_type"), {NOT_RETRYABLE})
-            if hint and budget == policy_model.TORCHRUN_MEMBERSHIP and budget in want:
-                findings.append(f"{failure_text(h, f)}: the injected {hint[1]} restarted node {f.get('agent')}'s "
-                                f"group as a membership change, which TorchElastic does not count")
+            if budget == policy_model.TORCHRUN_MEMBERSHIP and budget in want:
+                own = _own_failure(h, f, hint, context)
+                if own:
+                    standing.append(f"{failure_text(h, f)} charged to membership (counted by nothing), but {own}: "
+                                    f"TorchElastic charges it to {policy_model.TORCHRUN_BUDGET}")
+                    violations.append(standing[-1])
+                elif hint:
+                    findings.append(f"{failure_text(h, f)}: the injected {hint[1]} restarted node {f.get('agent')}'s "
+                                    f"group as a membership change, which TorchElastic does not count")
             elif hint and budget != hint[0]:
-                violations.append(f"{failure_text(h, f)} charged to {budget}; the injected {hint[1]} "
-                                  f"is charged to {hint[0]}")
+                standing.append(f"{failure_text(h, f)} charged to {budget}; the injected {hint[1]} "
+                                f"is charged to {hint[0]}")
+                violations.append(standing[-1])
             elif budget not in want:
-                violations.append(f"{failure_text(h, f)} charged to {budget}; a torchrun agent charges "
-                                  f"{f.get('error_type')} to {' or '.join(sorted(want))}")
-        model, known = policy_model.fit_expectation(context.get("failure_config"), fit.failures, context)
+                standing.append(f"{failure_text(h, f)} charged to {budget}; a torchrun agent charges "
+                                f"{f.get('error_type')} to {' or '.join(sorted(want))}")
+                violations.append(standing[-1])
+        model, known = policy_model.fit_expectation(config, fit.failures, context)
         for f, d in zip(known, model.decisions):
             where = f"{failure_text(h, f)} on node {f.get('agent')}"
+            if d.budget == policy_model.TORCHRUN_BUDGET:
+                missing = [k for k in ("count", "limit") if f.get(k) is None]
+                if missing:
+                    unknown.append(f"{where} records no {' or '.join(missing)}: its accounting is unknown")
             if d.budget == policy_model.TORCHRUN_BUDGET and f.get("count") is not None and f["count"] != d.count:
                 violations.append(f"{where}: max_restarts count {f['count']}, expected {d.count} "
                                   f"(that agent's failures so far)")
@@ -234,4 +271,25 @@ def _check_torchrun(h: History, context: dict) -> CheckResult:
                f"{f', {fatal} fatal to an agent (no budget)' if fatal else ''}; decisions and outcome follow "
                f"--max-restarts {limit} per agent (Ray Train's separate worker-group, preemption and "
                f"controller budgets do not apply)")
-    return result("budget_accounting", violations, findings, summary)
+    return unknown_or_result("budget_accounting", violations, unknown, findings, summary, standing)
+
+
+def _own_failure(h: History, f: dict, hint, context: dict) -> str:
+    """Why a torchrun failure recorded as a membership change was the agent's own group
+    failing ('' when nothing says so): its own workers failed (`worker_failures`), or the
+    fault its landing names hit a worker of that agent."""
+    if f.get("worker_failures"):
+        return f"node {f.get('agent')}'s own workers failed ({f['worker_failures']})"
+    if not hint:
+        return ""
+    index = hint[2] if len(hint) > 2 else None
+    hits = [e for e in h.events if e.get("kind") == "fault_injected"
+            and (index is None or e.get("fault") == index) and e.get("fault_kind") == hint[1]]
+    for e in hits:
+        hit = e.get("target_hit") or {}
+        agent = hit.get("agent")
+        if agent is None and isinstance(hit.get("node_id"), str) and hit["node_id"].startswith("agent-"):
+            agent = hit["node_id"][len("agent-"):]
+        if agent is not None and str(agent) == str(f.get("agent")):
+            return f"the injected {hint[1]} (fault {e.get('fault')}) hit node {agent}'s worker"
+    return ""

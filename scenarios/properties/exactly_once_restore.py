@@ -1,5 +1,14 @@
 """exactly_once_restore: each restart resumes from the latest registered
-checkpoint, and the kept lineage applies every step exactly once."""
+checkpoint, intact, and the kept lineage applies every step exactly once.
+
+Evidence it needs, and what it says without it (absence is never a pass): a
+restore whose files nobody hashed (`restored_intact` null: the digests were not
+read) or a rank that recorded steps without a `worker_start` leaves the property
+not judged unless a violation stands anyway; so do a succeeded reference run
+whose final accumulators the history does not hold (`run_end.return_value.acc`).
+Where a `worker_start` records `restored_digests` ({rank: digest of that rank's
+files as restored}), each is compared with the digest that rank's `report`
+recorded for the checkpoint."""
 
 from __future__ import annotations
 
@@ -9,8 +18,8 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from ftharness.history.model import Attempt, History, Key, as_history
-from ftharness.scenarios.properties.base import (CheckResult, Events, always, lineage, not_judged, result, segments,
-                                       workload_config)
+from ftharness.scenarios.properties.base import (CheckResult, Events, always, lineage, not_judged, segments,
+                                                 unknown_or_result, workload_config)
 from ftharness.scenarios.reference_data import ACC_FIELDS
 
 
@@ -25,22 +34,48 @@ def check(events: Events, context: dict) -> CheckResult:
         return not_judged("exactly_once_restore", "no worker started and no step was recorded")
     violations: List[str] = []
     findings: List[str] = []
+    unknown: List[str] = []
+    standing: List[str] = []
+    digests = _reported_digests(h)
     for att in h.ordered():
-        violations += _restore_violations(h, att, findings)
+        violations += _restore_violations(h, att, findings, unknown, standing, digests)
         violations += _sequence_violations(h, att)
+        unknown += _unstarted(h, att)
     kept, gaps = lineage(h)
     violations += gaps
-    violations += _final_violations(h, kept, context)
+    violations += _final_violations(h, kept, context, unknown)
     restarts = sum(1 for a in h.ordered() if a.worker_starts) - 1
     summary = (f"{max(restarts, 0)} restart(s) each restored the latest registered checkpoint on every "
                f"rank; lineage steps contiguous ({segments(h, kept) or 'no steps'})")
     if context.get("expected_final") is not None and context.get("final") is not None:
         summary += "; final accumulators exact"
-    return result("exactly_once_restore", violations, findings, summary)
+    return unknown_or_result("exactly_once_restore", violations, unknown, findings, summary, standing)
 
 
-def _restore_violations(h: History, att: Attempt, findings: List[str]) -> List[str]:
-    """Every started rank restored the checkpoint latest registered before the attempt."""
+def _reported_digests(h: History) -> Dict[str, Dict[str, str]]:
+    """checkpoint name -> {rank (as text): the digest its report recorded}."""
+    out: Dict[str, Dict[str, str]] = defaultdict(dict)
+    for att in h.ordered():
+        for e in att.reports:
+            if e.get("checkpoint") and e.get("digest"):
+                out[str(e["checkpoint"])].setdefault(str(e.get("rank")), e["digest"])
+    return out
+
+
+def _unstarted(h: History, att: Attempt) -> List[str]:
+    """Ranks that recorded steps in `att` without a worker_start: what they restored is unknown."""
+    started = {e.get("rank") for e in att.worker_starts}
+    stepped = sorted({e.get("rank") for e in att.steps} - started, key=str)
+    if not stepped:
+        return []
+    return [f"{h.label(att.key)} rank{'s' if len(stepped) > 1 else ''} {', '.join(map(str, stepped))} recorded "
+            f"steps but no worker_start: what {'they' if len(stepped) > 1 else 'it'} restored is unknown"]
+
+
+def _restore_violations(h: History, att: Attempt, findings: List[str], unknown: List[str], standing: List[str],
+                        digests: Dict[str, Dict[str, str]]) -> List[str]:
+    """Every started rank restored the checkpoint latest registered before the attempt, with
+    the files that were reported (`restored_intact`, and `restored_digests` where recorded)."""
     if not att.worker_starts:
         return []
     want = h.latest_registered(att.start_seq)
@@ -49,6 +84,7 @@ def _restore_violations(h: History, att: Attempt, findings: List[str]) -> List[s
         findings.append(f"{h.label(att.key)} resumes {run_start['resume_of']}: its restore is not checked")
         return []
     problems = []
+    marked: List[str] = []   # the problems that stand on present evidence (a digest mismatch)
     for ws in att.worker_starts:
         got = ws.get("restored_checkpoint")
         if got != (want or {}).get("checkpoint"):
@@ -56,9 +92,29 @@ def _restore_violations(h: History, att: Attempt, findings: List[str]) -> List[s
         elif want and want.get("step") is not None and ws.get("restored_step") != want["step"]:
             problems.append((ws, f"restored {got} at step {ws.get('restored_step')}, "
                                  f"registered at step {want['step']}"))
+        if got is None:
+            continue
         if ws.get("restored_intact") is False:
             problems.append((ws, f"restored {got} whose files differ from what was reported (digest mismatch)"))
-    return _by_rank(h.label(att.key), problems)
+            marked.append(problems[-1][1])
+        elif ws.get("restored_intact") is not True:
+            unknown.append(f"{h.label(att.key)} rank {ws.get('rank')} (seq {ws.get('seq')}) restored {got} but "
+                           f"whether its files are those reported is unknown (restored_intact "
+                           f"{ws.get('restored_intact')!r}: its digests were not read)")
+        restored = ws.get("restored_digests")
+        if isinstance(restored, dict):
+            for rank, want_digest in sorted(digests.get(str(got), {}).items()):
+                have = restored.get(rank)
+                if have is None:
+                    unknown.append(f"{h.label(att.key)} rank {ws.get('rank')} restored {got} without hashing "
+                                   f"rank {rank}'s files")
+                elif have != want_digest:
+                    problems.append((ws, f"restored {got} whose rank {rank} files hash to {str(have)[:12]}, "
+                                         f"reported as {str(want_digest)[:12]} (digest mismatch)"))
+                    marked.append(problems[-1][1])
+    out = _by_rank(h.label(att.key), problems)
+    standing += [line for line in out if any(line.endswith(t) for t in marked)]
+    return out
 
 
 def _by_rank(label: str, problems: List[Tuple[dict, str]]) -> List[str]:
@@ -155,9 +211,16 @@ def _span(first: int, last: int) -> str:
     return f"step {first}" if first == last else f"steps {first}-{last}"
 
 
-def _final_violations(h: History, kept: Dict[int, Optional[Key]], context: dict) -> List[str]:
+def _final_violations(h: History, kept: Dict[int, Optional[Key]], context: dict, unknown: List[str]) -> List[str]:
     out = []
     expected, final = context.get("expected_final"), context.get("final")
+    outcome, _ = h.outcome(h.last_fit(), context)
+    if context.get("workload") and outcome == "succeeded" and (expected is None or final is None):
+        unknown.append("the run succeeded but "
+                       + ("its final accumulators were not recorded (run_end.return_value.acc)" if final is None
+                          else "what a fault-free run ends with is unknown (a deadline without the step it "
+                               "stopped at)")
+                       + ": exactly-once is not established on the final state")
     if expected is not None and final is not None:
         diffs = [f"{name} {f!r} != {x!r}" for name, f, x in zip(ACC_FIELDS, final, expected)
                  if float(f) != float(x)]
@@ -166,7 +229,6 @@ def _final_violations(h: History, kept: Dict[int, Optional[Key]], context: dict)
         if diffs:
             out.append("final accumulators differ from the exactly-once value: " + ", ".join(diffs))
     cfg = workload_config(context)
-    outcome, _ = h.outcome(h.last_fit(), context)
     top = max(kept, default=0)
     if cfg is not None and outcome == "succeeded" and top != cfg.steps:
         out.append(f"the run succeeded but its lineage ends at step {top}, not {cfg.steps}")

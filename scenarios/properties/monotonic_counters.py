@@ -78,7 +78,8 @@ def check(events: Events, context: dict) -> CheckResult:
         findings.append(f"declared but never reported: {', '.join(never)}")
     summary = (f"{', '.join(sorted(judged, key=names.index))} never decreased over the kept lineage "
                f"({segments(h, kept)}); {compared} consecutive report(s) compared per rank")
-    out = result("monotonic_counters", violations, findings, summary)
+    within = [v for v in violations if " went down from " in v]   # both reports of one attempt are present
+    out = result("monotonic_counters", violations, findings, summary, within)
     if never:
         out.explanation += f"; declared but never reported: {', '.join(never)}"
     return out

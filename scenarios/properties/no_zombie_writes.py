@@ -1,5 +1,7 @@
 """no_zombie_writes: nothing a finished attempt does afterwards lands in what
-later attempts rely on: its late checkpoints are neither registered nor restored."""
+later attempts rely on: its late checkpoints are neither registered nor restored,
+and every registered checkpoint was reported by an attempt (one nobody reported
+has no known writer: it is no evidence of a live one)."""
 
 from __future__ import annotations
 
@@ -43,12 +45,13 @@ def check(events: Events, context: dict) -> CheckResult:
                 findings.append(text)
                 if e.get("kind") == "report" and e.get("checkpoint"):
                     late_ckpts[e["checkpoint"]] = text
-    violations = _dead_registrations(h) + _zombie_restores(h, late_ckpts)
+    restores = _zombie_restores(h, late_ckpts)
+    violations = _dead_registrations(h) + restores
     ended = sum(1 for a in h.ordered() if a.end is not None)
     summary = (f"{ended} ended attempt(s): no late checkpoint registered or restored; "
                f"{len(h.registered)} registered checkpoint(s) all reported by live attempts"
                + (f"; {len(findings)} late write(s) after their attempt ended (findings)" if findings else ""))
-    return result("no_zombie_writes", violations, findings, summary)
+    return result("no_zombie_writes", violations, findings, summary, standing=restores)
 
 
 def _zombie_restores(h: History, late_ckpts: Dict[str, str]) -> List[str]:
@@ -87,7 +90,10 @@ def _dead_registrations(h: History) -> List[str]:
     out = []
     for reg in h.registered:
         atts = reporters.get(reg.get("checkpoint"), [])
-        if atts and all(a.end is not None and a.end.get("seq", 0) < reg.get("seq", 0) for a in atts):
+        if not atts:
+            out.append(f"checkpoint {reg.get('checkpoint')} registered at seq {reg.get('seq')} was reported by "
+                       f"no attempt: nothing shows a live writer")
+        elif all(a.end is not None and a.end.get("seq", 0) < reg.get("seq", 0) for a in atts):
             out.append(f"checkpoint {reg.get('checkpoint')} registered at seq {reg.get('seq')} was reported "
                        f"only by {h.label(atts[0].key)}, which ended at seq {atts[0].end.get('seq')}")
     return out

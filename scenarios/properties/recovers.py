@@ -5,6 +5,16 @@ A recovery is `ftharness.history.model`'s: from the fault (or, with none, the
 failed attempt's first error) to the first step of an attempt restarted after
 the outage, the same number the reports' recovery table shows. One is owed per
 outage in which a failure was retried.
+
+The bound is `recovery_bound_s` (`expect.recovery_bound_s`) when the scenario
+gives one, else `DEFAULT_RECOVERY_BOUND_S` plus the worker health-check timeout
+the run recorded (`run_start.health_check_timeout_s`: a hung worker is only
+noticed after it). The default is five times the slowest recovery the catalog
+was seen to take (about 60 s: a hung worker on a loaded machine, README "What
+Ray was seen to do"; the recorded runs in tests/data recovered in 19-30 s), so
+a run that does not come back in minutes fails. A fault that landed (the
+landings in `landed`) with no recovery measured in a run that succeeded is a
+violation: something restarted the job, and nothing shows it training again.
 """
 
 from __future__ import annotations
@@ -13,7 +23,11 @@ from typing import List
 
 from ftharness.history.model import NOT_RETRYABLE, History, Recovery, as_history
 from ftharness.scenarios import policy_model
-from ftharness.scenarios.properties.base import CheckResult, Events, Facts, failure_text, not_judged, result
+from ftharness.scenarios.properties.base import (CheckResult, Events, Facts, failure_text, not_judged,
+                                                 recorded_failure_config, result)
+
+#: seconds a recovery may take when the scenario gives no bound (see the module doc)
+DEFAULT_RECOVERY_BOUND_S = 300.0
 
 
 def applies(facts: Facts) -> bool:
@@ -25,7 +39,8 @@ def check(events: Events, context: dict) -> CheckResult:
     (fault or failure -> first step of an attempt restarted after it) fit the bound."""
     h = as_history(events)
     fit = h.last_fit()
-    model, known = policy_model.fit_expectation(context.get("failure_config"), fit.failures, context)
+    config, _ = recorded_failure_config(h, fit.index, context)   # a mismatch is budget_accounting's to report
+    model, known = policy_model.fit_expectation(config, fit.failures, context)
     if model.outcome == "failed":
         i = next(i for i, d in enumerate(model.decisions) if d.decision == "RAISE")  # Ray's is the last
         d, f = model.decisions[i], known[i]
@@ -33,7 +48,8 @@ def check(events: Events, context: dict) -> CheckResult:
                f"exhausted the {d.budget} budget (count {d.count} > limit {d.limit})")
         return not_judged("recovers", f"{failure_text(h, f)} {why}: no recovery owed")
     retried = any(f.get("decision") == "RETRY" for fi in h.fits.values() for f in fi.failures)
-    if not retried and h.outcome(fit, context)[0] == "succeeded":
+    landed = [f for f in context.get("landed") or [] if f.get("failure_seq") is not None]
+    if not retried and not landed and h.outcome(fit, context)[0] == "succeeded":
         return not_judged("recovers", "no failure was retried: nothing to recover from")
     violations: List[str] = []
     findings: List[str] = []
@@ -43,7 +59,7 @@ def check(events: Events, context: dict) -> CheckResult:
     if outcome != "succeeded":
         violations.append(f"fit {fit.index} ended {outcome or 'without an outcome'}"
                           f"{f' ({error_type})' if error_type else ''} although the budgets allowed a retry")
-    bound = context.get("recovery_bound_s")
+    bound, basis = _bound(h, context)
     owed, loose = h.retried_recoveries()
     findings += [f"{failure_text(h, f)} was retried in no recorded outage (no controller state change): "
                  f"its recovery is not measured" for f in loose]
@@ -56,11 +72,29 @@ def check(events: Events, context: dict) -> CheckResult:
         if bound is not None and r.recovery_s > bound:
             violations.append(f"recovery from {cause(h, r)} took {r.recovery_s:.2f} s (first step: "
                               f"{h.label(r.recovered)} seq {r.first_step.get('seq')}), "
-                              f"over the {bound:g} s bound")
+                              f"over the {bound:g} s bound ({basis})")
+    unmeasured = [r for r in owed if r.recovery_s is None]
+    if landed and not times and not unmeasured and outcome == "succeeded":
+        f = landed[0]
+        violations.append(f"fault {f.get('index')} ({f.get('kind')}) landed (failure seq {f.get('failure_seq')}) "
+                          f"but no recovery was recorded: no retried outage led to a restarted attempt's step")
+    if not times and not violations:   # "0 recoveries" is no pass
+        return not_judged("recovers", "; ".join(findings[:3]) or "no recovery was measured")
     slowest = f", slowest {max(times):.2f} s" if times else ""
     summary = (f"run succeeded; {len(times)} recovery(ies) from a fault or failure to the next first step"
-               f"{slowest}{f' within the {bound:g} s bound' if bound is not None and times else ''}")
+               f"{slowest}{f' within the {bound:g} s bound ({basis})' if times else ''}")
     return result("recovers", violations, findings, summary)
+
+
+def _bound(h: History, context: dict):
+    """(seconds a recovery may take, where that comes from)."""
+    if context.get("recovery_bound_s") is not None:
+        return float(context["recovery_bound_s"]), "expect.recovery_bound_s"
+    start = next((f.start for _, f in sorted(h.fits.items()) if f.start is not None), None) or {}
+    health = start.get("health_check_timeout_s")
+    health = float(health) if type(health) in (int, float) and health >= 0 else 0.0
+    return DEFAULT_RECOVERY_BOUND_S + health, (f"default {DEFAULT_RECOVERY_BOUND_S:g} s"
+                                               + (f" + the {health:g} s health-check timeout" if health else ""))
 
 
 def cause(h: History, r: Recovery) -> str:

@@ -28,6 +28,7 @@ def check(events: Events, context: dict) -> CheckResult:
     cfg = workload_config(context)
     mode = context.get("data") or (context.get("workload") or {}).get("data") or "resumable"
     violations = _overlap_violations(h)
+    standing = list(violations)   # rows read twice in one attempt: both reads are in the history
     findings: List[str] = []
     kept, _ = lineage(h)
     if mode == "ray_data":
@@ -40,7 +41,7 @@ def check(events: Events, context: dict) -> CheckResult:
             findings.append("no workload config: rows not compared with the sampler, epochs not checked complete")
         summary = (f"rows disjoint across ranks; every row of each epoch consumed exactly once "
                    f"over the kept lineage ({segments(h, kept)})")
-    return result("shard_reassignment", violations, findings, summary)
+    return result("shard_reassignment", violations, findings, summary, standing)
 
 
 ROW_ID_HINT = ("set `workload.row_id: COLUMN` (a column of workload.datasets holding each row's id) to "
