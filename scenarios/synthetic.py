@@ -171,6 +171,7 @@ class _Run:
                   error_type=error, error="synthetic", worker_failures={})
         self.emit("failure", "controller", attempt_id=aid, budget=d.budget,
                   decision=d.decision, error_type=error, count=d.count, counts=d.counts,
+                  limit=d.limit if d.budget != "none" else None,
                   drain_timed_out=True if fault.cls == "preemption" else None)
         if d.decision == "RETRY":
             self.pending.append(injected)
@@ -200,7 +201,8 @@ class _Run:
         acc = acc.copy()
         self.counted_from = float(acc[0]) if self.plan.defect == "counter_reset" else 0.0
         for w in workers:
-            self._worker(w, "worker_start", restored_checkpoint=name, restored_step=step if name else None)
+            self._worker(w, "worker_start", restored_checkpoint=name, restored_step=step if name else None,
+                         restored_intact=True if name else None)
         fault = self.faults[0] if self.faults else None
         done = 0
         for s, epoch, rows in self.batches(step, ws, ordinal):

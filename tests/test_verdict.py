@@ -95,7 +95,9 @@ def test_a_damaged_history_is_never_pass(tmp_path_factory, how, data):
         lines[i] = json.dumps(e).encode()
     folder = copy_with(tmp_path_factory.mktemp("h"), lines)
     code, _ = verdict(folder)
-    assert code in (1, 3), f"{how} line {i}: exit {code}"
+    # a damaged record proves nothing either way: INCONCLUSIVE, never PASS and never FAIL
+    # (docs/history.md); before, a lost step made a Ray violation out of the damage
+    assert code == 3, f"{how} line {i}: exit {code}"
 
 
 @pytest.mark.parametrize("content", [None, b"", b"\x00\x01garbage\xff\n", b"not json\n{}\n", b"[1, 2]\n"])

@@ -215,12 +215,13 @@ def _final_violations(h: History, kept: Dict[int, Optional[Key]], context: dict,
     out = []
     expected, final = context.get("expected_final"), context.get("final")
     outcome, _ = h.outcome(h.last_fit(), context)
-    if context.get("workload") and outcome == "succeeded" and (expected is None or final is None):
-        unknown.append("the run succeeded but "
-                       + ("its final accumulators were not recorded (run_end.return_value.acc)" if final is None
-                          else "what a fault-free run ends with is unknown (a deadline without the step it "
-                               "stopped at)")
-                       + ": exactly-once is not established on the final state")
+    wl = context.get("workload") or {}
+    if wl and outcome == "succeeded" and final is None:
+        unknown.append("the run succeeded but its final accumulators were not recorded (run_end.return_value.acc): "
+                       "exactly-once is not established on the final state")
+    elif wl and outcome == "succeeded" and expected is None and wl.get("stop_at") is not None:
+        unknown.append("the run stopped on its deadline without recording the step it stopped at "
+                       "(run_end.return_value.step): what a fault-free run ends with is unknown")
     if expected is not None and final is not None:
         diffs = [f"{name} {f!r} != {x!r}" for name, f, x in zip(ACC_FIELDS, final, expected)
                  if float(f) != float(x)]
