@@ -279,3 +279,173 @@ def test_recovers_reports_the_recovery_time_of_the_metrics_table(folder, seconds
     s = evaluate(sc, events, {"outcome": "succeeded", "error": None, "error_type": None})
     assert s["recovery_times_s"] == [round(seconds, 3)]
     assert s["run_metrics"]["recovery_s"] == [pytest.approx(seconds, abs=1e-6)]
+
+
+# ---------------------------------------- issue 22, "What was seen": each fails on the code before it
+from test_mutations import Run  # noqa: E402 - the recorded runs, edited and sealed again
+
+
+def checked(run, tmp_path, capsys, name="run"):
+    """`ftharness check` on the edited run: (exit code, output)."""
+    code = main(["check", run.write(tmp_path / name)])
+    return code, capsys.readouterr().out
+
+
+def test_seen_2_lost_work_is_bounded_by_the_cadence_not_by_the_run_judged(tmp_path, capsys):
+    """The restart restores the latest registered checkpoint (step 2: every later one was
+    registered late) and redoes 26 of 28 steps with a checkpoint every 2. Before, the bound
+    (gap + the lag measured on this run) was 28 and it passed."""
+    run = Run("preempt-node")
+    first = run.all("checkpoint_registered")[0]
+    start2 = run.one("attempt_start", n=1)
+    for e in run.all("checkpoint_registered"):
+        if e is not first and e["seq"] < start2["seq"]:
+            run.move_to_end(e)
+    for e in run.restarted():
+        e.update(restored_checkpoint=first["checkpoint"], restored_step=first["step"])
+    run.expect(properties=["bounded_lost_work"])
+    code, out = checked(run, tmp_path, capsys)
+    assert code == 1 and "26 step(s) lost (steps 3-28), over the bound of 4 (checkpoint cadence 2" in out
+
+
+def test_seen_2_recovers_has_a_default_bound_and_zero_recoveries_is_no_pass(tmp_path, capsys):
+    run = Run("kill-worker")   # training came back 1000 s after the kill; no bound declared
+    run.shift_after(run.all("failure")[0]["seq"], 1000.0)
+    code, out = checked(run, tmp_path, capsys, "slow")
+    assert code == 1 and "over the 300 s bound (default 300 s)" in out
+    run = Run("kill-worker")   # the outage was never recorded: the fault landed, nothing recovered
+    for e in run.all("controller_state"):
+        if e.get("cur") == "RESTARTING" or e.get("error_type"):
+            run.drop(e)
+    code, out = checked(run, tmp_path, capsys, "none")
+    assert code == 1 and "landed (failure seq 27) but no recovery was recorded" in out
+
+
+def test_seen_3_check_judges_the_history_not_an_edited_summary(tmp_path, capsys):
+    """The history's final state is wrong; summary.json says the right one, or null."""
+    for i, final in enumerate(({"accumulators": [384.0, 73536.0, 18800704.0, 73536.0]}, None)):
+        run = Run("kill-worker")
+        run.one("run_end")["return_value"]["acc"][1] += 5.0
+        folder = run.write(tmp_path / f"r{i}")
+        with open(os.path.join(folder, "summary.json"), "w") as f:
+            json.dump({"scenario": "kill-worker", "verdict": "PASS", "final_state": final}, f)
+        assert main(["check", folder]) == 1
+        assert "final accumulators differ from the exactly-once value: sum_ids 73541.0 != 73536.0" in \
+            capsys.readouterr().out
+
+
+def test_seen_3_a_soak_is_judged_again_exactly(tmp_path, capsys):
+    """A soak: the run stops on its deadline (step 12 of 1,000,000) and its faults come from
+    the fault process, not scenario.yaml. Before, check dropped the step the run stopped at
+    and the injected faults, and gave a false FAIL."""
+    run = Run("kill-worker")
+    start, end = run.one("run_start"), run.one("run_end")
+    start["workload"].update(steps=1_000_000, rows_per_epoch=12 * 32, stop_at=start["t"] + 60.0)
+    start["soak"] = {"seed": 1, "duration_s": 60.0, "mtbf_s": 20.0, "planned": 1}
+    end["fault_specs"] = run.scenario.pop("faults")
+    run.scenario["faults"] = []
+    run.scenario["workload"].update(steps=1_000_000, duration_s=60.0)
+    run.scenario["name"] = "kill-worker-soak"
+    code, out = checked(run, tmp_path, capsys)
+    assert code == 0 and "LANDED fault 0 (kill_worker)" in out and "PASS kill-worker-soak" in out
+
+
+def test_seen_4_missing_evidence_is_never_a_pass(tmp_path, capsys):
+    def restored_intact_unknown(run):
+        run.restarted()[0]["restored_intact"] = None
+
+    def count_missing(run):
+        del run.all("failure")[0]["count"]
+
+    def rank_stepped_without_starting(run):
+        run.drop(run.restarted()[1])
+
+    for i, edit in enumerate((restored_intact_unknown, count_missing, rank_stepped_without_starting)):
+        run = Run("kill-worker")
+        edit(run)
+        code, out = checked(run, tmp_path, capsys, f"r{i}")
+        assert code == 3 and "not judged" in out, (edit.__name__, out)
+
+
+def test_seen_4_what_the_history_says_against_the_rules(tmp_path, capsys):
+    def limit_not_the_configured_one(run):
+        run.all("failure")[0]["limit"] = 5
+
+    def recorded_config_allows_no_retry(run):      # scenario.yaml still says max_failures 1
+        run.one("run_start")["failure_config"]["max_failures"] = 0
+
+    def registered_but_reported_by_nobody(run):
+        run.all("checkpoint_registered")[-1]["checkpoint"] = "checkpoint_from_nowhere"
+
+    def restored_digest_not_the_reported_one(run):
+        name = run.restarted()[0]["restored_checkpoint"]
+        for e in run.restarted():
+            e["restored_digests"] = {str(r["rank"]): "0" * 64 for r in run.all("report", checkpoint=name)}
+
+    for i, edit in enumerate((limit_not_the_configured_one, recorded_config_allows_no_retry,
+                              registered_but_reported_by_nobody, restored_digest_not_the_reported_one)):
+        run = Run("kill-worker")
+        edit(run)
+        code, out = checked(run, tmp_path, capsys, f"r{i}")
+        assert code == 1, (edit.__name__, out)
+
+
+def test_seen_4_a_torchrun_kill_relabelled_as_membership_fails(tmp_path, capsys):
+    run = Run("torchrun-kill-worker")
+    run.all("failure")[0].update(budget="membership", error_type="MembershipChange", count=0, limit=None, counts={})
+    code, out = checked(run, tmp_path, capsys)
+    assert code == 1 and "charged to membership (counted by nothing), but node 1's own workers failed" in out
+
+
+def test_seen_4_limits_edited_in_scenario_yaml_are_not_the_run(tmp_path, capsys):
+    run = Run("kill-worker")
+    run.scenario["failure_config"]["max_failures"] = 3
+    code, out = checked(run, tmp_path, capsys)
+    assert code == 3 and "recorded failure_config.max_failures 1, the scenario says 3" in out
+
+
+def test_seen_5_a_lost_event_is_a_gap_not_a_violation(tmp_path, capsys):
+    run = Run("kill-worker")
+    run.drop(run.all("step", attempt=2, rank=1)[3], lost=True)   # step 6 of rank 1 never arrived
+    code, out = checked(run, tmp_path, capsys)
+    assert code == 3 and "never reached the history" in out
+    assert "  - " not in out   # no violation stated as the verdict's reason
+    # a violation the gap cannot explain still fails: the restore read files other than reported
+    run.restarted()[0]["restored_intact"] = False
+    code, out = checked(run, tmp_path, capsys, "with-violation")
+    assert code == 1 and "digest mismatch" in out
+
+
+def test_seen_6_a_failure_nobody_asked_for_is_shown(tmp_path, capsys):
+    """A job that never reports a checkpoint, killed once, expecting exactly_once_restore only:
+    bounded_lost_work fails; the verdict is still the asked one, the failure is not hidden."""
+    from ftharness.scenarios.synthetic import Fault, Plan, generate
+    from ftharness.scenarios.reference_data import WorkloadConfig
+
+    syn = generate(Plan(WorkloadConfig(steps=12, batch_size=4, checkpoint_every=2), num_workers=2,
+                        failure_config={"max_failures": 1}, faults=[Fault("worker_group", after_steps=6)],
+                        defect="no_checkpoints"))
+    sc = parse_scenario({"name": "k", "workload": {"num_workers": 2, "steps": 12, "checkpoint_every": 2},
+                         "failure_config": {"max_failures": 1},
+                         "expect": {"outcome": "succeeded", "properties": ["budget_accounting"]}})
+    s = evaluate(sc, syn.events, {"outcome": "succeeded", "error": None, "error_type": None,
+                                  "return_value": {"acc": syn.context["final"]}})
+    assert s["verdict"] == "PASS"
+    assert [u["property"] for u in s["unasked_failures"]] == ["bounded_lost_work"]
+    assert "no checkpoint was ever reported" in s["unasked_failures"][0]["explanation"]
+    from ftharness.harness.frontends.cli import print_summary
+    print_summary(dict(s, wall_time_s=1.0), str(tmp_path))
+    assert "! warning: property bounded_lost_work failed (not in expect.properties)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("expect", [{"properties": []},
+                                    {"properties": ["budget_accounting"], "monotonic": ["count"]},
+                                    {"properties": ["budget_accounting"], "recovery_bound_s": 30},
+                                    {"properties": ["recovers"], "max_lost_steps": 2}],
+                         ids=["empty", "monotonic", "recovery-bound", "max-lost-steps"])
+def test_seen_6_contradictory_expectations_are_refused_in_one_line(tmp_path, expect, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"name": "k", "expect": expect}))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "expect." in err[0] and "Traceback" not in err[0]
