@@ -80,7 +80,9 @@ def scenario_dicts(draw, max_faults: int = 2) -> Dict[str, Any]:
         "failure_config": fc,
         "faults": schedule,
         # the reference workload's metrics: its lineage step and row count only grow
-        "expect": {"outcome": model.outcome, "properties": props, "monotonic": ["step", "count"]},
+        "expect": {"outcome": model.outcome, "properties": props,
+                   # declared only where its property judges it (a contradiction is refused)
+                   **({"monotonic": ["step", "count"]} if "monotonic_counters" in props else {})},
     }
     digest = hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:8]
     return {"name": f"generated-{digest}", **body}

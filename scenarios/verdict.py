@@ -273,7 +273,7 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
     gap = gap_kind(history_problems)
     violated, unknown = [], [f"history: {p}" for p in history_problems or []]
     unknown += [f"fault {f['index']} ({f['kind']}) did not land: {f['evidence']}" for f in faults if not f["landed"]]
-    unknown += _recorded_mismatches(scenario, facts_, fault_specs)
+    unknown += _recorded_mismatches(scenario, facts_, fault_specs) + _unrecorded(scenario, events, facts_, faults)
     if facts_.get("soak") is not None and not any(e.get("kind") == "fault_injected" for e in events):
         unknown.append("the soak injected no fault: it tested nothing (a longer --duration or a shorter --mtbf)")
     evidence_complete = not unknown
@@ -347,6 +347,23 @@ def _recorded_mismatches(scenario: Scenario, facts_: Dict[str, Any],
     runtime = facts_.get("runtime")
     if runtime is not None and runtime != scenario.workload.runtime:
         out.append(f"the run recorded runtime {runtime}, the scenario says {scenario.workload.runtime}")
+    return out
+
+
+def _unrecorded(scenario: Scenario, events: List[Dict[str, Any]], facts_: Dict[str, Any],
+                faults: List[Dict[str, Any]]) -> List[str]:
+    """Facts a verdict needs that an older history lacks: INCONCLUSIVE, never a silent skip."""
+    out = []
+    known = {f["index"] for f in faults}
+    extra = sorted({e.get("fault") for e in events if e.get("kind") in ("fault_injected", "fault_skipped")
+                    and type(e.get("fault")) is int and e.get("fault") not in known})
+    if extra:
+        out.append(f"fault(s) {', '.join(map(str, extra))} were injected but neither the history "
+                   f"(run_end.fault_specs) nor the scenario specifies them: their landing is unknown")
+    workload = (facts_.get("run_start") or {}).get("workload")
+    if (scenario.workload.duration_s is not None and isinstance(workload, dict) and "stop_at" not in workload):
+        out.append("the run trained to a deadline (workload.duration_s) that its history does not record "
+                   "(run_start.workload.stop_at, an older ftharness): where it should end is unknown")
     return out
 
 

@@ -13,16 +13,22 @@ optional and a check skips what it cannot judge without it:
 | key | used by |
 | --- | --- |
 | `runtime` (`ray_train` / `torchrun`: which failure policy decided) | budget_accounting, recovers |
-| `failure_config` {max_failures, max_preemption_failures, controller_failure_limit} | budget_accounting, recovers |
+| `failure_config` {max_failures, max_preemption_failures, controller_failure_limit}: the scenario's; each fit is judged by the one its `run_start` recorded, and a difference leaves budget_accounting not judged (`recorded_failure_config`) | budget_accounting, recovers |
 | `outcome`, `error_type` (of the last fit() when it has no `run_end`) | exactly_once_restore, budget_accounting, recovers |
 | `workload` (WorkloadConfig fields; None for a user job) | exactly_once_restore, shard_reassignment |
 | `data` (`resumable` / `ray_data`) | shard_reassignment |
 | `expected_final`, `final` (accumulators) | exactly_once_restore |
-| `recovery_bound_s` | recovers |
-| `max_lost_steps` (most steps one restart may redo; None: from the checkpoint cadence) | bounded_lost_work |
+| `recovery_bound_s` (None: `recovers.DEFAULT_RECOVERY_BOUND_S` + the recorded health-check timeout) | recovers |
+| `max_lost_steps` (most steps one restart may redo; None: two checkpoint intervals, from the recorded `checkpoint_every`) | bounded_lost_work |
 | `monotonic` [metric names] (`expect.monotonic`) | monotonic_counters |
 | `injected` [{kind, budget, fault?}] (the scenario's faults, in order) | budget_accounting |
-| `expected_budgets` {failure seq: (budget, fault kind)} (from the fault landings) | budget_accounting |
+| `expected_budgets` {failure seq: (budget, fault kind, fault index)} (from the fault landings) | budget_accounting |
+| `landed` [{index, kind, failure_seq}] (the faults that landed) | recovers |
+
+A property never passes on missing evidence: what it cannot judge makes it
+`not_judged` (see `unknown_or_result`) unless a violation stands anyway, and it
+marks the violations that rest on events present (`CheckResult.standing`), which
+the verdict keeps as FAIL even when the history has a gap.
 
 Attempts, fits, failures and recoveries are those of `ftharness.history.model`.
 The "lineage" is the sequence of steps whose effect survives: when an attempt
