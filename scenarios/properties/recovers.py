@@ -72,7 +72,7 @@ def check(events: Events, context: dict) -> CheckResult:
         if bound is not None and r.recovery_s > bound:
             violations.append(f"recovery from {cause(h, r)} took {r.recovery_s:.2f} s (first step: "
                               f"{h.label(r.recovered)} seq {r.first_step.get('seq')}), "
-                              f"over the {bound:g} s bound ({basis})")
+                              f"over the {bound:g} s bound" + (f" ({basis})" if "default" in basis else ""))
     unmeasured = [r for r in owed if r.recovery_s is None]
     if landed and not times and not unmeasured and outcome == "succeeded":
         f = landed[0]
