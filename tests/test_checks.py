@@ -462,3 +462,88 @@ def test_journaled_checkpoint_of_a_cut_off_worker_that_was_restored_fails(data):
     _journaled(events, dict(starts[0], kind="report", step=99, checkpoint="checkpoint_cut_off", metrics={},
                             t=shutdown["t"] + 8.0))
     assert "persisted by a zombie" in failing("no_zombie_writes", events, context).explanation
+
+
+# ------------------------------------------ missing evidence is never a pass (issue 22)
+def killed_once():
+    plan = Plan(WorkloadConfig(steps=8, batch_size=4, checkpoint_every=2), num_workers=2,
+                failure_config={"max_failures": 1}, faults=[Fault("worker_group", after_steps=3)])
+    return generate(plan)
+
+
+@pytest.mark.parametrize("name,mutate,words", [
+    ("exactly_once_restore", lambda evs: [e.update(restored_intact=None) for e in evs
+                                          if e["kind"] == "worker_start" and e.get("restored_checkpoint")],
+     "restored_intact None"),
+    ("budget_accounting", lambda evs: [e.pop("count") for e in evs if e["kind"] == "failure"], "records no count"),
+    ("budget_accounting", lambda evs: [e.pop("counts") for e in evs if e["kind"] == "failure"], "records no counts"),
+    ("budget_accounting", lambda evs: [e.pop("limit") for e in evs if e["kind"] == "failure"], "records no limit"),
+], ids=["restored-intact", "count", "counts", "limit"])
+def test_missing_evidence_is_not_judged(name, mutate, words):
+    syn = killed_once()
+    events = copy.deepcopy(syn.events)
+    assert CHECKS[name](events, syn.context).passed
+    mutate(events)
+    r = CHECKS[name](events, syn.context)
+    assert r.passed is None and words in r.explanation, r.explanation
+
+
+def test_a_failure_decided_with_another_limit_fails():
+    syn = killed_once()
+    events = copy.deepcopy(syn.events)
+    for e in events:
+        if e["kind"] == "failure":
+            e["limit"] = 4
+    r = failing("budget_accounting", events, syn.context)
+    assert "decided with worker_group limit 4, the run's failure_config sets 1" in r.explanation
+
+
+def test_the_recorded_failure_config_decides_and_a_different_scenario_is_not_judged():
+    syn = killed_once()
+    events = copy.deepcopy(syn.events)
+    start = next(e for e in events if e["kind"] == "run_start")
+    start["failure_config"] = {"max_failures": 1, "max_preemption_failures": 0, "controller_failure_limit": 0}
+    ctx = dict(syn.context, failure_config={"max_failures": 2})
+    r = CHECKS["budget_accounting"](events, ctx)
+    assert r.passed is None and "recorded failure_config.max_failures 1, the scenario says 2" in r.explanation
+    start["failure_config"]["max_failures"] = 0   # the run had no retry to give, yet it retried
+    assert CHECKS["budget_accounting"](events, ctx).passed is False
+
+
+def test_recovers_without_a_measured_recovery_is_not_a_pass():
+    syn = killed_once()
+    events = [e for e in syn.events if not (e["kind"] == "controller_state" and e.get("cur") == "RESTARTING")]
+    r = CHECKS["recovers"](events, syn.context)
+    assert r.passed is None, r.explanation
+    # with the fault's landing in hand, a run that succeeded yet never recovered fails
+    seq = next(e["seq"] for e in events if e["kind"] == "failure")
+    r = CHECKS["recovers"](events, dict(syn.context, landed=[{"index": 0, "kind": "kill_worker",
+                                                               "failure_seq": seq}]))
+    assert r.passed is False and "but no recovery was recorded" in r.explanation
+
+
+def test_recovers_default_bound_is_not_the_runs_own():
+    from ftharness.scenarios.properties.recovers import DEFAULT_RECOVERY_BOUND_S
+
+    syn = killed_once()
+    r = CHECKS["recovers"](syn.events, dict(syn.context, recovery_bound_s=None))
+    assert r.passed and f"within the {DEFAULT_RECOVERY_BOUND_S:g} s bound (default" in r.explanation
+
+
+def test_a_registered_checkpoint_nobody_reported_fails():
+    syn = killed_once()
+    events = copy.deepcopy(syn.events)
+    [e for e in events if e["kind"] == "checkpoint_registered"][-1]["checkpoint"] = "checkpoint_ghost"
+    r = failing("no_zombie_writes", events, syn.context)
+    assert "checkpoint_ghost registered at seq" in r.explanation and "reported by no attempt" in r.explanation
+    assert r.standing == []   # a lost report could explain it: with a gap, INCONCLUSIVE
+
+
+def test_standing_violations_are_marked():
+    syn = killed_once()
+    events = copy.deepcopy(syn.events)
+    for e in events:
+        if e["kind"] == "failure":
+            e["budget"] = "preemption"
+    r = CHECKS["budget_accounting"](events, syn.context)
+    assert r.passed is False and r.standing and all(v in r.violations for v in r.standing)
