@@ -5,7 +5,8 @@ Evidence it needs, and what it says without it (absence is never a pass): a
 restore whose files nobody hashed (`restored_intact` null: the digests were not
 read) or a rank that recorded steps without a `worker_start` leaves the property
 not judged unless a violation stands anyway; so do a succeeded reference run
-whose final accumulators the history does not hold (`run_end.return_value.acc`).
+whose final accumulators the history does not hold (`return_value.acc` of
+`run_end`, or of rank 0's last `worker_end`).
 Where a `worker_start` records `restored_digests` ({rank: digest of that rank's
 files as restored}), each is compared with the digest that rank's `report`
 recorded for the checkpoint."""
@@ -217,7 +218,8 @@ def _final_violations(h: History, kept: Dict[int, Optional[Key]], context: dict,
     outcome, _ = h.outcome(h.last_fit(), context)
     wl = context.get("workload") or {}
     if wl and outcome == "succeeded" and final is None:
-        unknown.append("the run succeeded but its final accumulators were not recorded (run_end.return_value.acc): "
+        unknown.append("the run succeeded but its final accumulators were not recorded (`return_value.acc` of "
+                       "run_end or rank 0's worker_end): "
                        "exactly-once is not established on the final state")
     elif wl and outcome == "succeeded" and expected is None and wl.get("stop_at") is not None:
         unknown.append("the run stopped on its deadline without recording the step it stopped at "
