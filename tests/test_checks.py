@@ -477,8 +477,7 @@ def killed_once():
      "restored_intact None"),
     ("budget_accounting", lambda evs: [e.pop("count") for e in evs if e["kind"] == "failure"], "records no count"),
     ("budget_accounting", lambda evs: [e.pop("counts") for e in evs if e["kind"] == "failure"], "records no counts"),
-    ("budget_accounting", lambda evs: [e.pop("limit") for e in evs if e["kind"] == "failure"], "records no limit"),
-], ids=["restored-intact", "count", "counts", "limit"])
+], ids=["restored-intact", "count", "counts"])
 def test_missing_evidence_is_not_judged(name, mutate, words):
     syn = killed_once()
     events = copy.deepcopy(syn.events)

@@ -301,8 +301,9 @@ def decided_with_another_limit(run):
     _failure(run)["limit"] = 5
 
 
-@mutation("budget_accounting", INCONCLUSIVE, *ALL)
+@mutation("budget_accounting", PASS, *ALL)
 def limit_missing(run):
+    """The decision is still judged against the recorded failure_config (a finding says so)."""
     del _failure(run)["limit"]
 
 

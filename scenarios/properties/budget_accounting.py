@@ -50,7 +50,7 @@ def check(events: Events, context: dict) -> CheckResult:
         charges = _charge_violations(h, fit, hints, policy_model.rules(version))
         standing += charges
         violations += charges
-        violations += _decision_violations(h, fit, config, unknown, version)
+        violations += _decision_violations(h, fit, config, unknown, version, findings)
         violations += _outcome_violations(h, fit, context, findings)
     failures = [f for fit in h.fits.values() for f in fit.failures]
     counts = Counter(f.get("budget") for f in failures)
@@ -130,10 +130,11 @@ def _charge_violations(h: History, fit: Fit, hints: Dict[int, tuple], release) -
 
 
 def _decision_violations(h: History, fit: Fit, config: dict, unknown: List[str],
-                         version: Optional[str] = None) -> List[str]:
+                         version: Optional[str] = None, findings: Optional[List[str]] = None) -> List[str]:
     """Counts run 1, 2, ... per budget, each failure carries the limit of its budget, and RAISE
-    happens exactly when count > limit; a failure of a budget that records no count, counts
-    or limit leaves that part unknown (`unknown`), never passed."""
+    happens exactly when count > limit; a failure of a budget that records no count or counts
+    leaves its accounting unknown (`unknown`), never passed; a missing limit is a finding."""
+    findings = [] if findings is None else findings
     classes = [policy_model.failure_class(f.get("budget"), f.get("error_type")) for f in fit.failures]
     known = [(f, c) for f, c in zip(fit.failures, classes) if c is not None]
     out = [f"{failure_text(h, f)} has unknown budget {f.get('budget')!r}"
@@ -141,9 +142,12 @@ def _decision_violations(h: History, fit: Fit, config: dict, unknown: List[str],
     model = policy_model.expected_outcome(config, [c for _, c in known], version)
     for (f, _), d in zip(known, model.decisions):
         charged = d.budget != NOT_RETRYABLE
-        missing = [k for k in ("count", "limit", "counts") if charged and f.get(k) is None]
+        missing = [k for k in ("count", "counts") if charged and f.get(k) is None]
         if missing:
             unknown.append(f"{failure_text(h, f)} records no {' or '.join(missing)}: its accounting is unknown")
+        elif charged and f.get("limit") is None:   # the decision against the recorded config still judges it
+            findings.append(f"{failure_text(h, f)} records no limit: the decision is judged against the "
+                            f"run's failure_config alone")
         if f.get("count") is not None and f["count"] != d.count:
             out.append(f"{failure_text(h, f)}: {d.budget} count {f['count']}, expected {d.count}")
         if charged and f.get("limit") is not None and f["limit"] != d.limit:
@@ -248,9 +252,10 @@ def _check_torchrun(h: History, context: dict) -> CheckResult:
         for f, d in zip(known, model.decisions):
             where = f"{failure_text(h, f)} on node {f.get('agent')}"
             if d.budget == policy_model.TORCHRUN_BUDGET:
-                missing = [k for k in ("count", "limit") if f.get(k) is None]
-                if missing:
-                    unknown.append(f"{where} records no {' or '.join(missing)}: its accounting is unknown")
+                if f.get("count") is None:
+                    unknown.append(f"{where} records no count: its accounting is unknown")
+                elif f.get("limit") is None:
+                    findings.append(f"{where} records no --max-restarts limit: judged against the run's alone")
             if d.budget == policy_model.TORCHRUN_BUDGET and f.get("count") is not None and f["count"] != d.count:
                 violations.append(f"{where}: max_restarts count {f['count']}, expected {d.count} "
                                   f"(that agent's failures so far)")
