@@ -439,7 +439,7 @@ def test_seen_6_a_failure_nobody_asked_for_is_shown(tmp_path, capsys):
     assert "no checkpoint was ever reported" in s["unasked_failures"][0]["explanation"]
     from ftharness.harness.frontends.cli import print_summary
     print_summary(dict(s, wall_time_s=1.0), str(tmp_path))
-    assert "! warning: property bounded_lost_work failed (not in expect.properties)" in capsys.readouterr().out
+    assert "WARNING bounded_lost_work: failed, but the scenario did not ask for it" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("expect", [{"properties": []},
