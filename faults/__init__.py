@@ -13,6 +13,7 @@ from pydantic import Field
 
 from ftharness.faults.checkpoint import CorruptCheckpoint
 from ftharness.faults.controller import KillController
+from ftharness.faults.gpu import CollectiveHang, CudaError
 from ftharness.faults.network import NetworkDegrade
 from ftharness.faults.node import KillNode, PartitionNode, PreemptNode
 from ftharness.faults.process import CrashWorker, HangWorker, KillWorker
@@ -32,6 +33,8 @@ KINDS = (
     StorageErrors,
     StarveResources,
     KillController,
+    CudaError,
+    CollectiveHang,
 )
 
 REGISTRY = {cls.kind: cls for cls in KINDS}
@@ -42,7 +45,8 @@ FaultSpec = Annotated[Union[tuple(cls.Spec for cls in KINDS)], Field(discriminat
 
 
 def make_fault(index, spec):
-    """The Fault object for spec, a spec model's dump (crash_worker is injected by the worker itself)."""
+    """The Fault object for spec, a spec model's dump (crash_worker, cuda_error and collective_hang
+    are injected by the worker itself)."""
     return REGISTRY[spec["kind"]](index, spec)
 
 

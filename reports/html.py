@@ -35,6 +35,7 @@ from markupsafe import Markup
 from matplotlib.figure import Figure
 
 from ftharness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, PARTS
+from ftharness.reports.gpu import gpu_section
 from ftharness.reports import advice, metrics
 from ftharness.reports.frames import Frames, PathLike, missing, read_results, results_folders
 from ftharness.reports.junit import SCENARIO_FILE, _as_list, labels, outcome_verdicts, property_verdicts
@@ -666,7 +667,7 @@ def render_report(frames: Frames, config: Dict[str, str], files: List[str], out_
         title="ftharness report", script=True, meta=_meta(frames), banner=banner_data(frames),
         scenarios=scenario_data(frames, out_dir), summary=summary_table(frames),
         recovery=recovery_data(frames, config), advice=advice_data(list(config)), faults=faults_table(frames),
-        properties=properties_table(frames),
+        properties=properties_table(frames), gpu=Markup(gpu_section(list(config))),
         data=[{"name": os.path.basename(f), "href": os.path.relpath(f, out_dir).replace(os.sep, "/")}
               for f in files])
 

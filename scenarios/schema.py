@@ -18,6 +18,7 @@ from pydantic.json_schema import SkipJsonSchema
 from ftharness.faults import FAULT_KINDS, FaultSpec
 from ftharness.faults.base import Strict as _Strict
 from ftharness import releases
+from ftharness.faults.gpu import cpu_refusal
 from ftharness.errors import ScenarioError
 from ftharness.scenarios.properties import PROPERTIES
 
@@ -231,6 +232,8 @@ TORCHRUN_REFUSED = {
     "starve_resources": "is Ray-only (hog actors hold Ray resources)",
     "kill_controller": "is Ray-only (torchrun has no Train controller)",
     "network_degrade": "is Ray-only (it needs cluster.network: namespaces, whose hosts are Ray nodes)",
+    "cuda_error": "is Ray Train-only for now",
+    "collective_hang": "is Ray Train-only for now (hang_worker stalls a torchrun rank)",
 }
 #: corrupt_checkpoint `how` values a torchrun run cannot have, and why
 TORCHRUN_REFUSED_HOW = {
@@ -268,8 +271,11 @@ def torchrun_problem(sc: "Scenario") -> Optional[str]:
         return "workload.data: ray_data needs Ray Data; under torchrun allowed: resumable"
     if w.jit_checkpoint:
         return "workload.jit_checkpoint: it waits for Ray's preemption notice; torchrun has none"
-    if w.use_gpu is True or c.gpus_per_node:
-        return "workload.use_gpu: torchrun runs here on CPU with gloo; allowed: false or auto"
+    if w.use_gpu is True and not c.gpus_per_node:
+        return "workload.use_gpu: true needs cluster.gpus_per_node >= 1 (one GPU per torchrun worker)"
+    if c.gpus_per_node > 1:
+        return ("cluster.gpus_per_node: torchrun runs one worker per node (--nproc-per-node 1), so one GPU "
+                "per node; allowed: 0 or 1")
     if w.cpus_per_worker != c.cpus_per_node:
         return (f"workload.cpus_per_worker: torchrun runs one worker per node (--nproc-per-node 1), so it must "
                 f"equal cluster.cpus_per_node ({c.cpus_per_node})")
@@ -325,6 +331,27 @@ class Scenario(_Strict):
                     f"do not fit on {c.nodes} nodes x {c.cpus_per_node} CPUs (at most {capacity})")
             if w.use_gpu is True and c.gpus_per_node == 0:
                 raise ValueError("workload.use_gpu: true needs cluster.gpus_per_node >= 1")
+            if w.use_gpu is not False and c.gpus_per_node and w.min_workers > c.gpus_per_node * c.nodes:
+                raise ValueError(
+                    f"workload.num_workers: {w.min_workers} workers of one GPU each do not fit on {c.nodes} "
+                    f"nodes x {c.gpus_per_node} GPUs (at most {c.gpus_per_node * c.nodes})")
+        why_cpu = ("workload.use_gpu: false" if w.use_gpu is False else
+                   "cluster.gpus_per_node: 0" if c.address is None and not c.gpus_per_node else None)
+        refused = cpu_refusal(self.faults, why_cpu) if why_cpu else None
+        if refused:
+            raise ValueError(refused)
+        for i, f in enumerate(self.faults):
+            if f.kind != "collective_hang" or w.runtime != "ray_train":
+                continue
+            if w.collective_timeout_s is None:
+                raise ValueError(f"workload.collective_timeout_s: faults[{i}] collective_hang is ended by the "
+                                 f"collective timeout; set it (e.g. 10), else the peers wait Ray's 30 minutes")
+            if w.trainer != "torch":
+                raise ValueError(f"faults[{i}].kind: collective_hang needs a torch process group; trainer "
+                                 f"{w.trainer} has none (allowed with trainer: torch)")
+            if w.min_workers < 2:
+                raise ValueError(f"faults[{i}].kind: collective_hang needs a peer to block in the collective; "
+                                 f"workload.num_workers must be 2 or more")
         max_workers = w.num_workers[1] if isinstance(w.num_workers, tuple) else w.num_workers
         for i, f in enumerate(self.faults):
             t, at = getattr(f, "target", None), f.at

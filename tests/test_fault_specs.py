@@ -27,7 +27,7 @@ PUBLISHED = os.path.join(REPO, "scenarios", "scenario.schema.json")
 CATALOG = sorted(glob.glob(os.path.join(REPO, "scenarios", "catalog", "*.yaml")))
 
 TARGETED = ("kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node", "partition_node",
-            "network_degrade")
+            "network_degrade", "cuda_error", "collective_hang")
 
 #: the dict each kind's fault receives for a minimal spec (its model's dump without None)
 DEFAULTS = {
@@ -42,6 +42,8 @@ DEFAULTS = {
     "storage_errors": {},
     "starve_resources": {},
     "kill_controller": {},
+    "cuda_error": {"how": "device_assert"},
+    "collective_hang": {},
 }
 
 #: an argument of another kind, for each kind
@@ -49,6 +51,7 @@ FOREIGN = {
     "kill_worker": "notice_s", "crash_worker": "graceful", "hang_worker": "where", "kill_node": "duration_s",
     "preempt_node": "mode", "partition_node": "replace", "network_degrade": "notice_s", "corrupt_checkpoint": "ops",
     "storage_errors": "which", "starve_resources": "resume", "kill_controller": "how",
+    "cuda_error": "where", "collective_hang": "how",
 }
 
 
@@ -63,8 +66,12 @@ def minimal(kind, **args):
 
 def scenario(fault):
     """A scenario of one fault; wire faults get the namespace hosts they need."""
-    wire = isinstance(fault, dict) and fault.get("kind") == "network_degrade"
-    return {"name": "x", **({"cluster": {"network": "namespaces"}} if wire else {}), "faults": [fault]}
+    kind = fault.get("kind") if isinstance(fault, dict) else None
+    cluster = {"network": "namespaces"} if kind == "network_degrade" else {"gpus_per_node": 1} \
+        if kind == "cuda_error" else None    # a GPU fault needs GPU workers (faults/gpu.py)
+    workload = {"collective_timeout_s": 5} if kind == "collective_hang" else None
+    return {"name": "x", **({"cluster": cluster} if cluster else {}), **({"workload": workload} if workload else {}),
+            "faults": [fault]}
 
 
 def error_of(fault):

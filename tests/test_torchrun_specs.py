@@ -46,7 +46,9 @@ def test_faults_torchrun_cannot_do_are_refused_naming_the_field_and_what_is_allo
     assert "allowed: kill_worker, crash_worker, hang_worker, kill_node, partition_node, corrupt_checkpoint" in msg
     # the same fault is fine under Ray Train (a wire fault on namespace hosts)
     wire = {"cluster": {"network": "namespaces"}} if kind == "network_degrade" else {}
-    parse_scenario({"name": "x", "faults": [fault], **wire})
+    gpu = {"cluster": {"gpus_per_node": 1}} if kind == "cuda_error" else {}   # GPU faults need GPU workers
+    hang = {"workload": {"collective_timeout_s": 5}} if kind == "collective_hang" else {}
+    parse_scenario({"name": "x", "faults": [fault], **wire, **gpu, **hang})
 
 
 @pytest.mark.parametrize("fault", [
@@ -106,7 +108,8 @@ def test_collective_timeout_has_a_torchrun_default_and_is_a_torch_process_group_
     (torchrun(workload={"entrypoint": "job:train"}), "workload.entrypoint"),
     (torchrun(workload={"data": "ray_data"}), "workload.data"),
     (torchrun(workload={"jit_checkpoint": True}), "workload.jit_checkpoint"),
-    (torchrun(workload={"use_gpu": True}, cluster={"gpus_per_node": 1}), "workload.use_gpu"),
+    (torchrun(workload={"use_gpu": True}), "workload.use_gpu"),
+    (torchrun(cluster={"gpus_per_node": 2}), "cluster.gpus_per_node"),
     (torchrun(workload={"num_workers": 4}), "workload.num_workers"),
     (torchrun(workload={"num_workers": [2, 4]}, cluster={"nodes": 1}), "workload.num_workers"),
     (torchrun(cluster={"cpus_per_node": 2}), "workload.cpus_per_worker"),

@@ -32,6 +32,7 @@ import ray
 from ftharness.harness.cluster import ray_private as rp
 from ftharness.history.records import is_marker, marker_name
 from ftharness.history.store import Emitter
+from ftharness.harness.job import device as devices
 from ftharness.harness.job.digests import digest_of, file_hashes
 from ftharness.harness.job.rows import RecordedShard
 from ftharness.errors import ChaosCrash
@@ -126,6 +127,7 @@ class WorkerRecorder:
         self.node_id = ray.get_runtime_context().get_node_id()
         self.explicit_steps = explicit_steps
         self.crash_plans = [p for p in (crash_plans or []) if p["rank"] == self.rank]
+        self.device = devices.ray_train_device()
         self.step = 0
         self._emitter = Emitter(run_name, "worker")
         joined = self._emitter.handle().join.remote(self.pid)
@@ -146,7 +148,9 @@ class WorkerRecorder:
         self._emitter.emit(kind, **fields)
 
     def crash_point(self, where: str, step: Optional[int]) -> None:
-        """Raise ChaosCrash if a crash_worker fault aims at this rank, point and step."""
+        """Do the in-worker fault that aims at this rank, point and step: crash_worker raises
+        ChaosCrash, cuda_error a real CUDA error, collective_hang stalls this thread
+        (faults/process.py, faults/gpu.py)."""
         for plan in self.crash_plans:
             if plan["where"] != where or (where != "on_restore" and plan["step"] != step):
                 continue
@@ -154,12 +158,20 @@ class WorkerRecorder:
                 continue
             if not ray.get(self._emitter.handle().claim.remote(plan["fault"], plan.get("nth") or 1), timeout=30):
                 continue
+            kind = plan.get("kind", "crash_worker")
+            hit = {"rank": self.rank, "pid": self.pid, "node_id": self.node_id, "where": where, "step": step}
+            if kind != "crash_worker":
+                hit.update(device=self.device, how=plan.get("how"), stall_s=plan.get("duration_s"))
             now = time.time()
             self._emitter.emit("fault_injected", source="injector", fault=plan["fault"],
-                               fault_kind="crash_worker", target_asked=plan["target_asked"],
-                               target_hit={"rank": self.rank, "pid": self.pid, "node_id": self.node_id,
-                                           "where": where, "step": step},
+                               fault_kind=kind, target_asked=plan["target_asked"],
+                               target_hit={k: v for k, v in hit.items() if v is not None},
                                t_requested=now, t_done=now)
+            if kind == "cuda_error":
+                devices.raise_cuda_error(self.device, plan.get("how") or "device_assert")
+            elif kind == "collective_hang":
+                devices.stall(plan.get("duration_s"))
+                continue
             raise ChaosCrash(f"ftharness crash_worker fault {plan['fault']}: rank {self.rank} {where} step {step}")
 
     def step_done(self, step: int, rows: Optional[List[int]] = None, **fields: Any) -> None:
@@ -265,11 +277,15 @@ def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
         restored = ray.train.get_checkpoint()
         markers = read_markers(restored)
         rec.step = max((int(m["step"]) for m in markers if "step" in m), default=0)
+        pg = devices.pg_warmup(rec.device)   # NCCL's communicator is made here (gloo's at init, by Ray)
         rec.emit(
             "worker_start",
             restored_checkpoint=checkpoint_name(restored),
             restored_step=rec.step if restored is not None else None,
             restored_intact=restored_intact(restored, markers) if markers else None,
+            device=rec.device,
+            **({"gpu": devices.gpu_facts(rec.device)} if rec.device != devices.CPU else {}),
+            **({"pg": pg} if pg is not None else {}),
         )
         undo = rp.wrap_train_fn_utils(   # a user job's get_dataset_shard is noted (and its rows recorded)
             rec.before_report, rec.after_report,
@@ -296,7 +312,7 @@ def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
         # rank 0's return value, as Result.return_value carries it from 2.56 on: the history
         # keeps it for every release (small plain data only)
         ret = {"return_value": out} if rec.rank == 0 and _small_plain(out) else {}
-        rec.emit("worker_end", step=rec.step, **ret, **(held or {}))
+        rec.emit("worker_end", step=rec.step, **ret, **(held or {}), **devices.peak_facts(rec.device))
         return out
 
     if not takes_config:

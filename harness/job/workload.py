@@ -16,6 +16,11 @@ Data sources:
 - `ray_data`: `ray.train.get_dataset_shard("train")` over a Ray Dataset of ids
   (Ray's streaming split). Ray 2.60 keeps no data position: after a restart the
   epoch is re-split and iterated from its start.
+
+Devices: each rank trains on its runtime's device (`side.device`: Ray Train's
+`get_device()`, cuda:N with one GPU per worker, or cpu; torchrun's from LOCAL_RANK).
+Checkpoints hold CPU tensors and are restored with `map_location` onto that device
+(ftharness.harness.job.device).
 """
 
 from __future__ import annotations
@@ -74,8 +79,10 @@ class RayTrainSide:
         ckpt = ray.train.get_checkpoint()
         if ckpt is None:
             return None
+        from ftharness.harness.job.device import load_state
+
         with ckpt.as_directory() as d:
-            return torch.load(os.path.join(d, "state.pt"), weights_only=False)
+            return load_state(os.path.join(d, "state.pt"), str(self.device))
 
     def prepare_model(self, model):
         import ray.train.torch
@@ -120,6 +127,8 @@ def run_loop(config: Dict[str, Any], side) -> Dict[str, Any]:
     import torch
     import torch.distributed as dist
 
+    from ftharness.harness.job.device import to_cpu
+
     cfg = WorkloadConfig(**config)
     rank, ws = side.rank, side.world_size
     device = side.device
@@ -128,7 +137,7 @@ def run_loop(config: Dict[str, Any], side) -> Dict[str, Any]:
     hidden = HIDDEN.get(cfg.model, 32)
     model = torch.nn.Sequential(
         torch.nn.Linear(cfg.features, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1)
-    )
+    ).to(device)   # on the rank's device before restoring, so the state loads onto it (map_location)
     optimizer = torch.optim.SGD(model.parameters(), lr=cfg.lr)
     step = 0
     acc = np.zeros(4, dtype=np.float64)
@@ -149,7 +158,8 @@ def run_loop(config: Dict[str, Any], side) -> Dict[str, Any]:
         if rank == 0:
             with tempfile.TemporaryDirectory() as tmp:
                 raw = model.module if hasattr(model, "module") else model
-                torch.save({"model": raw.state_dict(), "optimizer": optimizer.state_dict(),
+                # CUDA tensors are saved as CPU tensors: any rank's device (or a CPU machine) reads them
+                torch.save({"model": to_cpu(raw.state_dict()), "optimizer": to_cpu(optimizer.state_dict()),
                             "step": step, "acc": acc.tolist(), "config": cfg.to_dict()},
                            os.path.join(tmp, "state.pt"))
                 side.checkpoint_written(step, tmp)

@@ -32,6 +32,7 @@ import ray
 
 from ftharness.faults import make_fault
 from ftharness.faults.base import PENDING, FaultContext, FaultView, judge_landing
+from ftharness.faults.gpu import IN_WORKER as GPU_IN_WORKER
 from ftharness.errors import FaultSkipped
 from ftharness.harness.cluster import ray_private as rp
 from ftharness.harness.cluster.agents import Agents
@@ -43,16 +44,23 @@ HOLD_CHECK_S = 0.5     # how often the hold is re-judged
 
 
 def crash_plans(scenario, seed: int = 0) -> List[Dict[str, Any]]:
-    """What each worker needs to know to crash itself (crash_worker faults)."""
+    """What each worker needs to know to do its in-worker faults itself (crash_worker, and
+    faults/gpu.py's cuda_error and collective_hang, both before their step)."""
     rng = random.Random(seed)
     plans = []
     for i, f in enumerate(scenario.faults):
-        if f.kind != "crash_worker":
+        if f.kind not in IN_WORKER:
             continue
         rank = f.target.rank if f.target.rank is not None else rng.randrange(scenario.workload.min_workers)
-        plans.append({"fault": i, "where": f.where, "rank": rank, "step": f.at.step,
-                      "nth": f.at.nth, "target_asked": f.target.model_dump(exclude_none=True)})
+        plan = {"fault": i, "kind": f.kind, "where": getattr(f, "where", "before_step"), "rank": rank,
+                "step": f.at.step, "nth": f.at.nth, "target_asked": f.target.model_dump(exclude_none=True)}
+        plan.update({k: getattr(f, k) for k in ("how", "duration_s") if getattr(f, k, None) is not None})
+        plans.append(plan)
     return plans
+
+
+#: fault kinds the worker does itself from its plan (the injector fires none of them)
+IN_WORKER = ("crash_worker",) + GPU_IN_WORKER
 
 
 class Injector:
@@ -68,7 +76,7 @@ class Injector:
         self.rng = random.Random(seed)
         self.specs = [f.model_dump(mode="json", exclude_none=True) for f in scenario.faults]
         self.faults = {i: make_fault(i, spec) for i, spec in enumerate(self.specs)
-                       if spec["kind"] != "crash_worker"}
+                       if spec["kind"] not in IN_WORKER}
         self.time_triggers = sorted((spec["at"]["time_s"], i) for i, spec in enumerate(self.specs)
                                     if i in self.faults and spec["at"].get("time_s") is not None)
         self._timeline: List[tuple] = []

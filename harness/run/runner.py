@@ -28,6 +28,8 @@ from ftharness.harness.cluster import netns
 from ftharness.harness.cluster.handles import open_cluster
 from ftharness.harness.run.injector import Injector, crash_plans
 from ftharness.faults.base import join_storage
+from ftharness.faults.gpu import detector_env
+from ftharness.reports.gpu import gpu_summary
 from ftharness.scenarios.reference_data import WorkloadConfig
 from ftharness.scenarios.schema import Scenario, one_line
 from ftharness.errors import ScenarioError
@@ -110,10 +112,20 @@ def workload_config(scenario: Scenario, use_gpu: bool, stop_at: Optional[float] 
 
 
 def resolve_use_gpu(scenario: Scenario) -> bool:
-    w = scenario.workload
-    if w.use_gpu != "auto":
-        return bool(w.use_gpu)
-    return ray.cluster_resources().get("GPU", 0) >= 1
+    """Whether the workers take GPUs (`use_gpu: auto`: when the cluster has one), refused in one
+    line where they cannot train on them (a CPU build of torch) or a GPU fault has no GPU."""
+    from ftharness.faults.gpu import cpu_refusal
+    from ftharness.harness.job.device import CudaInfo, gpu_refusal, wants_gpu
+
+    gpus = ray.cluster_resources().get("GPU", 0)
+    use = wants_gpu(scenario.workload.use_gpu, gpus)
+    why = gpu_refusal(use, gpus, CudaInfo.probe())
+    if why is None and not use:
+        why = cpu_refusal(scenario.faults, f"the cluster offers {gpus:g} GPUs, workload.use_gpu: "
+                                           f"{scenario.workload.use_gpu}")
+    if why:
+        raise ScenarioError(f"{scenario.name}: {why}")
+    return use
 
 
 # -------------------------------------------------------------------- fit task
@@ -133,14 +145,20 @@ def trainer_class(name: str):
 
 
 def _torch_config(spec: Dict[str, Any]) -> Dict[str, Any]:
-    """`torch_config=` of a TorchTrainer whose scenario sets workload.collective_timeout_s: a
-    collective that waits that long on a peer raises, where Ray's default waits 30 minutes."""
-    timeout = spec.get("collective_timeout_s")
-    if timeout is None or spec.get("trainer", "torch") != "torch":
+    """`torch_config=` of a TorchTrainer: NCCL named on GPU workers (gloo, Ray's CPU default,
+    otherwise), and workload.collective_timeout_s where given: a collective that waits that long on a peer
+    raises, where Ray's default waits 30 minutes."""
+    if spec.get("trainer", "torch") != "torch":
         return {}
     from ray.train.torch import TorchConfig
 
-    return {"torch_config": TorchConfig(timeout_s=max(1, int(round(timeout))))}
+    from ftharness.harness.job.device import backend_for
+
+    timeout = spec.get("collective_timeout_s")
+    named = {"backend": backend_for("cuda")} if spec.get("use_gpu") else {}   # gloo is Ray's CPU default
+    if timeout is None:
+        return {"torch_config": TorchConfig(**named)} if named else {}
+    return {"torch_config": TorchConfig(**named, timeout_s=max(1, int(round(timeout))))}
 
 
 def rp_failure_config(fc: Dict[str, Any]) -> Dict[str, Any]:
@@ -411,11 +429,14 @@ class ScenarioRunner:
             "failure_config": rp_failure_config(sc.failure_config.model_dump()),
             "data": w.data if w.kind == "reference" else "resumable",
             "rows": WorkloadConfig(**cfg).rows if w.kind == "reference" else 0,
-            "train_env": self.cluster.train_env(),
+            "train_env": {**self.cluster.train_env(), **detector_env(self._specs())},
             "crash_plans": crash_plans(sc),
             "storage_chaos": any(f.kind == "storage_errors" for f in sc.faults),
             "hold_s": sc.timeout_s if ((sc.faults or self.driver) and sc.landing_hold) else None,
         }
+
+    def _specs(self):
+        return [f.model_dump(mode="json", exclude_none=True) for f in self.scenario.faults]
 
     def _wait(self, ref) -> Dict[str, Any]:
         from ftharness.harness.run.progress import Progress
@@ -450,6 +471,7 @@ class ScenarioRunner:
 
         read = records.read_history(self.history_path)
         summary = evaluate(self.scenario, read.events, outcome, read.problems, fault_specs=self.injector.specs)
+        summary["gpu"] = gpu_summary(read.events)
         summary.update({
             "run_name": self.run_name,
             "wall_time_s": round(wall, 3),

@@ -70,6 +70,26 @@ class TorchrunInjector(Injector):
         self.history.release(fault)
 
 
+def torchrun_use_gpu(scenario: Scenario, cuda=None) -> bool:
+    """Whether the torchrun workers train on GPUs: `use_gpu: auto` takes them when the scenario
+    gives each node one (cluster.gpus_per_node: 1) and this host has a GPU for every node;
+    refused in one line where they cannot (`cuda`: ftharness.harness.job.device.CudaInfo)."""
+    from ftharness.harness.job.device import CudaInfo, gpu_refusal, wants_gpu
+
+    c = scenario.cluster
+    use = wants_gpu(scenario.workload.use_gpu, c.gpus_per_node)
+    if not use:
+        return False
+    cuda = cuda or CudaInfo.probe()
+    why = gpu_refusal(use, c.gpus_per_node * c.nodes, cuda)
+    if why is None and cuda.device_count < c.nodes:
+        why = (f"cluster.gpus_per_node: {c.nodes} torchrun nodes of one GPU each need {c.nodes} GPUs on this "
+               f"host; it has {cuda.device_count}")
+    if why:
+        raise ScenarioError(f"{scenario.name}: {why}")
+    return True
+
+
 def collective_timeout_s(scenario: Scenario) -> float:
     """The workers' gloo process-group timeout: the scenario's, or TorchElastic's usual default here."""
     return float(scenario.workload.collective_timeout_s or TORCHRUN_COLLECTIVE_TIMEOUT_S)
@@ -144,6 +164,7 @@ class TorchrunRunner:
         self.run_dir = os.path.join(self.storage_path, self.run_name)
         self.history_path = os.path.join(self.out_dir, records.HISTORY_FILE)
         self.max_restarts = int(scenario.failure_config.max_failures)
+        self.use_gpu = torchrun_use_gpu(scenario)
         self.collector: Optional[Collector] = None
         self.launcher: Optional[Launcher] = None
         self.injector: Optional[TorchrunInjector] = None
@@ -160,7 +181,7 @@ class TorchrunRunner:
             emitter = LocalEmitter(self.collector.book, self.run_name, "harness")
             self.t0 = time.time()
             duration = sc.workload.duration_s
-            cfg = workload_config(sc, use_gpu=False, stop_at=None if duration is None else self.t0 + duration)
+            cfg = workload_config(sc, use_gpu=self.use_gpu, stop_at=None if duration is None else self.t0 + duration)
             spec_path = self._write_spec(cfg)
             self.launcher = Launcher(self.run_name, sc.cluster.nodes, nnodes(sc), self.max_restarts, spec_path,
                                      self.collector.address, os.path.join(self.out_dir, "torchrun"),
@@ -196,6 +217,8 @@ class TorchrunRunner:
                 "crash_plans": crash_plans(sc), "num_to_keep": sc.workload.num_to_keep,
                 "hold_s": sc.timeout_s if (sc.faults and sc.landing_hold) else None,
                 "pg_timeout_s": collective_timeout_s(sc),
+                # every agent runs on this host, one worker each (LOCAL_RANK 0): the rank picks its GPU
+                "use_gpu": self.use_gpu, "gpu_by": "rank",
                 # storage_errors: the workers' checkpoint operations go through the chaos filesystem,
                 # whose control file the fault writes in the storage root (ftharness.faults.storage)
                 "storage_chaos_root": self.storage_path if any(f.kind == "storage_errors" for f in sc.faults)
@@ -284,6 +307,9 @@ class TorchrunRunner:
                            fault_specs=self.injector.specs if self.injector else None)
         leftovers = sorted(pid for pid, _ in self.launcher.leftovers()) if self.launcher else []
         summary["budgets"] = {TORCHRUN_BUDGET: summary["budgets"].get(TORCHRUN_BUDGET, 0)}
+        from ftharness.reports.gpu import gpu_summary
+
+        summary["gpu"] = gpu_summary(read.events)
         summary.update({
             "not_applicable": {
                 "budgets worker_group, preemption, controller": "Ray Train's separate budgets; TorchElastic has "
@@ -315,7 +341,7 @@ class TorchrunRunner:
                 "rescheduled": [{k: v for k, v in r.items() if k != "t"}
                                 for r in (self.launcher.rescheduled if self.launcher else [])],
                 "train_env": {},
-                "use_gpu": False,
+                "use_gpu": self.use_gpu,
                 "cluster_start_s": 0.0,
                 "leftover_pids": leftovers,
             },

@@ -3,7 +3,9 @@
 TorchElastic starts it with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT and
 TORCHELASTIC_RESTART_COUNT in its environment; the launcher adds the collector's
 address and the node, and the agent the rendezvous round (`FTHARNESS_ATTEMPT_ID`).
-It joins a gloo process group, restores the newest committed checkpoint of the
+It joins a process group (NCCL on its GPU when the spec says `use_gpu`: cuda:LOCAL_RANK, or
+cuda:RANK when every agent shares this host; gloo on CPU; ftharness.harness.job.device),
+restores the newest committed checkpoint of the
 run (ftharness.harness.torchrun.storage), and runs the reference loop of
 ftharness.harness.job.workload (`run_loop`) with `TorchrunSide`: the same steps, rows,
 accumulators, markers and digests as under Ray, recorded as the same events
@@ -94,12 +96,12 @@ class Recorder:
 class TorchrunSide:
     """ftharness.harness.job.workload's runtime side under TorchElastic (see RayTrainSide there)."""
 
-    def __init__(self, rec: Recorder, spec: Dict[str, Any], restored: Optional[str]):
+    def __init__(self, rec: Recorder, spec: Dict[str, Any], restored: Optional[str], device: str = "cpu"):
         import torch
 
         self.rec = rec
         self.rank, self.world_size = rec.rank, rec.world_size
-        self.device = torch.device("cpu")
+        self.device = torch.device(device)
         self.run_dir = spec["run_dir"]
         self.num_to_keep = spec.get("num_to_keep")
         self.restored = restored
@@ -110,14 +112,20 @@ class TorchrunSide:
 
         if self.restored is None:
             return None
+        from ftharness.harness.job.device import load_state
+
         data = storage.read_file(os.path.join(self.run_dir, self.restored, "state.pt"), self.fs)
-        return torch.load(io.BytesIO(data), weights_only=False)
+        return load_state(io.BytesIO(data), str(self.device))
 
     def prepare_model(self, model):
-        """DDP over gloo, as Ray Train's prepare_model does for more than one worker."""
+        """DDP (over NCCL on this rank's GPU, or gloo), as Ray Train's prepare_model does for
+        more than one worker."""
+        model = model.to(self.device)
         if self.world_size > 1:
             from torch.nn.parallel import DistributedDataParallel
 
+            if self.device.type == "cuda":
+                return DistributedDataParallel(model, device_ids=[self.device.index])
             return DistributedDataParallel(model)
         return model
 
@@ -185,19 +193,33 @@ def run(spec: Dict[str, Any]) -> Dict[str, Any]:
 
     from ftharness.harness.job.workload import run_loop
 
+    from ftharness.harness.job import device as devices
+
     client = CollectorClient()
     rec = Recorder(client, spec)
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=float(spec.get("pg_timeout_s", 120))))
+    device = devices.choose_device(bool(spec.get("use_gpu")), devices.torchrun_index(
+        int(os.environ.get("LOCAL_RANK", "0")), rec.rank, spec.get("gpu_by") == "rank"), devices.CudaInfo.probe()) \
+        if spec.get("use_gpu") else devices.CPU
+    if device != devices.CPU:
+        import torch
+
+        torch.cuda.set_device(torch.device(device))
+    t = time.perf_counter()
+    dist.init_process_group(devices.backend_for(device),
+                            timeout=datetime.timedelta(seconds=float(spec.get("pg_timeout_s", 120))))
+    pg = devices.pg_warmup(device, init_s=time.perf_counter() - t)
     restored = storage.latest(spec["run_dir"], storage_filesystem(spec))   # the job's listing (storage_errors apply)
     markers = storage.read_markers(os.path.join(spec["run_dir"], restored)) if restored else []
     rec.step = max((int(m["step"]) for m in markers if "step" in m), default=0)
     rec.emit("worker_start", restored_checkpoint=restored,
              restored_step=rec.step if restored is not None else None,
-             restored_intact=directory_intact(os.path.join(spec["run_dir"], restored), markers) if markers else None)
+             restored_intact=directory_intact(os.path.join(spec["run_dir"], restored), markers) if markers else None,
+             device=device, **({"gpu": devices.gpu_facts(device)} if device != devices.CPU else {}),
+             **({"pg": pg} if pg is not None else {}))
     try:
         if restored is not None:
             rec.crash_point("on_restore", rec.step)
-        out = run_loop(spec["workload"], TorchrunSide(rec, spec, restored))
+        out = run_loop(spec["workload"], TorchrunSide(rec, spec, restored, device))
     except BaseException as e:  # noqa: BLE001 - recorded, then re-raised unchanged
         rec.emit("worker_error", error_type=type(e).__name__, error=str(e)[:500],
                  traceback=traceback.format_exc()[-2000:], step=rec.step)
@@ -210,8 +232,10 @@ def run(spec: Dict[str, Any]) -> Dict[str, Any]:
         except Exception as e:  # noqa: BLE001 - the history is gone: nothing to wait for
             how = f"error: {type(e).__name__}"
         held = {"held_s": round(time.time() - t, 3), "hold": how}
-    rec.emit("worker_end", step=rec.step, return_value=out if rec.rank == 0 else None, **held)
+    t = time.perf_counter()
     dist.destroy_process_group()
+    rec.emit("worker_end", step=rec.step, return_value=out if rec.rank == 0 else None, **held,
+             pg_teardown_s=round(time.perf_counter() - t, 4), **devices.peak_facts(device))
     client.close()
     return out
 
