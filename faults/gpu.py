@@ -149,10 +149,33 @@ class CollectiveHang(Fault):
                      f"after the stall ({_clip(str(peer.get('error')))})")
         elif COLLECTIVE_TIMEOUT.search(f"{f.get('error_type')}: {f.get('error')}"):
             ended = f"the failure names it ({_clip(str(f.get('error_type')) + ': ' + str(f.get('error')))})"
+        elif self._peer_died_on_timeout(view, f, t_stall) is not None:
+            ended = self._peer_died_on_timeout(view, f, t_stall)
         else:
             return Landing(MISSED, f"{what}; {describe_failure(f)} followed, but neither a peer's error nor the "
                                    f"failure shows a collective timing out or the hang detector")
         return Landing(LANDED, f"{what}; {ended}; then {describe_failure(f)}", self.budget, f.get("seq"))
+
+
+    @staticmethod
+    def _peer_died_on_timeout(view: FaultView, failure: Dict[str, Any], t_stall: float) -> Optional[str]:
+        """NCCL's watchdog ends a process whose collective timed out (TORCH_NCCL_ASYNC_ERROR_HANDLING's
+        default), so no Python error is recorded: evidence is then a peer rank's failure the
+        controller saw no sooner than the collective timeout after the stall."""
+        hit = view.hit
+        timeout = hit.get("collective_timeout_s")
+        if timeout is None:
+            return None
+        for e in view.events:
+            if e.get("kind") != "controller_state" or not (view.seq < (e.get("seq") or 0) <= (failure.get("seq") or 0)):
+                continue
+            peers = [r for r in (e.get("worker_failures") or {}) if str(r) != str(hit.get("rank"))]
+            waited = float(e.get("t") or 0) - t_stall
+            if peers and waited >= 0.9 * float(timeout):
+                what = ", ".join(f"rank {r} ({(e.get('worker_failures') or {})[r]})" for r in peers)
+                return (f"{what} failed {waited:.1f} s after the stall, past the {float(timeout):g} s collective "
+                        f"timeout (NCCL's watchdog ends the process)")
+        return None
 
 
 def _clip(text: str, n: int = 160) -> str:

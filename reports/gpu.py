@@ -165,3 +165,39 @@ def gpu_section(folders: Iterable[str]) -> str:
             "rank, the process group's set-up (NCCL on GPUs, gloo on CPU) in each recovery, GPU memory at each "
             "(re)start, and zombie GPU memory (a dead worker's pid still holding memory).</p>"
             + "".join(parts) + "</section>")
+
+
+def folder_lines(folder: str) -> List[str]:
+    """A results folder's verdict, its faults' landing evidence, and its GPU facts (the
+    summary's `gpu`, else computed from the history), as terminal lines."""
+    import json
+
+    from ftharness.history.records import HISTORY_FILE, read_events
+
+    try:
+        with open(os.path.join(folder, "summary.json")) as f:
+            s = json.load(f)
+    except (OSError, ValueError):
+        return [f"{folder}: no readable summary.json"]
+    out = [f"{s.get('verdict')} {s.get('scenario')}: {s.get('outcome')} ({s.get('error_type') or 'no error'}), "
+           f"attempts {s.get('attempts')}, budgets {s.get('budgets')}"]
+    out += [f"  fault {f.get('index')} {f.get('kind')}: {f.get('status')}: {f.get('evidence')}"
+            for f in s.get("faults") or []]
+    out += [f"  ! {m}" for m in (s.get("mismatches") or []) + (s.get("inconclusive") or [])]
+    g = s.get("gpu")
+    if g is None and os.path.isfile(os.path.join(folder, HISTORY_FILE)):
+        g = gpu_summary(read_events(os.path.join(folder, HISTORY_FILE)))
+    return out + [f"  {line}" for line in gpu_lines(g or {})]
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """`python -m ftharness.reports.gpu FOLDER...`: each results folder's lines (scripts/gpu-check.sh)."""
+    import sys
+
+    for folder in (sys.argv[1:] if argv is None else argv):
+        print("\n".join(folder_lines(folder)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -264,6 +264,47 @@ def _end_capture(capture: Optional[LogCapture]) -> None:
         capture.close()
 
 
+def host_gpus() -> List[str]:
+    """This host's GPUs as CUDA_VISIBLE_DEVICES names them: the driver's own setting, else
+    every GPU nvidia-smi lists ([] without one)."""
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is not None:
+        return [g.strip() for g in given.split(",") if g.strip()]
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10).stdout
+    except Exception:  # noqa: BLE001 - no GPU we can see
+        return []
+    return [str(i) for i, line in enumerate(l for l in out.splitlines() if l.startswith("GPU "))]
+
+
+def gpu_slice(physical: List[str], used: List[str], n: int) -> List[str]:
+    """`n` (at most len(physical)) distinct GPUs for a new node: those no live node uses first,
+    then (more nodes than GPUs) the least used ones, shared."""
+    free = [g for g in physical if g not in used]
+    ranked = free + sorted((g for g in physical if g in used), key=lambda g: (used.count(g), physical.index(g)))
+    return ranked[:n]
+
+
+class _env:
+    """Set environment variables for a `with` block (a raylet started inside inherits them)."""
+
+    def __init__(self, values: Dict[str, str]):
+        self.values, self.old = values, {}
+
+    def __enter__(self):
+        self.old = {k: os.environ.get(k) for k in self.values}
+        os.environ.update(self.values)
+
+    def __exit__(self, *exc):
+        for k, v in self.old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 class EmbeddedCluster:
     """A head plus `nodes` worker raylets on this host."""
 
@@ -287,6 +328,7 @@ class EmbeddedCluster:
         self._old_sigterm = None
         self.start_time_s: Optional[float] = None
         self._capture: Optional[LogCapture] = None
+        self._gpus: Dict[int, List[str]] = {}   # harness index -> the physical GPUs its raylet sees
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "EmbeddedCluster":
@@ -436,6 +478,23 @@ class EmbeddedCluster:
         index = self._next_index
         self._next_index += 1
         num_cpus = self.cpus_per_node if cpus is None else cpus
+        with self._visible_gpus(index):
+            return self._add_node(index, wait, num_cpus)
+
+    def _visible_gpus(self, index: int):
+        """CUDA_VISIBLE_DEVICES for the raylet of node `index` while it starts: GPUs of this host
+        no live node holds, so the nodes of one host (each told `gpus_per_node`) do not all put
+        their workers on GPU 0 (NCCL refuses two ranks on one GPU)."""
+        import contextlib
+
+        physical = host_gpus() if self.gpus_per_node else []
+        if len(physical) < self.gpus_per_node or not physical:   # no GPU here, or fewer than one node asks for
+            return contextlib.nullcontext()
+        used = [g for i, gs in self._gpus.items() if i in self._nodes for g in gs]
+        self._gpus[index] = gpu_slice(physical, used, self.gpus_per_node)
+        return _env({"CUDA_VISIBLE_DEVICES": ",".join(self._gpus[index])})
+
+    def _add_node(self, index: int, wait: bool, num_cpus: int) -> int:
         if self.net is not None:
             node = NamespaceNode(self.net.add_host(index), self._cluster.address, self._temp_dir,
                                  num_cpus, self.gpus_per_node, {"ftharness_worker": 1},

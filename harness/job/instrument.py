@@ -161,7 +161,8 @@ class WorkerRecorder:
             kind = plan.get("kind", "crash_worker")
             hit = {"rank": self.rank, "pid": self.pid, "node_id": self.node_id, "where": where, "step": step}
             if kind != "crash_worker":
-                hit.update(device=self.device, how=plan.get("how"), stall_s=plan.get("duration_s"))
+                hit.update(device=self.device, how=plan.get("how"), stall_s=plan.get("duration_s"),
+                           collective_timeout_s=plan.get("collective_timeout_s"))
             now = time.time()
             self._emitter.emit("fault_injected", source="injector", fault=plan["fault"],
                                fault_kind=kind, target_asked=plan["target_asked"],

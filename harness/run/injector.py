@@ -55,6 +55,8 @@ def crash_plans(scenario, seed: int = 0) -> List[Dict[str, Any]]:
         plan = {"fault": i, "kind": f.kind, "where": getattr(f, "where", "before_step"), "rank": rank,
                 "step": f.at.step, "nth": f.at.nth, "target_asked": f.target.model_dump(exclude_none=True)}
         plan.update({k: getattr(f, k) for k in ("how", "duration_s") if getattr(f, k, None) is not None})
+        if f.kind == "collective_hang":   # recorded with the stall: what the landing times the peers by
+            plan["collective_timeout_s"] = scenario.workload.collective_timeout_s
         plans.append(plan)
     return plans
 

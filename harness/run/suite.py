@@ -14,10 +14,10 @@ import os
 import sys
 import time
 import traceback
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from ftharness import scenarios
-from ftharness.harness.cluster.handles import open_cluster
+from ftharness.harness.cluster.handles import host_gpus, open_cluster
 from ftharness.harness.run.runner import RunOptions, ScenarioRunner
 from ftharness import releases
 from ftharness.scenarios.schema import Scenario, load_scenario, one_line, release_problem, require_release
@@ -41,9 +41,23 @@ def collect_files(paths: List[str]) -> List[str]:
     return files
 
 
-def collect(paths: List[str]) -> List[Scenario]:
+def collect(paths: List[str], gpus: Optional[int] = None) -> List[Scenario]:
+    """The scenarios of files and folders. A folder's GPU scenarios (cluster.gpus_per_node >= 1,
+    the catalog's gpu-*.yaml) are skipped, with a line on stderr, on a host without a GPU
+    (`gpus`: how many this host has; None: ask nvidia-smi); a file named alone is kept."""
     files = collect_files(paths)
-    scenarios = [load_scenario(f) for f in files]
+    listed = {f for p in (paths or [catalog_dir()]) if os.path.isdir(p)
+              for f in glob.glob(os.path.join(p, "*.yaml"))}
+    scenarios = []
+    for f in files:
+        s = load_scenario(f)
+        if f in listed and s.cluster.gpus_per_node and s.cluster.address is None:
+            gpus = len(host_gpus()) if gpus is None else gpus
+            if gpus < 1:
+                print(f"skipped {s.name}: needs a GPU (cluster.gpus_per_node: {s.cluster.gpus_per_node}); "
+                      f"this host has none (scripts/gpu-check.sh runs it where there is one)", file=sys.stderr)
+                continue
+        scenarios.append(s)
     if paths:   # the user's own files: one that cannot run on this release is refused
         scenarios = [require_release(s) for s in scenarios]
     else:       # the built-in catalog: what this release cannot run is left out, each said in a line
