@@ -44,6 +44,13 @@ class CudaInfo:
         ok = bool(torch.cuda.is_available())
         return CudaInfo(ok, torch.cuda.device_count() if ok else 0, torch.version.cuda)
 
+    @staticmethod
+    def build() -> "CudaInfo":
+        """Only which torch build this is (no CUDA call: a driver that trains nothing stays off the GPU)."""
+        import torch
+
+        return CudaInfo(False, 0, torch.version.cuda)
+
 
 def wants_gpu(use_gpu: Union[bool, str], cluster_gpus: float) -> bool:
     """Whether the workers take GPUs: `true`/`false` as given; `auto` when the cluster has one."""

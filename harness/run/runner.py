@@ -119,7 +119,7 @@ def resolve_use_gpu(scenario: Scenario) -> bool:
 
     gpus = ray.cluster_resources().get("GPU", 0)
     use = wants_gpu(scenario.workload.use_gpu, gpus)
-    why = gpu_refusal(use, gpus, CudaInfo.probe())
+    why = gpu_refusal(use, gpus, CudaInfo.build())
     if why is None and not use:
         why = cpu_refusal(scenario.faults, f"the cluster offers {gpus:g} GPUs, workload.use_gpu: "
                                            f"{scenario.workload.use_gpu}")
