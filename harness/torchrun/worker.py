@@ -191,15 +191,15 @@ def run(spec: Dict[str, Any]) -> Dict[str, Any]:
     """One worker's life: process group, restore, the loop, the landing hold."""
     import torch.distributed as dist
 
-    from ftharness.harness.job.workload import run_loop
-
     from ftharness.harness.job import device as devices
+    from ftharness.harness.job.workload import run_loop
 
     client = CollectorClient()
     rec = Recorder(client, spec)
-    device = devices.choose_device(bool(spec.get("use_gpu")), devices.torchrun_index(
-        int(os.environ.get("LOCAL_RANK", "0")), rec.rank, spec.get("gpu_by") == "rank"), devices.CudaInfo.probe()) \
-        if spec.get("use_gpu") else devices.CPU
+    device = devices.CPU
+    if spec.get("use_gpu"):
+        index = devices.torchrun_index(int(os.environ.get("LOCAL_RANK", "0")), rec.rank, spec.get("gpu_by") == "rank")
+        device = devices.choose_device(True, index, devices.CudaInfo.probe())
     if device != devices.CPU:
         import torch
 
