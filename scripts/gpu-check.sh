@@ -61,7 +61,9 @@ for d in history faults scenarios harness reports; do ln -s "$REPO/$d" "$shim/ft
 export PYTHONPATH="$shim${PYTHONPATH:+:$PYTHONPATH}"
 cd "$OUT"   # Ray puts the driver's folder on its workers' path: not the checkout's own ftharness/
 if [ "${GPU_CHECK_DRY_RUN:-}" != "1" ]; then
-  "$PY" -P -c 'import torch; print("gpu-check: torch", torch.__version__, "CUDA", torch.version.cuda, "devices", torch.cuda.device_count(), "NCCL", ".".join(map(str, torch.cuda.nccl.version())))' || exit 4
+  "$PY" -P -c 'import torch; v = torch.cuda.nccl.version(); v = ".".join(map(str, v)) if isinstance(v, tuple) else v
+print("gpu-check: torch", torch.__version__, "CUDA", torch.version.cuda, "devices", torch.cuda.device_count(), "NCCL", v)
+assert torch.cuda.is_available(), "torch sees no CUDA device"' || exit 4
 fi
 
 # -- the GPU scenarios, fitted to this machine
