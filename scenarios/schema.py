@@ -556,6 +556,10 @@ def release_problem(sc: Scenario, ray_version: Optional[str]) -> Optional[str]:
     if sc.workload.jit_checkpoint and not rel.preemption_watcher:
         return (f"workload.jit_checkpoint: waits for Ray's preemption notice, which Ray {ray_version} does not "
                 f"give (from {releases.field_release('preemption_watcher')})")
+    for i, f in enumerate(sc.faults):
+        if getattr(f, "hang_detector", None) and rel.minor < (2, 60):
+            return (f"faults[{i}].hang_detector: Ray Train's NCCL hang detector arrived in Ray 2.60; "
+                    f"Ray {ray_version} has none (drop it: the collective timeout ends the hang)")
     return None
 
 

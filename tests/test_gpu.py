@@ -193,6 +193,19 @@ def test_gpu_faults_are_refused_under_torchrun_and_torchrun_gpus_are_one_per_nod
     assert parse_scenario({**tr, "cluster": {"gpus_per_node": 1}}).cluster.gpus_per_node == 1
 
 
+def test_the_hang_detector_is_refused_on_a_release_without_it():
+    from ftharness.scenarios.schema import release_problem
+
+    sc = parse_scenario({"name": "x", "cluster": {"gpus_per_node": 1}, "workload": {"collective_timeout_s": 5},
+                         "faults": [hang(hang_detector=True)]})
+    assert release_problem(sc, "2.60.0") is None
+    from ftharness import releases
+
+    older = [v for v in releases.SUPPORTED if releases.parse(v)[:2] < (2, 60)]
+    if older:
+        assert release_problem(sc, older[0]).startswith("faults[0].hang_detector: Ray Train's NCCL hang detector")
+
+
 def test_cpu_refusal_names_the_first_gpu_only_fault():
     assert cpu_refusal([{"kind": "kill_worker"}, {"kind": "cuda_error"}], "why").startswith("faults[1].kind:")
     assert cpu_refusal([{"kind": "collective_hang"}], "why") is None
