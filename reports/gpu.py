@@ -95,8 +95,16 @@ def zombies(h: History) -> Dict[str, Any]:
 
 
 def gpu_summary(events: Iterable[Dict[str, Any]]) -> Dict[str, Any]:
-    """summary.json's `gpu`: devices, backend, set-up per recovery, memory, zombie findings."""
-    h = History(list(events))
+    """summary.json's `gpu`: devices, backend, set-up per recovery, memory, zombie findings
+    ({"error": ...} for a history these facts cannot be read from: they never fail a summary)."""
+    try:
+        return _gpu_summary(list(events))
+    except Exception as e:  # noqa: BLE001 - malformed facts show as such
+        return {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+
+
+def _gpu_summary(events: List[Dict[str, Any]]) -> Dict[str, Any]:
+    h = History(events)
     ranks = rank_rows(h)
     devices = sorted({str(r["device"]) for r in ranks if r["device"]})
     names = sorted({r["gpu_name"] for r in ranks if r["gpu_name"]})
@@ -116,6 +124,8 @@ def gpu_lines(s: Dict[str, Any]) -> List[str]:
     """The GPU facts of a summary's `gpu` as terminal lines."""
     if not s:
         return []
+    if s.get("error"):
+        return [f"GPU facts unreadable ({s['error']})"]
     out = [f"devices {', '.join(s.get('devices') or ['?'])}"
            + (f" ({', '.join(s['gpu_names'])})" if s.get("gpu_names") else "")
            + f"; backend {s.get('backend') or '?'}; first process-group set-up {_s(s.get('pg_setup_first_s'))}"]
@@ -155,7 +165,7 @@ def gpu_section(folders: Iterable[str]) -> str:
             s = gpu_summary(read_events(path))
         except Exception:  # noqa: BLE001 - a damaged history shows no GPU facts
             continue
-        if not any(d.startswith("cuda") for d in s["devices"]):
+        if not any(d.startswith("cuda") for d in s.get("devices") or []):
             continue   # a CPU run: its gloo times are in summary.json's `gpu`
         items = "".join(f"<li>{html.escape(line)}</li>" for line in gpu_lines(s))
         parts.append(f"<h3>{html.escape(os.path.basename(os.path.normpath(os.fspath(folder))))}</h3><ul>{items}</ul>")

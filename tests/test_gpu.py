@@ -472,3 +472,9 @@ def test_gpu_check_fits_the_gpu_scenarios_to_the_machine(tmp_path, gpus):
     else:
         assert set(fitted) == {n[:-5] for n in GPU_CATALOG}
         assert fitted["gpu-collective-hang"]["workload"]["num_workers"] == 2
+
+
+def test_gpu_facts_that_cannot_be_read_never_fail_a_summary():
+    bad = [{"seq": 1, "kind": "worker_start", "source": "worker", "gpu": "not a mapping", "attempt": 1}]
+    s = gpu_summary(bad)
+    assert "error" in s and gpu_lines(s)[0].startswith("GPU facts unreadable")
