@@ -57,7 +57,9 @@ class CudaErrorSpec(TargetedSpec):
     """A real CUDA error on the target rank's GPU, raised in its train function before step `at.step`."""
 
     kind: Literal["cuda_error"]
-    how: Literal[CUDA_HOWS] = "device_assert"  # type: ignore[valid-type]
+    how: Literal[CUDA_HOWS] = Field(  # type: ignore[valid-type]
+        "device_assert", description="device_assert: an out-of-bounds CUDA index (sticky device-side assert); "
+                                     "invalid_device: an allocation past the visible devices")
 
     @model_validator(mode="after")
     def _inside_the_worker(self):
@@ -73,7 +75,8 @@ class CollectiveHangSpec(TargetedSpec):
     ends) while its peers block in that step's all-reduce until the collective timeout."""
 
     kind: Literal["collective_hang"]
-    duration_s: Optional[float] = Field(None, gt=0)
+    duration_s: Optional[float] = Field(None, gt=0, description="how long the rank stalls (default: until "
+                                                                "its process is ended)")
     #: also turn on Ray 2.60's NCCL RAS hang detector (RAY_TRAIN_ENABLE_NCCL_HANG_DETECTOR, action
     #: fail) so it can end the hang with NCCLHangError; NCCL only (GPU workers)
     hang_detector: Optional[bool] = None

@@ -23,9 +23,10 @@ from ftharness.harness.frontends.ctk.session import current
 
 __all__ = ["kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node", "partition_node",
            "network_degrade", "corrupt_checkpoint", "storage_errors", "starve_resources", "kill_controller",
-           "heal_all"]
-#: actions armed before training (the control moves them into the scenario's faults)
-ARMED_BEFORE_TRAINING = ("crash_worker",)
+           "cuda_error", "collective_hang", "heal_all"]
+#: actions armed before training (the control moves them into the scenario's faults): the
+#: kinds the worker does itself (crash_worker; faults/gpu.py's cuda_error and collective_hang)
+ARMED_BEFORE_TRAINING = ("crash_worker", "cuda_error", "collective_hang")
 
 Target = Dict[str, Any]
 
@@ -48,6 +49,27 @@ def crash_worker(target: Target, at: Optional[Dict[str, Any]] = None, where: str
     records = [e for e in session.events() if e.get("fault_kind") == "crash_worker"
                and e.get("kind") in ("fault_injected", "fault_skipped", "worker_error")]
     return {"armed": True, "target": target, "at": at, "where": where, "events": records}
+
+
+def _armed(kind: str, **arguments: Any) -> Dict[str, Any]:
+    """What the history recorded so far of an action armed before training."""
+    records = [e for e in current().events() if e.get("fault_kind") == kind
+               and e.get("kind") in ("fault_injected", "fault_skipped", "worker_error")]
+    return {"armed": True, **arguments, "events": records}
+
+
+def cuda_error(target: Target, at: Optional[Dict[str, Any]] = None, how: str = "device_assert") -> Dict[str, Any]:
+    """A real CUDA error on the target rank's GPU before step `at` ({step: N}); how:
+    device_assert or invalid_device (faults/gpu.py). Armed by the control before training."""
+    return _armed("cuda_error", target=target, at=at, how=how)
+
+
+def collective_hang(target: Target, at: Optional[Dict[str, Any]] = None, duration_s: Optional[float] = None,
+                    hang_detector: Optional[bool] = None, detector_confirm_s: Optional[float] = None) -> Dict[str, Any]:
+    """The target rank stalls before step `at` while its peers block in the all-reduce until the
+    collective timeout (faults/gpu.py). Armed by the control before training."""
+    return _armed("collective_hang", target=target, at=at, duration_s=duration_s, hang_detector=hang_detector,
+                  detector_confirm_s=detector_confirm_s)
 
 
 def hang_worker(target: Target, duration_s: Optional[float] = None) -> Dict[str, Any]:
