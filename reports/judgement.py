@@ -55,15 +55,18 @@ def pinned(expect: Dict[str, Any]) -> List[str]:
 
 
 def _outcome_from_history(events: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The last fit()'s outcome as its run_end recorded it (return value, metrics, all of it)."""
     ends = [e for e in events if e.get("kind") == "run_end"]
     last = ends[-1] if ends else {}
-    return {"outcome": last.get("outcome"), "error": last.get("error"), "error_type": last.get("error_type"),
-            "return_value": last.get("return_value")}
+    keep = ("outcome", "error", "error_type", "return_value", "metrics", "checkpoint", "agents")
+    return {k: last.get(k) for k in keep if k in last or k in ("outcome", "error", "error_type", "return_value")}
 
 
-def rejudge(results: str, recorded: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The verdict of `results` judged again from its history and scenario.yaml
-    (`ftharness check`); the recorded summary only lends the final accumulators.
+def rejudge(results: str) -> Dict[str, Any]:
+    """The verdict of `results` judged again from its history alone (`ftharness check`):
+    the outcome, final state, failure_config, runtime and injected faults are the
+    history's (summary.json is an output, never read); scenario.yaml gives only the
+    expectations, and where it says other than the history the verdict names it.
     Raises ScenarioError when scenario.yaml is not a valid scenario."""
     from ftharness.history.records import read_history
     from ftharness.scenarios.schema import load_scenario
@@ -71,26 +74,22 @@ def rejudge(results: str, recorded: Optional[Dict[str, Any]] = None) -> Dict[str
 
     scenario = load_scenario(os.path.join(results, SCENARIO_FILE))
     read = read_history(results)
-    outcome = _outcome_from_history(read.events)
-    recorded = _read_json(os.path.join(results, SUMMARY_FILE)) if recorded is None else recorded
-    acc = (recorded.get("final_state") or {}).get("accumulators") if recorded else None
-    if acc is not None or not outcome.get("return_value"):
-        outcome["return_value"] = {**(outcome.get("return_value") or {}), "acc": acc}
-    summary = evaluate(scenario, read.events, outcome, read.problems)
+    summary = evaluate(scenario, read.events, _outcome_from_history(read.events), read.problems)
     summary["unasked_failures"] = unasked_failures(summary, pinned(expectations(results)))
     return summary
 
 
 def judged_summary(results: str) -> Dict[str, Any]:
-    """The summary every output shows for `results`: summary.json when it is a
-    judgement; else a re-judgement fills in what it lacks (what it recorded,
-    such as the run's verdict, stands); a folder that cannot be re-judged keeps
+    """The summary every output shows for `results`: summary.json when it is a judgement
+    (the runner wrote it with the same `evaluate` over the same history that `rejudge`
+    reads); else a re-judgement from the history fills in what it lacks (what it
+    recorded, such as the run's verdict, stands); a folder that cannot be re-judged keeps
     what it recorded."""
     recorded = _read_json(os.path.join(results, SUMMARY_FILE))
     if all(k in recorded for k in JUDGEMENT_KEYS):
         return recorded
     try:
-        fresh = rejudge(results, recorded)
+        fresh = rejudge(results)
     except Exception:  # noqa: BLE001 - no valid scenario.yaml or history: what was recorded stands
         return recorded
     return {**fresh, **recorded, "rejudged": sorted(set(fresh) - set(recorded))}

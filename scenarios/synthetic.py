@@ -146,8 +146,14 @@ class _Run:
             self.emit("run_end", "harness", outcome="succeeded" if outcome == "succeeded" else "failed",
                       error_type=error, error=None if outcome == "succeeded" else f"synthetic {error}",
                       metrics={}, checkpoint=self.latest[0] if self.latest else None,
-                      return_value=None, fit_index=self.fit)
+                      return_value=self._returned(outcome), fit_index=self.fit)
             return outcome, error
+
+    def _returned(self, outcome: str):
+        """Rank 0's return value as a real run's run_end records it (the final accumulators)."""
+        if outcome != "succeeded" or self.final is None:
+            return None
+        return {"step": self.cfg.steps, "acc": self.final.tolist()}
 
     # --------------------------------------------------------------- failures
     def inject(self) -> Tuple[Fault, dict]:

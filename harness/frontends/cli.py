@@ -258,23 +258,12 @@ def cmd_suite(args) -> int:
     return exit_code(overall(verdicts))
 
 
-def _outcome_from_history(events) -> dict:
-    """The last fit()'s outcome as its run_end recorded it (return value, metrics, all of it)."""
-    ends = [e for e in events if e.get("kind") == "run_end"]
-    last = ends[-1] if ends else {}
-    keep = ("outcome", "error", "error_type", "return_value", "metrics", "checkpoint", "agents")
-    return {k: last.get(k) for k in keep if k in last or k in ("outcome", "error", "error_type", "return_value")}
-
-
 def judge_folder(results: str):
-    """(scenario, summary) of a results folder judged again from its history alone: the
-    outcome, final state, failure_config, runtime and injected faults are the history's
-    (summary.json is an output, never read); scenario.yaml gives only the expectations, and
-    where it says other than the history the verdict names it. Raises ScenarioError for a
-    folder that is no results folder."""
-    from ftharness.history.records import read_history
+    """(scenario, summary) of a results folder judged again from its history alone
+    (ftharness.reports.judgement.rejudge, what report, JUnit and the page show too).
+    Raises ScenarioError for a folder that is no results folder."""
+    from ftharness.reports.judgement import rejudge
     from ftharness.scenarios.schema import load_scenario
-    from ftharness.scenarios.verdict import evaluate
 
     if not os.path.isdir(results):
         raise ScenarioError(f"{results}: not a results folder (no such directory)")
@@ -282,8 +271,7 @@ def judge_folder(results: str):
         scenario = load_scenario(os.path.join(results, "scenario.yaml"))
     except ScenarioError as e:
         raise ScenarioError(f"{results}: not a results folder ({e})") from None
-    read = read_history(results)
-    return scenario, evaluate(scenario, read.events, _outcome_from_history(read.events), read.problems)
+    return scenario, rejudge(results)
 
 
 def cmd_check(args) -> int:
