@@ -20,8 +20,8 @@ def injected(seq, fault=0, **hit):
     return {"seq": seq, "kind": "fault_injected", "fault": fault, "t": seq, "t_done": seq, "target_hit": hit}
 
 
-def failure(seq, budget="worker_group", **kw):
-    return {"seq": seq, "kind": "failure", "budget": budget, "decision": "RETRY", "t": seq,
+def failure(seq, budget="worker_group", aid="a1", **kw):
+    return {"seq": seq, "kind": "failure", "budget": budget, "decision": "RETRY", "t": seq, "attempt_id": aid,
             "error_type": kw.pop("error_type", "WorkerGroupError"), **kw}
 
 
@@ -116,15 +116,17 @@ def test_corrupted_checkpoint_lands_when_a_restart_restores_it():
     hit = {"checkpoint": "checkpoint_x", "path": "/s/checkpoint_x/state.pt", "how": "bitflip"}
     restored = {"seq": 5, "kind": "worker_start", "rank": 0, "restored_checkpoint": "checkpoint_x",
                 "restored_intact": False}
-    got = land("corrupt_checkpoint", [group(1), injected(2, **hit), failure(3), restored, run_end(9)])
+    reg = {"seq": 1, "kind": "checkpoint_registered", "checkpoint": "checkpoint_x", "path": "/s/checkpoint_x"}
+    got = land("corrupt_checkpoint", [reg, group(1), injected(2, **hit), failure(3), restored, run_end(9)])
     assert got.status == "landed" and "digest mismatch" in got.evidence and got.budget is None
-    unread = land("corrupt_checkpoint", [group(1), injected(2, **hit), run_end(9)])
+    unread = land("corrupt_checkpoint", [reg, group(1), injected(2, **hit), run_end(9)])
     assert unread.status == "missed" and "no restart restored it" in unread.evidence
 
 
 def test_corrupted_snapshot_lands_when_a_later_fit_reads_it():
     hit = {"path": "/s/checkpoint_manager_snapshot.json", "how": "snapshot"}
-    later = [{"seq": 4, "kind": "run_start", "fit_index": 2}, dict(run_end(5, "failed", "ControllerError"))]
+    later = [{"seq": 4, "kind": "run_start", "fit_index": 2},
+             dict(run_end(5, "failed", "ControllerError"), error="CheckpointManagerInitializationError: bad json")]
     assert land("corrupt_checkpoint", [injected(2, **hit), run_end(3, "failed")] + later).status == "landed"
     assert land("corrupt_checkpoint", [injected(2, **hit), run_end(3)]).status == "missed"
 
@@ -148,9 +150,10 @@ def test_starvation_lands_on_a_failed_worker_group_start():
 
 
 def test_controller_kill_lands_when_fit_raises_actor_died():
-    events = [group(1), injected(2, pid=99), run_end(3, "failed", "ActorDiedError")]
+    ctl = {"seq": 1, "kind": "controller_state", "source": "controller", "pid": 99, "t": 1}
+    events = [ctl, injected(2, pid=99), run_end(3, "failed", "ActorDiedError")]
     assert land("kill_controller", events).status == "landed"
-    assert land("kill_controller", [group(1), injected(2, pid=99), run_end(3)]).status == "missed"
+    assert land("kill_controller", [ctl, injected(2, pid=99), run_end(3)]).status == "missed"
 
 
 def test_kill_controller_targets_only_its_own_runs_controller():
