@@ -261,3 +261,33 @@ def test_starvation_after_its_hogs_were_healed_did_not_land():
     healed = {"seq": 4, "kind": "fault_healed", "fault": 0, "detail": {"hogs_killed": 3}}
     got = land("starve_resources", [group(1), injected(2, cpus_requested=3), healed, starved, run_end(9, "failed")])
     assert got.status == "missed" and "after the hogs were released" in got.evidence
+
+
+def test_the_injector_records_the_victims_attempt_and_the_named_nodes_facts():
+    from types import SimpleNamespace
+
+    from ftharness.faults.base import FaultContext
+
+    node = SimpleNamespace(node_id=NODE, ip="10.0.0.3", labels={"zone": "a"}, alive=True, is_head=False)
+    cluster = SimpleNamespace(nodes=lambda: [node], node_index=lambda node_id: 1)
+    ctx = FaultContext(cluster=cluster, agents=None, history_path="", storage_dir="",
+                       members=[{"rank": 0, "pid": 10, "node_id": NODE, "attempt_id": "a7"}])
+    kill = make_fault(0, spec_of("kill_node", target={"ip": "10.0.0.3"}))
+    hit = kill.attribution(ctx, {"node_id": NODE, "ranks": [0]})
+    assert hit == {"node_id": NODE, "ranks": [0], "attempt_id": "a7", "ip": "10.0.0.3"}
+    by_index = make_fault(0, spec_of("kill_node", target={"node": 1})).attribution(ctx, {"node_id": NODE})
+    assert by_index["node_index"] == 1
+    assert make_fault(0, spec_of("hang_worker")).window(30.0) == 90.0   # a hang waits for the health check
+    assert make_fault(0, spec_of("kill_worker")).window(30.0) == 60.0
+
+
+def test_network_counters_are_read_from_nft_and_tc_listings():
+    from ftharness.harness.cluster.netns import nft_dropped, tc_stats
+
+    nft = ('table inet ftharness {\n\tchain in_f {\n\t\ttype filter hook input priority filter; policy accept;\n'
+           '\t\tiifname "eth0" numgen random mod 10000 < 3000 counter packets 12 bytes 3456 drop\n\t}\n'
+           '\tchain out_f {\n\t\toifname "eth0" counter packets 5 bytes 100 drop\n\t}\n}\n')
+    assert nft_dropped(nft) == 17
+    tc = ("qdisc tbf 8001: root refcnt 2 rate 1Mbit burst 4Kb lat 100ms \n"
+          " Sent 123456 bytes 789 pkt (dropped 3, overlimits 45 requeues 0) \n backlog 0b 0p requeues 0\n")
+    assert tc_stats(tc) == [{"kind": "tbf", "bytes": 123456, "packets": 789, "dropped": 3, "overlimits": 45}]
