@@ -93,17 +93,17 @@ class KillController(Fault):
         if end.get("outcome") != "failed" or end.get("error_type") != "ActorDiedError":
             return Landing(MISSED, f"{what}, but fit {end.get('fit_index')} ended {end.get('outcome')} "
                                    f"({end.get('error_type') or 'no error'})")
-        named = re.search(r"\bpid[=: ]+(\d+)", str(end.get("error") or ""))
-        if named and int(named.group(1)) != pid:
+        named = re.findall(r"(?m)^\s*pid: (\d+)\s*$", str(end.get("error") or ""))   # Ray's dead-actor context
+        if named and str(pid) not in named:
             return Landing(MISSED, f"{what}, but fit {end.get('fit_index')}'s ActorDiedError names pid "
-                                   f"{named.group(1)}: another actor died")
+                                   f"{named[0]}: another actor died")
         late = _num(end.get("t")) - view.t_done
         window = self.window_of(view)
         if late > window:
             return Landing(MISSED, f"{what}, but fit {end.get('fit_index')} raised ActorDiedError {late:.1f} s "
                                    f"later, outside the kill_controller window of {window:.0f} s")
         return Landing(LANDED, f"{what}; fit {end.get('fit_index')} raised ActorDiedError (seq {end.get('seq')})"
-                               f"{' naming pid ' + named.group(1) if named else ''}")
+                               f"{' naming pid ' + str(pid) if named else ''}")
 
     @property
     def wants_resume(self) -> bool:

@@ -243,7 +243,8 @@ def test_kill_controller_lands_only_on_this_runs_controller_pid_dying():
     ctl = {"seq": 1, "kind": "controller_state", "source": "controller", "pid": 99, "t": 1}
     other = land("kill_controller", [ctl, injected(2, pid=77), run_end(3, "failed", "ActorDiedError")])
     assert other.status == "missed" and "this run's controller is pid 99" in other.evidence
-    named = dict(run_end(3, "failed", "ActorDiedError"), error="The actor died unexpectedly. pid: 123, ip: x")
+    named = dict(run_end(3, "failed", "ActorDiedError"), error="The actor died unexpectedly before finishing this task.\n\tclass_name: TrainController\n"
+                                                             "\tpid: 123\n\tip: 10.0.0.1")
     got = land("kill_controller", [ctl, injected(2, pid=99), named])
     assert got.status == "missed" and "names pid 123" in got.evidence
 

@@ -695,8 +695,11 @@ MUTATIONS: List[M] = [
     M("kill_controller", "controller", "fit ended otherwise", run_end_other(), False, "ended failed (ControllerError)",
       "FAIL"),   # and budget_accounting: a ControllerError without a RAISE
     M("kill_controller", "controller", "another actor died", run_end_other(
-        "ActorDiedError", "The actor died unexpectedly before finishing this task. pid: 4242"), False,
+        "ActorDiedError", "The actor died unexpectedly before finishing this task.\n\tpid: 4242\n"), False,
       "names pid 4242", NOT),
+    M("kill_controller", "controller", "the error names this controller", run_end_other(
+        "ActorDiedError", "The actor died unexpectedly before finishing this task.\n\tclass_name: TrainController"
+                          "\n\tpid: 901\n"), True, "naming pid 901", "PASS"),
     M("kill_controller", "controller", "fit ended long after", run_end_late, False, "outside the kill_controller window",
       NOT),
     M("kill_controller", "controller", "empty target_hit", empty_hit, False, "empty target_hit", NOT),
