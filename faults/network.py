@@ -31,7 +31,6 @@ from pydantic import Field, model_validator
 from ftharness.faults.base import (LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
                                    _seq, _short, describe_failure)
 from ftharness.errors import FaultSkipped
-from ftharness.faults.node import NodeFault
 
 
 class NetworkDegradeSpec(TargetedSpec):
@@ -92,12 +91,13 @@ def isolate(fault: Fault, ctx: FaultContext, node_id: str, ranks, direction: str
             "cut_from": cut_from, "peers": peers, "rules": rules, "duration_s": duration}
 
 
-class NetworkDegrade(NodeFault):
+class NetworkDegrade(Fault):
     """Loss, a bandwidth cap (and latency where netem exists) on one node's link."""
 
     kind = "network_degrade"
     Spec = NetworkDegradeSpec
     budget = None        # a slower link need not fail anything
+    window_s = 120.0     # a node fault's (faults/node.py), after `duration_s`
     _healer = None
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
@@ -136,7 +136,7 @@ class NetworkDegrade(NodeFault):
     def landing(self, view: FaultView) -> Landing:
         hit = view.hit
         what = f"network_degrade of node {str(hit.get('node_id'))[:8]} ({hit.get('how')}) at seq {view.seq}"
-        aid, not_live = self.struck(view)
+        aid, not_live = self.struck_node(view)
         if not_live:
             return Landing(MISSED, f"{what}, but {not_live}")
         healed = next((e for e in view.healed if _seq(e) > view.seq), None)

@@ -127,27 +127,7 @@ class NodeFault(Fault):
     window_s = 120.0
 
     def struck(self, view: FaultView) -> Tuple[Optional[str], Optional[str]]:
-        """The victim attempt is the one recorded at injection (older histories: the one
-        running then); the node must have hosted ranks of it, those recorded, and the
-        scenario's target among them."""
-        hit = view.hit
-        if not hit:
-            return None, "nothing was recorded as hit (empty target_hit)"
-        node_id = hit.get("node_id")
-        if not node_id:
-            return None, "target_hit records no node"
-        aid = view.victim_attempt or view.running_attempt(view.seq)
-        group = view.group_of(aid, view.seq) if aid is not None else None
-        if group is None or view.shutdown_of(aid, 0, view.seq) is not None:
-            return aid, f"node {str(node_id)[:8]} hosted no rank of the running attempt"
-        ranks = sorted(w.get("rank") for w in group.get("workers") or [] if w.get("node_id") == node_id)
-        if not ranks:
-            return aid, f"node {str(node_id)[:8]} hosted no rank of the running attempt"
-        recorded = hit.get("ranks")
-        if isinstance(recorded, list) and sorted(recorded, key=str) != sorted(ranks, key=str):
-            return aid, (f"target_hit says node {str(node_id)[:8]} hosted ranks {recorded}, attempt "
-                         f"{_short(aid)} placed ranks {ranks} there")
-        return aid, self.target_mismatch(view, ranks, node_id)
+        return self.struck_node(view)
 
 
 class KillNode(NodeFault):
