@@ -233,9 +233,9 @@ class Injector:
         try:
             ctx = self._ctx(event, index)
             hit = self._attributed(fault, ctx, fault.inject(ctx))
-            window = round(fault.window(self.health_check_timeout_s), 1)
-            record.update(kind="fault_injected", target_hit=hit, window_s=window, t_done=time.time())
-            self.emitter.emit("fault_injected", target_hit=hit, window_s=window, t_done=record["t_done"], **base)
+            window = self._window(fault)
+            record.update(kind="fault_injected", target_hit=hit, **window, t_done=time.time())
+            self.emitter.emit("fault_injected", target_hit=hit, **window, t_done=record["t_done"], **base)
             self._active.append(fault)
             if getattr(fault, "wants_resume", False):
                 self.resume_requested = True
@@ -253,6 +253,14 @@ class Injector:
             if gated:
                 self._release(index)
         return record
+
+    def _window(self, fault) -> Dict[str, Any]:
+        """{"window_s": the kind's window} for the fault_injected event ({} where the fault
+        has none: its landing then uses the kind's default)."""
+        try:
+            return {"window_s": round(float(fault.window(self.health_check_timeout_s)), 1)}
+        except Exception:  # noqa: BLE001 - evidence, never a reason to skip a fault that was done
+            return {}
 
     @staticmethod
     def _attributed(fault, ctx: FaultContext, hit: Dict[str, Any]) -> Dict[str, Any]:
