@@ -12,6 +12,14 @@ says in `landing(view)`, a pure function over the history, what evidence shows
 that it took effect; `judge_landing` applies it. A fault without that evidence
 makes the run INCONCLUSIVE (design.md), never PASS.
 
+Attribution (`Fault.attribute`, the shared rule): a fault lands only through a
+failure of the attempt it hit (the victim's `attempt_id` and `pid`, recorded at
+injection), within the kind's `window_s` after the fault (recorded at injection
+as `window_s`; the class default for older histories), on the target the
+scenario named (rank, node, checkpoint, controller pid, compared with
+`target_asked`). An empty `target_hit` is no live target. Anything else did
+not land, with the reason; each kind adds the positive evidence of its own.
+
 Each kind also owns its spec: a pydantic model (`Spec`) with `kind:
 Literal[...]`, the trigger `at`, a `target` where the kind needs one, and its
 own arguments with their defaults. The scenario language (ftharness.scenarios.schema)
@@ -25,11 +33,11 @@ import os
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Literal, Optional, get_args
+from typing import Any, Dict, List, Literal, Optional, Tuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ftharness.faults.targets import TargetError, resolve_node, selector_of
+from ftharness.faults.targets import TargetError, resolve_node, same_ip, selector_of
 from ftharness.errors import FaultSkipped
 from ftharness.history.triggers import EVENT_TRIGGERS
 
@@ -223,6 +231,22 @@ def join_storage(path: str, name: str) -> str:
 
 
 LANDED, PENDING, MISSED = "landed", "pending", "missed"
+#: Ray Train's RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S default: a hang's window where none was recorded
+DEFAULT_HEALTH_CHECK_S = 600.0
+
+
+def _num(v: Any, default: float = 0.0) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
+
+
+def _seq(e: Dict[str, Any]) -> int:
+    v = e.get("seq")
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def _short(v: Any) -> str:
+    """An attempt or node id as messages show it."""
+    return str(v)[:12] if v is not None else "none"
 
 
 @dataclass
@@ -276,7 +300,44 @@ class FaultView:
 
     @property
     def hit(self) -> Dict[str, Any]:
-        return (self.injected or {}).get("target_hit") or {}
+        hit = (self.injected or {}).get("target_hit")
+        return hit if isinstance(hit, dict) else {}
+
+    @property
+    def t_done(self) -> float:
+        e = self.injected or {}
+        return _num(e.get("t_done"), _num(e.get("t")))
+
+    def recorded_window(self) -> Optional[float]:
+        """The window the injector recorded for this fault (None: an older history)."""
+        w = (self.injected or {}).get("window_s")
+        return float(w) if isinstance(w, (int, float)) and not isinstance(w, bool) and w > 0 else None
+
+    @property
+    def victim_attempt(self) -> Optional[str]:
+        """The attempt id recorded at injection: in `target_hit` (injector), or on the
+        event itself (a crash_worker, recorded by the worker)."""
+        aid = self.hit.get("attempt_id") or (self.injected or {}).get("attempt_id")
+        return aid if isinstance(aid, str) and aid else None
+
+    def group_of(self, attempt_id: Any, before_seq: int) -> Optional[Dict[str, Any]]:
+        """The worker_group_started of `attempt_id` before `before_seq` (the last one)."""
+        started = [e for e in self._ix.by_kind["worker_group_started"]
+                   if e.get("attempt_id") == attempt_id and _seq(e) < before_seq]
+        return started[-1] if started else None
+
+    def shutdown_of(self, attempt_id: Any, after_seq: int, before_seq: float = float("inf")):
+        """The worker_group_shutdown of `attempt_id` between the two seqs, if any."""
+        return next((e for e in self._ix.by_kind["worker_group_shutdown"]
+                     if e.get("attempt_id") == attempt_id and after_seq < _seq(e) < before_seq), None)
+
+    def running_attempt(self, before_seq: int) -> Optional[str]:
+        """The attempt whose worker group ran at `before_seq` (started, not shut down)."""
+        started = [e for e in self._ix.by_kind["worker_group_started"] if _seq(e) < before_seq]
+        if not started:
+            return None
+        aid = started[-1].get("attempt_id")
+        return None if self.shutdown_of(aid, 0, before_seq) is not None else aid
 
     @property
     def seq(self) -> int:
@@ -352,6 +413,12 @@ class Fault:
     settle_s = 30.0
     #: budget of the failure it causes (None: no claim)
     budget: Optional[str] = "worker_group"
+    #: seconds after the fault within which the failure it causes must come. A killed worker
+    #: fails the controller's next health poll (Ray Train polls about every second) or a
+    #: peer's collective at once; a TorchElastic agent sees its child exit within its monitor
+    #: interval (5 s at most). 60 s leaves room for a loaded machine; a later failure is
+    #: something else's.
+    window_s = 60.0
 
     def __init__(self, index: int, spec: Dict[str, Any]):
         self.index = index
@@ -366,32 +433,163 @@ class Fault:
         """Undo what can be undone (a resumed process, a returned node); None if nothing to do."""
         return None
 
+    # -- attribution: what the injector records, what the landing rules read
+    def window(self, health_check_timeout_s: float = DEFAULT_HEALTH_CHECK_S) -> float:
+        """The kind's window (see `window_s`), recorded at injection: a fault that waits
+        for a health check gets that timeout on top."""
+        return self.window_s + (health_check_timeout_s if self.waits_for_health_check else 0.0)
+
+    def window_of(self, view: "FaultView") -> float:
+        """The window recorded at injection, or (an older history) the default one."""
+        return view.recorded_window() or self.window()
+
+    def attribution(self, ctx: FaultContext, hit: Dict[str, Any]) -> Dict[str, Any]:
+        """`hit` with what its landing will be judged by: the victim's attempt id (the
+        running group's, where `inject` did not name one), and for a node target the
+        node's index, IP and labels as the cluster knew them when it was hit."""
+        hit = dict(hit)
+        if not hit.get("attempt_id"):
+            aids = {m.get("attempt_id") for m in ctx.members if m.get("attempt_id")}
+            if len(aids) == 1:
+                hit["attempt_id"] = aids.pop()
+        node_id = hit.get("node_id")
+        t = self.target
+        if node_id and (t.get("node") is not None or t.get("ip") is not None or t.get("label") is not None):
+            try:
+                if t.get("node") is not None and hasattr(ctx.cluster, "node_index"):
+                    hit.setdefault("node_index", ctx.cluster.node_index(node_id))
+                node = next((n for n in ctx.cluster.nodes() if n.node_id == node_id), None)
+            except Exception:  # noqa: BLE001 - the node list is evidence, not a precondition
+                node = None
+            if node is not None and t.get("ip") is not None:
+                hit.setdefault("ip", getattr(node, "ip", None))
+            if node is not None and t.get("label") is not None:
+                hit.setdefault("labels", dict(getattr(node, "labels", None) or {}))
+        return hit
+
+    def struck(self, view: FaultView) -> Tuple[Optional[str], Optional[str]]:
+        """(the victim's attempt id, why the hit was no worker of a running attempt on the
+        scenario's target): a worker fault's victim is the pid recorded at injection, which
+        must be a worker of the recorded attempt (derived from the pid in older histories
+        that recorded none), of the rank recorded and asked for, and that attempt must not
+        have shut down before the fault."""
+        hit = view.hit
+        if not hit:
+            return None, "nothing was recorded as hit (empty target_hit)"
+        pid = hit.get("pid")
+        if pid is None:
+            return None, "target_hit records no pid of the victim"
+        aid = view.victim_attempt or view.live_attempt_of(pid, view.seq)
+        if aid is None:
+            return None, f"pid {pid} belonged to no running attempt when it was hit"
+        group = view.group_of(aid, view.seq)
+        if group is None:
+            return aid, f"attempt {_short(aid)} had started no worker group before the fault"
+        worker = next((w for w in group.get("workers") or [] if w.get("pid") == pid), None)
+        if worker is None:
+            return aid, f"pid {pid} was no worker of attempt {_short(aid)}"
+        if view.shutdown_of(aid, 0, view.seq) is not None:
+            return aid, f"pid {pid} belonged to no running attempt when it was hit ({_short(aid)} had shut down)"
+        if hit.get("rank") is not None and worker.get("rank") != hit.get("rank"):
+            return aid, f"pid {pid} was rank {worker.get('rank')} of attempt {_short(aid)}, not rank {hit.get('rank')}"
+        if hit.get("node_id") is not None and worker.get("node_id") != hit.get("node_id"):
+            return aid, f"pid {pid} ran on node {_short(worker.get('node_id'))}, not {_short(hit.get('node_id'))}"
+        return aid, self.target_mismatch(view, [worker.get("rank")], worker.get("node_id"))
+
+    def struck_node(self, view: "FaultView") -> Tuple[Optional[str], Optional[str]]:
+        """The victim attempt is the one recorded at injection (older histories: the one
+        running then); the node must have hosted ranks of it, those recorded, and the
+        scenario's target among them."""
+        hit = view.hit
+        if not hit:
+            return None, "nothing was recorded as hit (empty target_hit)"
+        node_id = hit.get("node_id")
+        if not node_id:
+            return None, "target_hit records no node"
+        aid = view.victim_attempt or view.running_attempt(view.seq)
+        group = view.group_of(aid, view.seq) if aid is not None else None
+        if group is None or view.shutdown_of(aid, 0, view.seq) is not None:
+            return aid, f"node {str(node_id)[:8]} hosted no rank of the running attempt"
+        ranks = sorted(w.get("rank") for w in group.get("workers") or [] if w.get("node_id") == node_id)
+        if not ranks:
+            return aid, f"node {str(node_id)[:8]} hosted no rank of the running attempt"
+        recorded = hit.get("ranks")
+        if isinstance(recorded, list) and sorted(recorded, key=str) != sorted(ranks, key=str):
+            return aid, (f"target_hit says node {str(node_id)[:8]} hosted ranks {recorded}, attempt "
+                         f"{_short(aid)} placed ranks {ranks} there")
+        return aid, self.target_mismatch(view, ranks, node_id)
+
+    def target_mismatch(self, view: FaultView, ranks: List[Any], node_id: Any) -> Optional[str]:
+        """Why what was hit (these ranks, on this node) is not the target the scenario named."""
+        t = self.target
+        asked = (view.injected or {}).get("target_asked")
+        if isinstance(asked, dict) and asked and t and asked != t:
+            return f"the injector recorded target {asked}, the scenario names {t}"
+        hit = view.hit
+        if t.get("rank") is not None and t["rank"] not in ranks:
+            return f"it hit rank(s) {ranks}, the scenario targets rank {t['rank']}"
+        if t.get("node") is not None:
+            if hit.get("node_index") is None:
+                return f"target_hit records no node_index to compare with target node {t['node']}"
+            if hit["node_index"] != t["node"]:
+                return f"it hit node {hit['node_index']}, the scenario targets node {t['node']}"
+        if t.get("node_id") is not None and not str(node_id or "").lower().startswith(str(t["node_id"]).lower()):
+            return f"it hit node {_short(node_id)}, the scenario targets node_id {t['node_id']}"
+        if t.get("ip") is not None:
+            if hit.get("ip") is None:
+                return f"target_hit records no ip to compare with target ip {t['ip']}"
+            if not same_ip(hit["ip"], t["ip"]):
+                return f"it hit ip {hit['ip']}, the scenario targets ip {t['ip']}"
+        if t.get("label") is not None:
+            labels = hit.get("labels")
+            if not isinstance(labels, dict):
+                return f"target_hit records no labels to compare with target label {t['label']}"
+            if any(str(labels.get(k)) != str(v) for k, v in t["label"].items()):
+                return f"it hit a node labelled {labels}, the scenario targets label {t['label']}"
+        return None
+
     def landing(self, view: FaultView) -> Landing:
-        """Did the fault take effect? Default, for faults that must fail the job:
-        it hit a worker of a live attempt and a failure decision followed."""
+        """Did the fault take effect? Default, for faults that must fail the job: it hit
+        the named worker of a running attempt, and that attempt failed within the window."""
         return self.failure_landing(view, self.hit_live(view))
 
     def hit_live(self, view: FaultView) -> Optional[str]:
-        """Why the hit target was no part of the running job, or None if it was."""
-        hit = view.hit
-        if hit.get("pid") is not None:
-            if view.live_attempt_of(hit["pid"], view.seq) is None:
-                return f"pid {hit['pid']} belonged to no running attempt when it was hit"
-            return None
-        if hit.get("node_id") is not None and not hit.get("ranks"):
-            return f"node {str(hit['node_id'])[:8]} hosted no rank of the running attempt"
-        return None
+        """Why the hit target was no part of the running job on the named target, or None if it was."""
+        return self.struck(view)[1]
 
     def failure_landing(self, view: FaultView, not_live: Optional[str], budget: Optional[str] = None) -> Landing:
         what = f"{self.kind} hit {_hit_text(view.hit)} at seq {view.seq}"
         if not_live:
             return Landing(MISSED, f"{what}, but {not_live}")
-        after = view.failures_after(view.seq)
-        if not after:
-            return Landing(PENDING, f"{what}; no failure decision followed")
-        f = after[0]
+        aid = self.struck(view)[0]
+        f, why, pending = self.failure_of(view, aid)
+        if f is None:
+            return Landing(PENDING if pending else MISSED, f"{what}; {why}")
         budget = budget if budget is not None else self.budget
-        return Landing(LANDED, f"{what}; then {describe_failure(f)}", budget, f.get("seq"))
+        return Landing(LANDED, f"{what}; then {describe_failure(f)} of attempt {_short(aid)}", budget, f.get("seq"))
+
+    def failure_of(self, view: FaultView, aid: Any, window: Optional[float] = None):
+        """(the victim attempt's first failure within the window, else None; why not;
+        whether one may still come)."""
+        window = self.window_of(view) if window is None else window
+        after = view.failures_after(view.seq)
+        mine = [f for f in after if f.get("attempt_id") == aid]
+        if mine:
+            f = mine[0]
+            late = _num(f.get("t")) - view.t_done
+            if late > window:
+                return None, (f"the first failure of attempt {_short(aid)} ({describe_failure(f)}) came "
+                              f"{late:.1f} s after the fault, outside the {self.kind} window of {window:.0f} s"), False
+            return f, "", False
+        others = sorted({_short(f.get("attempt_id")) for f in after})
+        elsewhere = f" (failure seq {after[0].get('seq')} belongs to attempt {others[0]})" if others else ""
+        shut = view.shutdown_of(aid, view.seq, _seq(view.fit_end(view.seq) or {}) or float("inf"))
+        if shut is not None:
+            return None, f"no failure decision followed: attempt {_short(aid)} shut down (seq {shut.get('seq')}) " \
+                         f"without one{elsewhere}", False
+        if view.fit_end(view.seq) is not None:
+            return None, f"no failure decision followed for attempt {_short(aid)}{elsewhere}", False
+        return None, f"no failure decision followed for attempt {_short(aid)} yet{elsewhere}", True
 
     @property
     def duration_s(self) -> Optional[float]:

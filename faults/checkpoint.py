@@ -11,9 +11,16 @@ holds the writer until the damage is done).
 
 `latest` and `oldest` choose among the registered checkpoints that still exist
 when the fault fires (retention deletes old ones); with none left the fault is
-skipped. It lands when the damage is read: a restart restores the damaged
-checkpoint, a resumed fit() reads the damaged snapshot, or the damaged
-in-flight files are reported.
+skipped. It lands when the damage is read, on the checkpoint the scenario
+named: `latest` must be the last one registered before the fault (retention
+never deletes the latest), `oldest` and `index N` one registered before it.
+Windows: the rest of the run for a checkpoint (any later restart may restore
+it, which is the point); the next fit() only for the snapshot (a fit reads it
+once, at its start); the writer's own attempt for in-flight files. Evidence:
+a later `worker_start` restoring it; a resumed fit() whose controller refused
+the damaged snapshot (`CheckpointManagerInitializationError`, or an error
+naming the snapshot: Ray Train records no read of an intact one); the writing
+rank's report (or error) in the attempt recorded at the damage.
 
 The storage is any pyarrow filesystem (local disk, a shared mount, S3): the
 damage is done through it (an object is read, changed and written back), and
@@ -27,16 +34,18 @@ import hashlib
 import os
 import posixpath
 import time
-from typing import Any, Dict, List, Literal, Tuple
+from typing import Any, Dict, List, Literal, Optional, Tuple
 
 import pyarrow.fs as pafs
 from pydantic import field_validator
 
-from ftharness.faults.base import LANDED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
+from ftharness.faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing, _seq
 from ftharness.errors import FaultSkipped
 from ftharness.history.records import is_marker, read_events
 
 SNAPSHOT = "checkpoint_manager_snapshot.json"
+#: what a fit() that read a damaged snapshot records: Ray Train's CheckpointManager refuses it
+SNAPSHOT_READ = ("CheckpointManagerInitializationError", SNAPSHOT)
 
 
 REGISTRATION_WAIT_S = 10.0
@@ -120,29 +129,61 @@ class CorruptCheckpoint(Fault):
     def landing(self, view: FaultView) -> Landing:
         hit = view.hit
         what = f"{hit.get('how')} of {hit.get('checkpoint') or hit.get('path')} at seq {view.seq}"
-        later = [e for e in view.events if e.get("seq", 0) > view.seq]
+        if not hit:
+            return Landing(MISSED, f"{what}, but nothing was recorded as hit (empty target_hit)")
+        later = [e for e in view.events if _seq(e) > view.seq]
         if hit.get("how") == "snapshot":
-            fit = next((e for e in later if e.get("kind") == "run_start"), None)
-            if fit is None:
-                return Landing(PENDING, f"{what}; no later fit() read the snapshot")
-            end = next((e for e in later if e.get("kind") == "run_end" and e.get("seq", 0) > fit.get("seq", 0)), {})
-            return Landing(LANDED, f"{what}; fit {fit.get('fit_index')} read it and ended "
-                                   f"{end.get('outcome')} ({end.get('error_type') or 'no error'})")
+            return self._snapshot_landing(view, what, later)
         if hit.get("in_flight"):
+            aid = view.victim_attempt
+            if aid is None or hit.get("rank") is None:
+                return Landing(MISSED, f"{what}, but target_hit records no writer (rank and attempt_id)")
             rep = next((e for e in later if e.get("kind") in ("report", "worker_error")
-                        and e.get("rank") == hit.get("rank") and e.get("attempt_id") == hit.get("attempt_id")), None)
+                        and e.get("rank") == hit.get("rank") and e.get("attempt_id") == aid), None)
             if rep is None:
                 return Landing(PENDING, f"{what}; rank {hit.get('rank')} has not reported the damaged files")
             how = (f"reported as {rep.get('checkpoint')}" if rep.get("kind") == "report"
                    else f"failed: {rep.get('error_type')}")
             return Landing(LANDED, f"{what}; rank {rep.get('rank')} {how} (seq {rep.get('seq')})")
-        restores = [e for e in later if e.get("kind") == "worker_start"
-                    and e.get("restored_checkpoint") == hit.get("checkpoint")]
+        name = hit.get("checkpoint")
+        if not name:
+            return Landing(MISSED, f"{what}, but target_hit names no checkpoint")
+        wrong = self._not_the_named_checkpoint(view, name)
+        if wrong:
+            return Landing(MISSED, f"{what}, but {wrong}")
+        restores = [e for e in later if e.get("kind") == "worker_start" and e.get("restored_checkpoint") == name]
         if not restores:
             return Landing(PENDING, f"{what}; no restart restored it")
         r = restores[0]
-        intact = {True: "files intact", False: "digest mismatch", None: "digest not checked"}[r.get("restored_intact")]
+        intact = {True: "files intact", False: "digest mismatch", None: "digest not checked"}.get(
+            r.get("restored_intact"), "digest not checked")
         return Landing(LANDED, f"{what}; rank {r.get('rank')} restored it at seq {r.get('seq')} ({intact})")
+
+    def _not_the_named_checkpoint(self, view: FaultView, name: str) -> Optional[str]:
+        """Why `name` is not the registered checkpoint `which` names (None: it is)."""
+        registered = [posixpath.basename(str(e.get("path") or e.get("checkpoint") or "").rstrip("/"))
+                      for e in view.events if e.get("kind") == "checkpoint_registered" and _seq(e) < view.seq]
+        which = self.spec.get("which", "latest")
+        if name not in registered:
+            return f"{name} was not registered before the fault"
+        if which == "latest" and registered[-1] != name:
+            return f"{name} was not the latest registered checkpoint ({registered[-1]} was)"
+        return None
+
+    def _snapshot_landing(self, view: FaultView, what: str, later) -> Landing:
+        fit = next((e for e in later if e.get("kind") == "run_start"), None)
+        if fit is None:
+            return Landing(PENDING, f"{what}; no later fit() read the snapshot")
+        end = next((e for e in later if e.get("kind") == "run_end" and _seq(e) > _seq(fit)), None)
+        if end is None:
+            return Landing(PENDING, f"{what}; fit {fit.get('fit_index')} started and has not ended")
+        text = f"{end.get('error_type') or ''} {end.get('error') or ''}"
+        if any(mark in text for mark in SNAPSHOT_READ):
+            return Landing(LANDED, f"{what}; fit {fit.get('fit_index')} read it and ended {end.get('outcome')} "
+                                   f"({end.get('error_type')}: the damaged snapshot was refused)")
+        return Landing(MISSED, f"{what}, but fit {fit.get('fit_index')} recorded no read of the damaged snapshot "
+                               f"(it ended {end.get('outcome')}, {end.get('error_type') or 'no error'}; a read "
+                               f"shows as {SNAPSHOT_READ[0]} or an error naming {SNAPSHOT})")
 
     def _target_dir(self, ctx: FaultContext) -> Tuple[pafs.FileSystem, str]:
         """(filesystem, checkpoint folder) the fault damages."""

@@ -11,9 +11,15 @@
   `duration_s`. `latency_ms` needs tc netem, which not every kernel has; it is
   refused where it is missing.
 
-Landing of a degrade: the node hosted ranks of the running attempt, the rules
-were in place, and those ranks then recorded steps through the degraded link
-(or the degrade made the attempt fail). Evidence: the rules as installed.
+Landing of a degrade: the node hosted ranks of the attempt running when it was
+hit (the scenario's target among them), the link was degraded, and those ranks
+then recorded steps through it (or that attempt failed within `duration_s` and
+a node fault's window). That the link was degraded is positive evidence read
+from the kernel when the degrade ends, before its rules go (`fault_healed`
+detail `counters`): packets counted by the nftables drop rule, or the tc
+shaper's overlimits/drops (a capped rate that throttled), or packets through
+netem (a delay). Rules installed but no packet counted, or no counters in the
+history (an older one), is no landing.
 """
 
 from __future__ import annotations
@@ -22,8 +28,8 @@ from typing import Any, Dict, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from ftharness.faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec, \
-    describe_failure
+from ftharness.faults.base import (LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
+                                   _seq, _short, describe_failure)
 from ftharness.errors import FaultSkipped
 
 
@@ -77,7 +83,8 @@ def isolate(fault: Fault, ctx: FaultContext, node_id: str, ranks, direction: str
 
     def heal_now() -> Dict[str, Any]:
         fault._healer = None
-        return {"node_id": node_id, "how": "nft table deleted", "removed": net.undrop(index)}
+        counters = read_counters(net, index)
+        return {"node_id": node_id, "how": "nft table deleted", "counters": counters, "removed": net.undrop(index)}
 
     ctx.schedule(duration, heal_now, f"partition heals (fault {fault.index})", kind="fault_healed")
     return {"node_id": node_id, "ranks": ranks, "ip": net.hosts[index].ip, "how": f"nft drop ({direction})",
@@ -90,6 +97,7 @@ class NetworkDegrade(Fault):
     kind = "network_degrade"
     Spec = NetworkDegradeSpec
     budget = None        # a slower link need not fail anything
+    window_s = 120.0     # a node fault's (faults/node.py), after `duration_s`
     _healer = None
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
@@ -105,11 +113,12 @@ class NetworkDegrade(Fault):
             done.append(net.shape(index, float(self.spec["rate_mbit"])))
         if self.spec.get("latency_ms") is not None:
             done.append(net.delay(index, float(self.spec["latency_ms"])))
-        self._healer = lambda: net.heal(index)
+        self._healer = lambda: {"counters": read_counters(net, index), **net.heal(index)}
 
         def heal_now() -> Dict[str, Any]:
             self._healer = None
-            return {"node_id": node_id, "how": "rules removed", **net.heal(index)}
+            counters = read_counters(net, index)
+            return {"node_id": node_id, "how": "rules removed", "counters": counters, **net.heal(index)}
 
         ctx.schedule(duration, heal_now, f"degrade ends (fault {self.index})", kind="fault_healed")
         ranks = sorted(m["rank"] for m in ctx.members if m["node_id"] == node_id)
@@ -120,20 +129,60 @@ class NetworkDegrade(Fault):
         healer, self._healer = self._healer, None
         return {"how": "rules removed at teardown", **healer()} if healer else None
 
+    def window(self, health_check_timeout_s: float = 0.0) -> float:
+        """While it lasts (`duration_s`), and a node fault's window for a failure it caused."""
+        return float(self.duration_s or 20.0) + self.window_s
+
     def landing(self, view: FaultView) -> Landing:
         hit = view.hit
         what = f"network_degrade of node {str(hit.get('node_id'))[:8]} ({hit.get('how')}) at seq {view.seq}"
+        aid, not_live = self.struck_node(view)
+        if not_live:
+            return Landing(MISSED, f"{what}, but {not_live}")
+        healed = next((e for e in view.healed if _seq(e) > view.seq), None)
+        if healed is None:
+            return Landing(PENDING, f"{what}; the degrade has not ended (its counters are read when it does)")
+        counters = (healed.get("detail") or {}).get("counters")
+        if not isinstance(counters, dict) or not counters:
+            return Landing(MISSED, f"{what}, but no packet counter was recorded when it ended (no nft or tc "
+                                   f"counters in fault_healed): nothing shows the link was degraded")
+        degraded = degraded_by(counters)
+        if not degraded:
+            return Landing(MISSED, f"{what}, but the counters show no packet dropped, throttled or delayed "
+                                   f"({counters})")
         ranks = view.ranks_on(hit.get("node_id"), view.seq)
-        if not ranks:
-            return Landing(MISSED, f"{what}, but the node hosted no rank of the running attempt")
-        healed = next((e.get("seq") for e in view.healed), None)
-        stop = healed if healed is not None else float("inf")
+        stop = _seq(healed)
         steps = [e for e in view.events if e.get("kind") == "step" and e.get("rank") in ranks
-                 and view.seq < e.get("seq", 0) < stop and e.get("node_id") == hit.get("node_id")]
+                 and e.get("attempt_id") == aid and view.seq < _seq(e) < stop
+                 and e.get("node_id") == hit.get("node_id")]
         if steps:
-            return Landing(LANDED, f"{what}; ranks {ranks} then made {len(steps)} steps through it "
+            return Landing(LANDED, f"{what}; {degraded}; ranks {ranks} then made {len(steps)} steps through it "
                                    f"(last at seq {steps[-1].get('seq')})")
-        after = [f for f in view.failures_after(view.seq) if f.get("seq", 0) < stop]
-        if after:
-            return Landing(LANDED, f"{what}; then {describe_failure(after[0])}", None, after[0].get("seq"))
-        return Landing(PENDING, f"{what}; no step or failure of ranks {ranks} while it lasted")
+        f, why, _ = self.failure_of(view, aid)
+        if f is not None and _seq(f) < stop:
+            return Landing(LANDED, f"{what}; {degraded}; then {describe_failure(f)}", None, f.get("seq"))
+        return Landing(MISSED, f"{what}; {degraded}, but no step or failure of ranks {ranks} of attempt "
+                               f"{_short(aid)} while it lasted")
+
+
+def read_counters(net, index: int) -> Dict[str, Any]:
+    """The node's nft/tc counters now ({} where they cannot be read: evidence, never a failure)."""
+    try:
+        return net.counters(index)
+    except Exception:  # noqa: BLE001
+        return {}
+
+
+def degraded_by(counters: Dict[str, Any]) -> str:
+    """What the counters show was done to the link ("" for nothing)."""
+    parts = []
+    if int(counters.get("dropped_packets") or 0) > 0:
+        parts.append(f"{counters['dropped_packets']} packets dropped by the nft rule")
+    for q in counters.get("qdiscs") or []:
+        if not isinstance(q, dict):
+            continue
+        if q.get("kind") == "tbf" and (int(q.get("overlimits") or 0) > 0 or int(q.get("dropped") or 0) > 0):
+            parts.append(f"tbf throttled {q.get('overlimits')} and dropped {q.get('dropped')} packets")
+        if q.get("kind") == "netem" and int(q.get("packets") or 0) > 0:
+            parts.append(f"netem delayed {q.get('packets')} packets")
+    return "; ".join(parts)

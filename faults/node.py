@@ -18,22 +18,28 @@
 `replace: true` starts a new node `replace_after_s` after the old one died
 (capacity returns); otherwise the cluster stays smaller.
 
-Landing: the node hosted ranks of the running attempt and a failure decision
-followed. A preemption is charged to the preemption budget when the node died
+Landing: the node hosted ranks of the attempt running when it was hit (the
+attempt id recorded at injection; ranks as its worker group placed them), the
+scenario's target is among them, and that attempt failed within the kind's
+window. A preemption needs the node's own drain deadline in the evidence
+(`deadline_ms`, recorded at the drain): without it nothing says when the node
+was due, so the fault is not attributed (and never charged to the preemption
+budget by default). It is charged to the preemption budget when the node died
 at or after its deadline (or the controller waited the deadline out), to
-`max_failures` when it died before; a preempted node that dies after the run
-ended did not land.
+`max_failures` when it died before; a notice counts only from a rank on the
+drained node, with that node's deadline; a preempted node that dies after the
+run ended did not land.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, Literal, Optional
+from typing import Any, Dict, Literal, Optional, Tuple
 
 from pydantic import Field
 
-from ftharness.faults.base import (LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
-                         describe_failure, with_error_before_failure)
+from ftharness.faults.base import (DEFAULT_HEALTH_CHECK_S, LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
+                                   _short, describe_failure, with_error_before_failure)
 from ftharness.errors import FaultSkipped
 
 
@@ -73,6 +79,14 @@ class PartitionNodeSpec(TargetedSpec):
     cut_from: Optional[Literal["all", "head", "workers"]] = None
 
 
+def _same_deadline(a: Any, b: Any) -> bool:
+    """A notice's deadline is the drained node's (to the second; absent: not that node's)."""
+    try:
+        return abs(float(a) - float(b)) <= 1000.0
+    except (TypeError, ValueError):
+        return False
+
+
 def _index_of(ctx: FaultContext, node_id: str) -> Optional[int]:
     return ctx.cluster.node_index(node_id) if hasattr(ctx.cluster, "node_index") else None
 
@@ -105,13 +119,15 @@ def replace_later(ctx: FaultContext, fault: Fault, delay_s: float) -> None:
 
 
 class NodeFault(Fault):
-    """A fault on a whole node: it lands only if the node hosted ranks of the running attempt."""
+    """A fault on a whole node: it lands only if the node hosted ranks of the running attempt.
 
-    def hit_live(self, view: FaultView) -> Optional[str]:
-        node_id = view.hit.get("node_id")
-        if not view.ranks_on(node_id, view.seq):
-            return f"node {str(node_id)[:8]} hosted no rank of the running attempt"
-        return None
+    Window: a dead node's workers fail their collectives at once, and GCS declares the
+    node dead within its health check (about 30 s); 120 s leaves room for a loaded machine."""
+
+    window_s = 120.0
+
+    def struck(self, view: FaultView) -> Tuple[Optional[str], Optional[str]]:
+        return self.struck_node(view)
 
 
 class KillNode(NodeFault):
@@ -136,34 +152,49 @@ class PreemptNode(NodeFault):
     kind = "preempt_node"
     Spec = PreemptNodeSpec
 
+    def window(self, health_check_timeout_s: float = 0.0) -> float:
+        """Drain to death: the notice, the kill offset, then a node fault's window."""
+        return float(self.spec.get("notice_s") or 3.0) + max(0.0, float(self.spec.get("kill_offset_s") or 0.0)) \
+            + self.window_s
+
     def landing(self, view: FaultView) -> Landing:
         hit = view.hit
-        deadline_ms = float(hit.get("deadline_ms") or 0)
         what = f"drain of node {str(hit.get('node_id'))[:8]} at seq {view.seq}"
-        not_live = self.hit_live(view)
+        aid, not_live = self.struck(view)
         if not_live:
             return Landing(MISSED, f"{what}, but {not_live}")
-        kill = next((a for a in view.actions if "dies" in str(a.get("action"))), None)
-        after = view.failures_after(view.seq)
-        if after:
-            f = after[0]
+        deadline_ms = hit.get("deadline_ms")
+        if not isinstance(deadline_ms, (int, float)) or isinstance(deadline_ms, bool) or deadline_ms <= 0:
+            return Landing(MISSED, f"{what}, but the drain recorded no deadline (deadline_ms): nothing says "
+                                   f"when the node was due, so no failure is attributed to the preemption")
+        node_id = hit.get("node_id")
+        kill = next((a for a in view.actions if "dies" in str(a.get("action"))
+                     and (a.get("detail") or {}).get("node_id") == node_id), None)
+        f, why, pending = self.failure_of(view, aid)
+        if f is not None:
             if kill is not None and kill.get("seq", 0) < f.get("seq", 0):
                 late_ms = float((kill.get("detail") or {}).get("ms_after_deadline") or 0)
                 when = f"the node died {late_ms / 1000:+.1f} s from its deadline"
             else:
-                late_ms = float(f.get("t") or 0) * 1000 - deadline_ms
+                late_ms = float(f.get("t") or 0) * 1000 - float(deadline_ms)
                 when = f"the failure came {late_ms / 1000:+.1f} s from the deadline, before the node died"
             budget = "preemption" if late_ms >= 0 else "worker_group"
-            return Landing(LANDED, f"{what}; {when}; then {describe_failure(f)}", budget, f.get("seq"))
+            return Landing(LANDED, f"{what}; {when}; then {describe_failure(f)} of attempt {_short(aid)}",
+                           budget, f.get("seq"))
         end = view.fit_end(view.seq)
-        notice = next((e for e in view.events if e.get("kind") == "preemption_notice"
-                       and e.get("seq", 0) > view.seq), None)
+        notices = [e for e in view.events if e.get("kind") == "preemption_notice" and e.get("seq", 0) > view.seq
+                   and (end is None or e.get("seq", 0) < end.get("seq", 0))]
+        notice = next((e for e in notices if e.get("node_id") == node_id and e.get("attempt_id") == aid
+                       and _same_deadline(e.get("deadline_ms"), deadline_ms)), None)
         if notice is not None and end is not None:
-            return Landing(LANDED, f"{what}; rank {notice.get('rank')} took the notice (seq {notice.get('seq')}) "
-                                   f"and the run ended {end.get('outcome')}", None)
+            return Landing(LANDED, f"{what}; rank {notice.get('rank')} on the drained node took the notice "
+                                   f"(seq {notice.get('seq')}) and the run ended {end.get('outcome')}", None)
         if end is not None and (kill is None or end.get("seq", 0) < kill.get("seq", 0)):
-            return Landing(MISSED, f"{what}, but the run ended (seq {end.get('seq')}) before the node died")
-        return Landing(PENDING, f"{what}; no failure decision followed")
+            other = (f"; the notice at seq {notices[0].get('seq')} came from rank {notices[0].get('rank')} "
+                     f"on node {str(notices[0].get('node_id'))[:8]}, not the drained node's with its deadline"
+                     if notices and notice is None else "")
+            return Landing(MISSED, f"{what}, but the run ended (seq {end.get('seq')}) before the node died{other}")
+        return Landing(PENDING if pending else MISSED, f"{what}; {why}")
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         node_id = self.victim_node(ctx)
@@ -223,6 +254,12 @@ class PartitionNode(NodeFault):
     def __init__(self, index, spec):
         super().__init__(index, spec)
         self._paused: Optional[tuple] = None   # torchrun: (node_id, processes stopped)
+
+    def window(self, health_check_timeout_s: float = DEFAULT_HEALTH_CHECK_S) -> float:
+        """The partition lasts `duration_s`; then GCS must miss the node's heartbeats (under
+        torchrun: the peers' collective timeout, which the injector hands in as the health
+        check), then a node fault's window."""
+        return float(self.duration_s or 10.0) + self.window_s + health_check_timeout_s
 
     def landing(self, view: FaultView) -> Landing:
         landing = super().landing(view)

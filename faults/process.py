@@ -10,8 +10,11 @@ in a thread; polls are answered by the actor's main thread). `crash_worker`
 raises inside the train function: the worker does it itself (ftharness.harness.job.instrument,
 from the plan the injector hands out), so only its landing is judged here.
 
-Each lands when it hit a worker of the running attempt and a failure decision
-followed; Ray charges all three to `max_failures`.
+Each lands when it hit the named worker (rank, pid) of the attempt recorded at
+injection and that attempt then failed within the kind's window (faults/base.py:
+60 s for a kill or a crash, which the next health poll or collective sees at
+once; a hang's health-check timeout more, as the hang is seen only then); Ray
+charges all three to `max_failures`.
 """
 
 from __future__ import annotations

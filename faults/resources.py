@@ -11,7 +11,11 @@ group then cannot be placed, and Ray Train raises WorkerGroupStartupTimeoutError
 after RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S, a retryable controller error
 charged to `controller_failure_limit`. Heal kills the hogs.
 
-It lands when a worker-group start failed after it began.
+It lands when a worker-group start failed while its hogs were held: after the
+fault, before its heal (`fault_healed`, which counts the hogs it killed) and
+within `duration_s` where one is set, with hogs queued at injection
+(`cpus_requested`). A start that failed after the heal, or with no hog ever
+queued, is something else's doing.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from typing import Any, Dict, List, Literal, Optional
 
 from pydantic import Field
 
-from ftharness.faults.base import LANDED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing, describe_failure
+from ftharness.faults.base import (LANDED, MISSED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing,
+                                   _num, _seq, describe_failure)
 
 PERIOD_S = 0.25
 STARTUP_ERRORS = ("WorkerGroupStartupTimeoutError", "WorkerGroupStartupFailedError")
@@ -100,9 +105,23 @@ class StarveResources(Fault):
 
     def landing(self, view: FaultView) -> Landing:
         what = f"starve_resources from seq {view.seq}"
+        if not view.hit:
+            return Landing(MISSED, f"{what}, but nothing was recorded as hit (empty target_hit)")
+        queued = view.hit.get("cpus_requested")
+        if not isinstance(queued, int) or isinstance(queued, bool) or queued <= 0:
+            return Landing(MISSED, f"{what}, but no hog was queued (cpus_requested {queued!r})")
+        healed = next((e for e in view.healed if _seq(e) > view.seq), None)
+        stop = _seq(healed) if healed is not None else float("inf")
+        duration = self.duration_s
         starved = [f for f in view.failures_after(view.seq) if f.get("controller_failure") in STARTUP_ERRORS]
-        if not starved:
-            return Landing(PENDING, f"{what}; no worker-group start failed")
-        f = starved[0]
-        return Landing(LANDED, f"{what}; a worker group could not start: {describe_failure(f)} "
-                               f"({f.get('controller_failure')})", self.budget, f.get("seq"))
+        held = [f for f in starved if _seq(f) < stop
+                and (duration is None or _num(f.get("t")) - view.t_done <= float(duration) + self.window_s)]
+        if held:
+            f = held[0]
+            return Landing(LANDED, f"{what}; {queued} hog(s) held; a worker group could not start: "
+                                   f"{describe_failure(f)} ({f.get('controller_failure')})", self.budget, f.get("seq"))
+        if starved:
+            return Landing(MISSED, f"{what}, but the worker-group start that failed (seq {starved[0].get('seq')}) "
+                                   f"came after the hogs were released (seq {stop if healed else '-'}, "
+                                   f"duration_s {duration})")
+        return Landing(PENDING, f"{what}; no worker-group start failed")

@@ -17,8 +17,11 @@ Every error and delay a process hands to the job (Ray Train, or the torchrun wor
 of its own, beside the control file (`.ftharness-storage-chaos.hits/<control
 id>/<pid>-<token>.json`, rewritten on each hit: object stores cannot append).
 The fault lands when at least one error (or, for a latency-only fault, one
-delay) was actually returned to the job; the injector records the first one as it
-happens.
+delay) was actually returned to the job, counted under this injection's own
+control id (`id` in target_hit, hits of other injections are apart), on an
+operation the scenario named (`ops`); the injector records the first one as it
+happens, and the heal the totals. Window: while the control file is in place
+(from the injection to the heal), which is when the chaos filesystem acts.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from pydantic import Field
 
-from ftharness.faults.base import LANDED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
+from ftharness.faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
 
 CONTROL_FILE = ".ftharness-storage-chaos.json"
 HITS_DIR = ".ftharness-storage-chaos.hits"
@@ -321,13 +324,24 @@ class StorageErrors(Fault):
 
     def landing(self, view: FaultView) -> Landing:
         what = f"storage_errors on {view.hit.get('ops')} from seq {view.seq}"
+        if not view.hit:
+            return Landing(MISSED, f"{what}, but nothing was recorded as hit (empty target_hit)")
+        ops = view.hit.get("ops") or []
+        wrong = []
         for e in view.actions + view.healed:
             d = e.get("detail") or {}
-            if d.get("errors_returned") or (d.get("delays") and not self.spec.get("error_rate")):
-                first = d.get("first") or {}
-                return Landing(LANDED, f"{what}; {d.get('errors_returned')} error(s) and {d.get('delays')} "
-                                       f"delay(s) returned to the job, the first on {first.get('op')} of "
-                                       f"{first.get('path')} (seq {e.get('seq')})")
+            if (e.get("seq") or 0) <= view.seq or not (d.get("errors_returned") or
+                                                         (d.get("delays") and not self.spec.get("error_rate"))):
+                continue
+            first = d.get("first") or {}
+            if first.get("op") not in ops:
+                wrong.append(f"the first hit counted (seq {e.get('seq')}) was on {first.get('op')}, not one of {ops}")
+                continue
+            return Landing(LANDED, f"{what}; {d.get('errors_returned')} error(s) and {d.get('delays')} "
+                                   f"delay(s) returned to the job, the first on {first.get('op')} of "
+                                   f"{first.get('path')} (seq {e.get('seq')})")
+        if wrong:
+            return Landing(MISSED, f"{what}, but {wrong[0]}")
         return Landing(PENDING, f"{what}; no operation of the job's matched, no error was returned")
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:

@@ -98,6 +98,8 @@ class _Run:
         self.final: Optional[np.ndarray] = None
 
     def emit(self, kind: str, source: str, **fields) -> dict:
+        if source == "controller":
+            fields.setdefault("pid", self.controller_pid())
         e = {"seq": len(self.events) + 1, "t": round(self.t, 6), "kind": kind, "source": source,
              "run": "synthetic", **fields}
         self.events.append(e)
@@ -156,15 +158,43 @@ class _Run:
         return {"step": self.cfg.steps, "acc": self.final.tolist()}
 
     # --------------------------------------------------------------- failures
-    def inject(self) -> Tuple[Fault, dict]:
-        """The next fault, and its fault_injected event."""
+    def inject(self, aid: str, workers: Optional[List[dict]] = None) -> Tuple[Fault, dict]:
+        """The next fault, and its fault_injected event with the target it hit, as the
+        injector records it (faults/base.py attribution: the victim's attempt and pid)."""
         fault = self.faults.pop(0)
         kind, budget, _ = FAULTS[fault.cls]
         index = len(self.injected)
         self.injected.append({"kind": kind, "budget": budget, "fault": index})
         event = self.emit("fault_injected", "injector", fault=index, fault_kind=kind, target_asked={},
-                          target_hit={}, t_requested=self.t, t_done=self.t, detail="")
+                          target_hit=self.hit(kind, aid, workers or []), t_requested=self.t, t_done=self.t,
+                          detail="")
+        if kind == "storage_errors":   # the chaos filesystem's first error, as the injector records it
+            self.emit("fault_action", "injector", fault=index, fault_kind=kind, action=f"storage fault {index} "
+                      "reached the job", detail={"errors_returned": 1, "delays": 0,
+                                                 "first": {"op": "write", "path": "/tmp/synthetic/x"}})
         return fault, event
+
+    def hit(self, kind: str, aid: str, workers: List[dict]) -> dict:
+        """What a fault of `kind` hit: the last rank of a running group (its node, for node
+        faults), this fit's controller, or the cluster's CPUs."""
+        if kind == "kill_controller":
+            return {"pid": self.controller_pid(), "how": "SIGKILL"}
+        if kind == "starve_resources":
+            return {"cpus_requested": 4, "how": "a hog actor queued for every CPU of every worker node",
+                    "attempt_id": aid}
+        if kind == "storage_errors":
+            return {"ops": ["write"], "id": "0-synthetic", "attempt_id": aid}
+        if not workers:
+            return {}
+        v = workers[-1]
+        if kind == "preempt_node":
+            return {"node_id": v["node_id"], "ranks": sorted(w["rank"] for w in workers if w["node_id"] == v["node_id"]),
+                    "attempt_id": aid, "how": "drain(PREEMPTION)", "deadline_ms": int(self.t * 1000)}
+        return {**{k: v[k] for k in ("rank", "pid", "node_id", "actor_id", "attempt", "attempt_id")}, "how": "SIGKILL"}
+
+    def controller_pid(self) -> int:
+        """The pid of this fit's controller (its recorder puts it on every event)."""
+        return 900 + self.fit
 
     def fail(self, aid: str, fault: Fault, state: str, injected: dict) -> Tuple[str, str]:
         """The controller meets the failure `injected` caused: (decision, error type)."""
@@ -178,7 +208,8 @@ class _Run:
         self.emit("failure", "controller", attempt_id=aid, budget=d.budget,
                   decision=d.decision, error_type=error, count=d.count, counts=d.counts,
                   limit=d.limit if d.budget != "none" else None,
-                  drain_timed_out=True if fault.cls == "preemption" else None)
+                  drain_timed_out=True if fault.cls == "preemption" else None,
+                  controller_failure="WorkerGroupStartupTimeoutError" if fault.cls == "controller" else None)
         if d.decision == "RETRY":
             self.pending.append(injected)
         self.t += fault.recovery_s
@@ -190,7 +221,7 @@ class _Run:
             self.emit("attempt_start", "controller", attempt_id=aid, num_workers=ws)
             if not self.faults or self.faults[0].cls not in STARTUP:
                 return None
-            fault, injected = self.inject()
+            fault, injected = self.inject(aid)
             decision, error = self.fail(aid, fault, "SCHEDULING", injected)
             if decision == "RAISE":
                 return error
@@ -235,7 +266,7 @@ class _Run:
         return "succeeded", None, None
 
     def crash(self, aid: str, workers: List[dict]):
-        fault, injected = self.inject()
+        fault, injected = self.inject(aid, workers)
         if fault.cls == "controller_kill":
             return "killed", "ActorDiedError", None
         decision, error = self.fail(aid, fault, "RUNNING", injected)

@@ -554,7 +554,7 @@ def stall_history(kind, hit, error=True):
     if error:
         events.append({"seq": 11, "t": 115.1, "kind": "worker_error", "rank": 0, "error_type": "RuntimeError",
                        "error": "[gloo] Timed out waiting 5000ms for recv operation to complete"})
-    events += [{"seq": 12, "t": 116.0, "kind": "failure", "agent": 0, "budget": "max_restarts",
+    events += [{"seq": 12, "t": 116.0, "kind": "failure", "agent": 0, "attempt_id": "round-0", "budget": "max_restarts",
                 "decision": "RETRY", "error_type": "ChildFailedError", "count": 1},
                {"seq": 20, "t": 130.0, "kind": "run_end", "fit_index": 1, "outcome": "succeeded"}]
     return events

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import shutil
 import signal
 import subprocess
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ftharness.errors import ClusterError
 
@@ -186,7 +187,7 @@ class Network:
             iface = "iifname" if hook == "input" else "oifname"
             who = f"ip {addr} {{ {', '.join(peers)} }} " if peers else ""
             rules.append(f"  chain {chain} {{\n    type filter hook {hook} priority 0; policy accept;\n"
-                         f"    {iface} \"eth0\" {who}{match}drop\n  }}")
+                         f"    {iface} \"eth0\" {who}{match}counter drop\n  }}")
         text = f"table inet {NFT_TABLE} {{\n" + "\n".join(rules) + "\n}\n"
         self.undrop(index)
         _run(host.exec_argv(["nft", "-f", "-"]), stdin=text)
@@ -225,9 +226,39 @@ class Network:
         b = _run(["tc", "qdisc", "del", "dev", host.host_link, "root"], check=False).returncode == 0
         return a or b
 
+    def counters(self, index: int) -> Dict[str, Any]:
+        """What the node's network faults did so far, read before they are removed: packets
+        the nft drop rules counted, and each tc qdisc's sent/dropped/overlimits (the landing
+        evidence of a degrade: faults/network.py). {} where nothing could be read."""
+        host = self.hosts.get(index)
+        if host is None:
+            return {}
+        out: Dict[str, Any] = {}
+        nft = _run(host.exec_argv(["nft", "list", "table", "inet", NFT_TABLE]), check=False)
+        if nft.returncode == 0:
+            out["dropped_packets"] = nft_dropped(nft.stdout or "")
+        tc = _run(host.exec_argv(["tc", "-s", "qdisc", "show", "dev", "eth0"]), check=False)
+        if tc.returncode == 0:
+            out["qdiscs"] = tc_stats(tc.stdout or "")
+        return out
+
     def heal(self, index: int) -> Dict[str, bool]:
         """Every network fault on the node gone: drops and shaping."""
         return {"undrop": self.undrop(index), "unshape": self.unshape(index)}
+
+
+def nft_dropped(listing: str) -> int:
+    """Packets counted by the `counter drop` rules of an `nft list table` listing."""
+    return sum(int(n) for n in re.findall(r"counter packets (\d+) bytes \d+ drop", listing))
+
+
+def tc_stats(listing: str) -> List[Dict[str, Any]]:
+    """Each qdisc of a `tc -s qdisc show` listing: kind, sent packets, dropped, overlimits."""
+    out = []
+    for m in re.finditer(r"qdisc (\w+) [^\n]*\n\s*Sent (\d+) bytes (\d+) pkt \(dropped (\d+), overlimits (\d+)", listing):
+        out.append({"kind": m.group(1), "bytes": int(m.group(2)), "packets": int(m.group(3)),
+                    "dropped": int(m.group(4)), "overlimits": int(m.group(5))})
+    return out
 
 
 def remove_leftovers(kind: str, name: str) -> None:

@@ -11,6 +11,11 @@ the main thread because adding and removing embedded nodes must.
 `crash_worker` is the exception: it raises inside the train function, so the
 worker does it itself (ftharness.harness.job.instrument) from the plan `crash_plans` gives.
 
+Each `fault_injected` records what its landing is judged by (faults/base.py):
+the victim's attempt id and pid (or node and ranks) in `target_hit`, and
+`window_s`, the kind's window for the failure it causes (the health-check
+timeout included for a hang).
+
 The landing hold: by default a train function that returns waits (in the
 history actor) until every fault has resolved, so a run cannot end before its
 faults took effect. `resolve_hold` releases it once each fault has landed, was
@@ -236,9 +241,11 @@ class Injector:
                 "trigger": self.specs[index]["at"], "t_requested": t_requested}
         record: Dict[str, Any] = dict(base)
         try:
-            hit = fault.inject(self._ctx(event, index))
-            record.update(kind="fault_injected", target_hit=hit, t_done=time.time())
-            self.emitter.emit("fault_injected", target_hit=hit, t_done=record["t_done"], **base)
+            ctx = self._ctx(event, index)
+            hit = self._attributed(fault, ctx, fault.inject(ctx))
+            window = self._window(fault)
+            record.update(kind="fault_injected", target_hit=hit, **window, t_done=time.time())
+            self.emitter.emit("fault_injected", target_hit=hit, **window, t_done=record["t_done"], **base)
             self._active.append(fault)
             if getattr(fault, "wants_resume", False):
                 self.resume_requested = True
@@ -256,6 +263,23 @@ class Injector:
             if gated:
                 self._release(index)
         return record
+
+    def _window(self, fault) -> Dict[str, Any]:
+        """{"window_s": the kind's window} for the fault_injected event ({} where the fault
+        has none: its landing then uses the kind's default)."""
+        try:
+            return {"window_s": round(float(fault.window(self.health_check_timeout_s)), 1)}
+        except Exception:  # noqa: BLE001 - evidence, never a reason to skip a fault that was done
+            return {}
+
+    @staticmethod
+    def _attributed(fault, ctx: FaultContext, hit: Dict[str, Any]) -> Dict[str, Any]:
+        """The hit with the victim's attempt id and the named node's facts (faults/base.py
+        `attribution`): what its landing is judged by. Reading them never undoes a fault done."""
+        try:
+            return fault.attribution(ctx, hit)
+        except Exception:  # noqa: BLE001 - the landing then says what is missing
+            return hit
 
     def _heal(self, fault) -> None:
         if fault not in self._active:
