@@ -149,11 +149,12 @@ def _charged_text(charged: Dict[str, int]) -> str:
 
 def _behaviour(c: Dict[str, Any]) -> str:
     if not c["judged"]:
-        return f"it did not run ({c['verdict']}{': ' + c['errors'][0] if c['errors'] else ''})"
+        return f"it did not run ({c['verdict']}{': ' + c['errors'][0][:160] if c['errors'] else ''})"
     out = c["outcome"] or "no outcome"
     verb = {"succeeded": "the run recovered" if c["charged"] else "the run succeeded",
             "failed": f"the run failed ({c['error_type']})" if c["error_type"] else "the run failed"}.get(out, out)
-    return f"the failure was {_charged_text(c['charged'])} and {verb}, {c['verdict']}"
+    charged = f"the failure was {_charged_text(c['charged'])}" if c["charged"] else "no budget was charged"
+    return f"{charged} and {verb}, {c['verdict']}"
 
 
 def _differs(a: Dict[str, Any], b: Dict[str, Any]) -> List[str]:
