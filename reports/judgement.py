@@ -21,6 +21,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
+from ftharness.errors import ScenarioError
+
 import yaml
 
 PASS, FAIL, INCONCLUSIVE, ERROR = "PASS", "FAIL", "INCONCLUSIVE", "ERROR"
@@ -30,12 +32,25 @@ SCENARIO_FILE, SUMMARY_FILE = "scenario.yaml", "summary.json"
 
 
 def _read_json(path: str) -> Dict[str, Any]:
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return {}
+    """A JSON object of the folder, {} for anything else (bounded: regular files only, 64 MiB)."""
+    from ftharness.history.records import read_json_file
+
+    data = read_json_file(path)
     return data if isinstance(data, dict) else {}
+
+
+def scenario_history_mismatch(scenario, events: List[Dict[str, Any]]) -> Optional[str]:
+    """Where the history's own record of its faults (and name) contradicts scenario.yaml, or None:
+    another scenario.yaml swapped in would relabel what was injected."""
+    for e in events:
+        kind = e.get("kind")
+        if kind == "run_start" and isinstance(e.get("scenario"), str) and e["scenario"] != scenario.name:
+            return f"it ran {e['scenario'][:60]!r}, scenario.yaml names {scenario.name!r}"
+        if kind in ("fault_injected", "fault_skipped") and type(e.get("fault")) is int:
+            i, recorded = e["fault"], e.get("fault_kind")
+            if isinstance(recorded, str) and 0 <= i < len(scenario.faults) and scenario.faults[i].kind != recorded:
+                return f"fault {i} is {scenario.faults[i].kind} in scenario.yaml, {recorded[:40]} in the history"
+    return None
 
 
 def expectations(results: str) -> Dict[str, Any]:
@@ -71,9 +86,14 @@ def rejudge(results: str, recorded: Optional[Dict[str, Any]] = None) -> Dict[str
 
     scenario = load_scenario(os.path.join(results, SCENARIO_FILE))
     read = read_history(results)
+    mismatch = scenario_history_mismatch(scenario, read.events)
+    if mismatch:
+        raise ScenarioError(f"scenario.yaml does not match the history ({mismatch}); a results folder is "
+                            f"judged with the scenario it ran")
     outcome = _outcome_from_history(read.events)
     recorded = _read_json(os.path.join(results, SUMMARY_FILE)) if recorded is None else recorded
-    acc = (recorded.get("final_state") or {}).get("accumulators") if recorded else None
+    final = recorded.get("final_state") if recorded else None
+    acc = final.get("accumulators") if isinstance(final, dict) else None
     if acc is not None or not outcome.get("return_value"):
         outcome["return_value"] = {**(outcome.get("return_value") or {}), "acc": acc}
     summary = evaluate(scenario, read.events, outcome, read.problems)
