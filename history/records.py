@@ -20,7 +20,8 @@ with any problem cannot support a PASS (design.md: INCONCLUSIVE).
 A damaged or hostile results folder is read in bounded time and memory: only a
 regular file is read (a FIFO, a device or a symlink to one is refused, never
 waited on), a line longer than MAX_LINE is skipped and named, a line nested
-too deep or holding a non-finite number is unreadable, and gaps in `seq` and
+too deep is unreadable, an event whose bookkeeping fields (`seq`, `t`, `kind`
+...) have a type ftharness never writes is dropped and named, and gaps in `seq` and
 `eseq` are found from the sorted numbers, never by building the range up to
 the largest one (a `seq` of 10**12 costs nothing).
 """
@@ -78,7 +79,7 @@ def open_regular(path: str):
 
 def read_json_file(path: str, missing: Any = None) -> Any:
     """The JSON value of a small file of a results folder, or `missing` when it is absent, not a
-    regular file, larger than MAX_JSON_BYTES, not JSON, nested too deep or holds NaN/Infinity."""
+    regular file, larger than MAX_JSON_BYTES, not JSON or nested too deep."""
     try:
         with open_regular(path) as f:
             raw = f.read(MAX_JSON_BYTES + 1)
@@ -87,13 +88,10 @@ def read_json_file(path: str, missing: Any = None) -> Any:
     if len(raw) > MAX_JSON_BYTES:
         return missing
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        return json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError):
         return missing
 
-
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not JSON")
 NO_END = "no history_end: the run did not close its history (crash or kill of the harness)"
 
 try:   # a faster decoder, when installed (a dependency of the package; the standard library's otherwise)
@@ -191,7 +189,7 @@ def _std_loads(line: bytes, keys: Dict[str, str]) -> Any:
     events' (json makes new key strings for every line, orjson caches them)."""
     if len(line) > MAX_LINE:
         raise ValueError("line too long")
-    e = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
+    e = json.loads(line.decode("utf-8"))   # NaN is a value a job reports (a diverged loss)
     if type(e) is dict:
         e = {keys.setdefault(k, k): v for k, v in e.items()}
     return e

@@ -475,7 +475,7 @@ def cmd_plan(args) -> int:
     from ftharness.scenarios.simulator.engine import Job
     from ftharness.scenarios.simulator.rates import make_rates, rates_source
 
-    why = plan_argument_problem(args) or (output_dir_problem(args.plan_out) and
+    why = plan_argument_problem(args) or (args.plan_out and output_dir_problem(args.plan_out) and
                                            f"--out {args.plan_out[:120]}: {output_dir_problem(args.plan_out)}")
     if why:
         return _fail(why)
