@@ -18,7 +18,8 @@ import pytest
 
 from conftest import REPO, run_cli
 
-pytestmark = [pytest.mark.exclusive_ray, pytest.mark.slow]
+# the host lock may be held by another run for a while: the wait is not the test's time
+pytestmark = [pytest.mark.exclusive_ray, pytest.mark.slow, pytest.mark.timeout(3600)]
 
 RAY = os.path.join(os.path.dirname(sys.executable), "ray")
 LOCK = "/tmp/ftharness-ray.lock"
