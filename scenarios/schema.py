@@ -291,7 +291,6 @@ class Scenario(_Strict):
     """An ftharness scenario: the cluster, the training workload, Ray Train's failure
     budgets, the faults to inject and what the run must show (`expect`)."""
 
-    #: names the results folder of a suite and the run: one path component
     name: str = Field(..., min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = Field("", max_length=2000)
     cluster: ClusterSpec = Field(default_factory=ClusterSpec)
@@ -829,7 +828,7 @@ def default_scenario_path() -> str:
 #: hover and in completion. Keys are "Model.field"; "*.field" applies to every model
 #: (the fault kinds share kind, at and target).
 FIELD_DOCS = {
-    "Scenario.name": "The scenario's name (letters, digits, _ . -): its results folder and suite entry are named after it.",
+    "Scenario.name": "The scenario's name (letters, digits, _ . -; at most 100, not '.' or '..'): its results folder and suite entry are named after it.",
     "Scenario.description": "What the scenario does and why, in a sentence or two (shown in `ftharness list catalog`).",
     "Scenario.cluster": "The cluster the run uses: an embedded one (nodes, CPUs, GPUs, detection profile, network) or an existing one (address).",
     "Scenario.workload": "What trains: the reference workload (exact accumulators) or your own train function (entrypoint), and on which runtime.",
