@@ -16,6 +16,14 @@ emitter, `emitter` and `eseq` (1, 2, 3 ... per emitter). So:
 
 `read_history(path)` returns the events with the list of problems; a history
 with any problem cannot support a PASS (design.md: INCONCLUSIVE).
+
+A damaged or hostile results folder is read in bounded time and memory: only a
+regular file is read (a FIFO, a device or a symlink to one is refused, never
+waited on), a line longer than MAX_LINE is skipped and named, a line nested
+too deep is unreadable, an event whose bookkeeping fields (`seq`, `t`, `kind`
+...) have a type ftharness never writes is dropped and named, and gaps in `seq` and
+`eseq` are found from the sorted numbers, never by building the range up to
+the largest one (a `seq` of 10**12 costs nothing).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import gc
 import hashlib
 import json
 import os
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional
@@ -44,6 +53,45 @@ def is_marker(filename: str) -> bool:
     """Whether a checkpoint file is one of ftharness's markers (never a file of the job's)."""
     return filename.startswith(MARKER_PREFIX) and filename.endswith(MARKER_SUFFIX)
 MAX_PROBLEMS_SHOWN = 5
+#: a history line longer than this is no event of ftharness's (events are a few hundred bytes)
+MAX_LINE = 1 << 20
+#: the JSON files of a results folder (summary.json, a journal) are read up to this size
+MAX_JSON_BYTES = 64 << 20
+
+
+class HistoryError(OSError):
+    """A results folder's file that cannot be read as one (not a regular file, too large)."""
+
+
+def open_regular(path: str):
+    """`path` opened for reading in binary, if it is a regular file (following a symlink only to
+    a regular file); HistoryError otherwise. Non-blocking open: a FIFO never hangs the reader."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise HistoryError(f"{path}: not a regular file (a FIFO, a device or a folder)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_json_file(path: str, missing: Any = None) -> Any:
+    """The JSON value of a small file of a results folder, or `missing` when it is absent, not a
+    regular file, larger than MAX_JSON_BYTES, not JSON or nested too deep."""
+    try:
+        with open_regular(path) as f:
+            raw = f.read(MAX_JSON_BYTES + 1)
+    except OSError:
+        return missing
+    if len(raw) > MAX_JSON_BYTES:
+        return missing
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return missing
+
 NO_END = "no history_end: the run did not close its history (crash or kill of the harness)"
 
 try:   # a faster decoder, when installed (a dependency of the package; the standard library's otherwise)
@@ -139,10 +187,35 @@ _BLOCK = 1 << 22
 def _std_loads(line: bytes, keys: Dict[str, str]) -> Any:
     """The standard library's decoding; an object's keys shared with earlier
     events' (json makes new key strings for every line, orjson caches them)."""
-    e = json.loads(line.decode("utf-8"))
+    if len(line) > MAX_LINE:
+        raise ValueError("line too long")
+    e = json.loads(line.decode("utf-8"))   # NaN is a value a job reports (a diverged loss)
     if type(e) is dict:
         e = {keys.setdefault(k, k): v for k, v in e.items()}
     return e
+
+
+#: bookkeeping fields every reader sorts, compares or indexes by: an int (or null) ...
+_INT_FIELDS = ("seq", "eseq", "attempt", "rank", "step", "fit_index", "fault", "world_size", "pid")
+#: ... a string (or null)
+_STR_FIELDS = ("kind", "emitter", "source", "run", "attempt_id", "node_id")
+_FINITE = float("inf")
+
+
+def _bad_field(e: Dict[str, Any]) -> Optional[str]:
+    """The first bookkeeping field of `e` with a type ftharness never writes there, or None."""
+    for k in _INT_FIELDS:
+        v = e.get(k)
+        if v is not None and v.__class__ is not int:
+            return k
+    for k in _STR_FIELDS:
+        v = e.get(k)
+        if v is not None and v.__class__ is not str:
+            return k
+    t = e.get("t")
+    if t is not None and (t.__class__ not in (int, float) or not -_FINITE < t < _FINITE):
+        return "t"
+    return None
 
 
 class HistoryReader:
@@ -174,7 +247,7 @@ class HistoryReader:
         if self._torn:
             raise ValueError("the history was already read to its torn end")
         start = len(self.events)
-        with gc_paused(), open(self.path, "rb") as f:
+        with gc_paused(), open_regular(self.path) as f:
             f.seek(self.offset)
             pending = b""
             while True:
@@ -185,16 +258,40 @@ class HistoryReader:
                     block = pending + block
                 cut = block.rfind(b"\n") + 1
                 if cut == 0:
+                    if len(block) > MAX_LINE:   # no newline in sight: skip to the next one
+                        self._skip_long(f, len(block))
+                        pending = b""
+                        continue
                     pending = block
                     continue
                 pending = block[cut:]
                 self._lines(block[:cut] if cut < len(block) else block)
                 self.offset += cut
+                if len(pending) > MAX_LINE:
+                    self._skip_long(f, len(pending))
+                    pending = b""
             if final and pending:
                 self._torn = True
                 self._lines(pending + b"\n", torn=True)
                 self.offset += len(pending)
         return self.events[start:]
+
+    def _skip_long(self, f, consumed: int) -> None:
+        """A line longer than MAX_LINE: read past its newline without keeping it, and name it."""
+        skipped = consumed
+        while True:
+            block = f.read(_BLOCK)
+            if not block:
+                break
+            nl = block.find(b"\n")
+            if nl >= 0:
+                skipped += nl + 1
+                f.seek(-(len(block) - nl - 1), os.SEEK_CUR)
+                break
+            skipped += len(block)
+        self.lines += 1
+        self.offset += skipped
+        self.problems.append(f"line {self.lines}: longer than {MAX_LINE} bytes, skipped")
 
     def _decode(self, line: bytes) -> Any:
         """One line's event; _SKIP for a blank line, and None (or what is not a
@@ -209,7 +306,7 @@ class HistoryReader:
                 except ValueError:
                     pass
             return _std_loads(line, self._keys)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             return None
 
     def _lines(self, body: bytes, torn: bool = False) -> None:
@@ -229,6 +326,10 @@ class HistoryReader:
             if e.__class__ is not dict:
                 if e is not _SKIP:
                     self.problems.append(f"line {first + i + 1}: {'torn last line dropped' if torn else 'unreadable'}")
+                continue
+            bad = _bad_field(e)
+            if bad is not None:   # what every reader sorts and compares by has the type the writer gives it
+                self.problems.append(f"line {first + i + 1}: {bad} is not what ftharness writes there; event dropped")
                 continue
             # one copy of each repeated string value (_SHARED, spelled out: this runs for every event)
             kind = e.get("kind")
@@ -365,10 +466,34 @@ def read_events(path: str) -> List[Dict[str, Any]]:
 
 
 def _int(v: Any) -> int:
+    """An event's number (seq, eseq); 0 for anything that is no finite number."""
+    if type(v) is int:
+        return v
     try:
         return int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0
+
+
+def _missing_between(nums: List[int], limit: int = 64) -> List[int]:
+    """The first `limit` numbers in 1..max(nums) that `nums` lacks, found from the sorted distinct
+    numbers (never a set of the whole range: a seq of 10**12 costs nothing)."""
+    out: List[int] = []
+    prev = 0
+    for n in sorted(set(x for x in nums if x > 0)):
+        k = prev + 1
+        while k < n and len(out) < limit:
+            out.append(k)
+            k += 1
+        if len(out) >= limit:
+            break
+        prev = n
+    return out
+
+
+def _count_missing(nums: List[int]) -> int:
+    distinct = set(x for x in nums if x > 0)
+    return (max(distinct) - len(distinct)) if distinct else 0
 
 
 def integrity_problems(events: List[Dict[str, Any]]) -> List[str]:
@@ -381,11 +506,12 @@ def integrity_problems(events: List[Dict[str, Any]]) -> List[str]:
     problems: List[str] = []
     seqs = [_int(e.get("seq")) for e in events]
     if sorted(seqs) != list(range(1, len(seqs) + 1)):
-        missing = sorted(set(range(1, max(seqs + [0]) + 1)) - set(seqs))
+        missing = _missing_between(seqs)
         dups = sorted(s for s, n in Counter(seqs).items() if n > 1)
         what = []
         if missing:
-            what.append(f"seq {_ranges(missing)} missing")
+            count = _count_missing(seqs)
+            what.append(f"seq {_ranges(missing)} missing" + (f" ({count} in all)" if count > len(missing) else ""))
         if dups:
             what.append(f"seq {_ranges(dups)} duplicated")
         problems.append("events " + ", ".join(what or ["out of sequence"]))
@@ -410,9 +536,11 @@ def _emitter_gaps(events: Iterable[Dict[str, Any]]) -> List[str]:
     out = []
     for emitter, nums in by_emitter.items():
         if nums != list(range(1, len(nums) + 1)):
-            missing = sorted(set(range(1, max(nums) + 1)) - set(nums))
+            missing = _missing_between(nums)
             if missing:
-                out.append(f"emitter {emitter}: event(s) {_ranges(missing)} never reached the history")
+                count = _count_missing(nums)
+                out.append(f"emitter {emitter}: event(s) {_ranges(missing)} never reached the history"
+                           + (f" ({count} in all)" if count > len(missing) else ""))
             else:
                 out.append(f"emitter {emitter}: events duplicated or out of order ({nums[:8]})")
     return out

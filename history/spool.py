@@ -17,30 +17,64 @@ nodes' lost events stay visible as `eseq` gaps.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import shutil
+import stat
 import tempfile
 from typing import Any, Dict, List
+
+from ftharness.errors import ScenarioError
+
+#: a spooled line longer than this is not one of ours (an event is a few hundred bytes)
+MAX_LINE = 1 << 20
+#: most events taken from one run's spool
+MAX_EVENTS = 1_000_000
+
+
+class SpoolError(ScenarioError):
+    """The spool folder exists and is not one this user made privately: refused, never reused."""
 
 
 def spool_dir(run_name: str) -> str:
     return os.path.join(tempfile.gettempdir(), f"ftharness-spool-{run_name}")
 
 
+def _ours(path: str) -> bool:
+    """A real folder (not a symlink) of this user, private (mode 0700)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) == 0o700
+
+
 def create(run_name: str) -> str:
-    os.makedirs(spool_dir(run_name), exist_ok=True)
-    return spool_dir(run_name)
+    """Make the run's spool folder fresh, mode 0700. A leftover of this user's own crashed run
+    (a private folder of ours) is emptied first; anything else there (another user's folder, a
+    symlink, a file, a folder others can write) is refused: a local user could otherwise feed
+    events into the run's history."""
+    path = spool_dir(run_name)
+    if os.path.lexists(path):
+        if not _ours(path):
+            raise SpoolError(f"{path}: exists and is not a private folder of this user; remove it or "
+                             f"check who made it")
+        shutil.rmtree(path)
+    os.mkdir(path, 0o700)
+    os.chmod(path, 0o700)   # whatever the umask
+    return path
 
 
 def write(run_name: str, emitter_id: str, event: Dict[str, Any]) -> bool:
     """Append one event to this emitter's journal; False if there is none (the run is
     over, or this node is not the harness's) or writing failed."""
-    if not os.path.isdir(spool_dir(run_name)):
+    folder = spool_dir(run_name)
+    if not _ours(folder) or os.sep in emitter_id or emitter_id in (".", ".."):
         return False
     try:
-        with open(os.path.join(spool_dir(run_name), f"{emitter_id}.jsonl"), "a") as f:
+        fd = os.open(os.path.join(folder, f"{emitter_id}.jsonl"),
+                     os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "a") as f:
             f.write(json.dumps(event, default=str) + "\n")
             f.flush()
             os.fsync(f.fileno())
@@ -50,17 +84,41 @@ def write(run_name: str, emitter_id: str, event: Dict[str, Any]) -> bool:
 
 
 def collect(run_name: str) -> List[Dict[str, Any]]:
-    """Every spooled event of the run, in each emitter's order (a torn last line is skipped)."""
+    """Every spooled event of the run, in each emitter's order (a torn or overlong line is
+    skipped; only regular files of a private folder of ours are read)."""
     out: List[Dict[str, Any]] = []
-    for path in sorted(glob.glob(os.path.join(spool_dir(run_name), "*.jsonl"))):
-        with open(path) as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
+    folder = spool_dir(run_name)
+    if not _ours(folder):
+        return out
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if not name.endswith(".jsonl"):
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                continue
+            while len(out) < MAX_EVENTS:
+                line = f.readline(MAX_LINE + 1)
+                if not line:
+                    break
+                if len(line) > MAX_LINE:
+                    while line and not line.endswith(b"\n"):   # skip the rest of an overlong line
+                        line = f.readline(MAX_LINE)
                     continue
+                try:
+                    event = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(event, dict):
+                    out.append(event)
     return out
 
 
 def remove(run_name: str) -> None:
-    shutil.rmtree(spool_dir(run_name), ignore_errors=True)
+    path = spool_dir(run_name)
+    if _ours(path):
+        shutil.rmtree(path, ignore_errors=True)

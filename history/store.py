@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Optional
 import ray
 
 from ftharness.history import spool
+from ftharness.safety import redact
 from ftharness.history.records import seal
 from ftharness.history.triggers import TriggerBook
 
@@ -115,6 +116,8 @@ class HistoryBook:
             self._attempt_ids = []
         event.setdefault("fit_index", self._fit_index)
         line = json.dumps(event, default=str) + "\n"
+        if "@" in line or "=" in line:   # credentials in a URL (a storage_path) never reach the disk
+            line = redact(line)
         self._file.write(line)
         self._file.flush()
         self._digest.update(line.encode())

@@ -13,12 +13,28 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence
 
+import yaml
+
 from ftharness.scenarios.verdict import EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_PASS as EXIT_OK
 
 
 def _fail(msg: str) -> int:
-    print(f"ftharness: error: {msg}", file=sys.stderr)
+    """One line of at most 300 characters (prefix included), credentials redacted, exit 2."""
+    from ftharness.safety import printable, redact
+    from ftharness.scenarios.schema import one_line
+
+    print(one_line(f"ftharness: error: {printable(redact(str(msg)))}"), file=sys.stderr)
     return EXIT_CANNOT_RUN
+
+
+def output_problem(out: Optional[str], flag: str, folder: bool = True) -> Optional[str]:
+    """The error line for an output path that cannot be written (checked before any work)."""
+    from ftharness.safety import output_dir_problem, output_file_problem
+
+    if out is None:
+        return None
+    why = (output_dir_problem if folder else output_file_problem)(out)
+    return f"{flag} {out[:120]}: {why}" if why else None
 
 
 def check_paths(paths: Sequence[str]) -> Optional[str]:
@@ -34,7 +50,7 @@ def check_paths(paths: Sequence[str]) -> Optional[str]:
         for folder in folders:
             try:
                 read_results(folder)
-            except (OSError, ValueError) as e:
+            except (OSError,) + DAMAGED as e:
                 return f"{folder}: not a readable results folder ({type(e).__name__}: {e})"
     return None
 
@@ -79,13 +95,25 @@ def cmd_report(args) -> int:
     from ftharness.reports.junit import write_junit
 
     args.results = resolve_journals(args.results)
-    error = refuse_existing(args.out, args.force) or check_paths(args.results)
+    error = (output_problem(args.out, "--out") or output_problem(args.junit, "--junit", folder=False)
+             or refuse_existing(args.out, args.force) or check_paths(args.results))
     if error:
         return _fail(error)
-    print(f"report: {write_report(args.results, args.out)}")
-    if args.junit:
-        print(f"junit: {write_junit(args.results, args.junit)}")
+    try:
+        page = write_report(args.results, args.out)
+        junit = write_junit(args.results, args.junit) if args.junit else None
+    except DAMAGED as e:   # a results folder whose files parse but do not hold what a run writes
+        return _fail(f"{', '.join(args.results)[:120]}: cannot be reported, its files are damaged "
+                     f"({type(e).__name__}: {e})")
+    print(f"report: {page}")
+    if junit:
+        print(f"junit: {junit}")
     return EXIT_OK
+
+
+#: what a damaged (hand-edited, truncated, hostile) results folder makes the report code raise
+DAMAGED = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, RecursionError,
+           yaml.YAMLError)
 
 
 def cmd_compare(args) -> int:
@@ -103,7 +131,8 @@ def cmd_compare(args) -> int:
             groups.setdefault(label, []).extend(paths)
     except ValueError as e:
         return _fail(str(e))
-    error = refuse_existing(args.out, args.force) or check_paths([p for paths in groups.values() for p in paths])
+    error = (output_problem(args.out, "--out") or refuse_existing(args.out, args.force)
+             or check_paths([p for paths in groups.values() for p in paths]))
     if error:
         return _fail(error)
     try:

@@ -21,6 +21,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
+from ftharness.errors import ScenarioError
+
 import yaml
 
 PASS, FAIL, INCONCLUSIVE, ERROR = "PASS", "FAIL", "INCONCLUSIVE", "ERROR"
@@ -30,18 +32,31 @@ SCENARIO_FILE, SUMMARY_FILE = "scenario.yaml", "summary.json"
 
 
 def _read_json(path: str) -> Dict[str, Any]:
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return {}
+    """A JSON object of the folder, {} for anything else (bounded: regular files only, 64 MiB)."""
+    from ftharness.history.records import read_json_file
+
+    data = read_json_file(path)
     return data if isinstance(data, dict) else {}
+
+
+def scenario_history_mismatch(scenario, events: List[Dict[str, Any]]) -> Optional[str]:
+    """Where the history's own record of its faults contradicts scenario.yaml, or None:
+    another scenario.yaml swapped in would relabel what was injected."""
+    for e in events:
+        kind = e.get("kind")
+        if kind in ("fault_injected", "fault_skipped") and type(e.get("fault")) is int:
+            i, recorded = e["fault"], e.get("fault_kind")
+            if isinstance(recorded, str) and 0 <= i < len(scenario.faults) and scenario.faults[i].kind != recorded:
+                return f"fault {i} is {scenario.faults[i].kind} in scenario.yaml, {recorded[:40]} in the history"
+    return None
 
 
 def expectations(results: str) -> Dict[str, Any]:
     """The `expect` section of the folder's scenario.yaml, read as plain YAML
     ({} without one), so a hand-edited folder still reports."""
     path = os.path.join(results, SCENARIO_FILE)
+    if not os.path.isfile(path) or os.path.getsize(path) > (1 << 20):   # a FIFO or a device is never read
+        return {}
     try:
         with open(path) as f:
             return (yaml.safe_load(f) or {}).get("expect") or {}
@@ -74,6 +89,10 @@ def rejudge(results: str) -> Dict[str, Any]:
 
     scenario = load_scenario(os.path.join(results, SCENARIO_FILE))
     read = read_history(results)
+    mismatch = scenario_history_mismatch(scenario, read.events)
+    if mismatch:
+        raise ScenarioError(f"scenario.yaml does not match the history ({mismatch}); a results folder is "
+                            f"judged with the scenario it ran")
     summary = evaluate(scenario, read.events, _outcome_from_history(read.events), read.problems)
     summary["unasked_failures"] = unasked_failures(summary, pinned(expectations(results)))
     return summary

@@ -129,6 +129,8 @@ def write_trace(results: str, out: Optional[str] = None) -> str:
     """Write RESULTS/trace.json (or `out`) from RESULTS/history.jsonl; returns its path."""
     read = read_history(results)
     path = out or os.path.join(results, "trace.json")
-    with open(path, "w") as f:
+    # never through a symlink planted in a results folder: O_NOFOLLOW refuses one (ELOOP)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as f:
         json.dump(chrome_trace(read.events), f)
     return path

@@ -34,8 +34,13 @@ def ray_client_refusal(address: Optional[str]) -> Optional[str]:
             "(ftharness run --submit http://HEAD:8265)")
 
 
-MAX_FILE_BYTES = 1 << 20    # a scenario is a page of YAML, not a data file
+MAX_FILE_BYTES = 256 * 1024  # a scenario is a page of YAML, not a data file (100 faults are ~10 KiB)
 MAX_DEPTH = 32              # nesting deeper than this is no scenario
+MAX_NODES = 20_000          # values in one file (keys, items, scalars)
+MAX_ITEMS = 1_000           # entries of one list or mapping
+MAX_SCALAR = 10_000         # characters of one value
+MAX_NUMBER_CHARS = 40       # digits of one number: 10**40 is no count of anything
+MAX_ERRORS = 10             # errors `validate` lists per file
 
 
 class ClusterSpec(_Strict):
@@ -45,7 +50,7 @@ class ClusterSpec(_Strict):
     cpus_per_node: int = Field(1, ge=1, le=256)
     gpus_per_node: int = Field(0, ge=0, le=16)
     profile: Literal["fast", "ray_defaults"] = "fast"
-    address: Optional[str] = None
+    address: Optional[str] = Field(None, max_length=300)
     #: where checkpoints go: `local` (the results folder, or workload.storage_path) or `s3`
     #: (a real S3 endpoint on loopback that the run starts, with a bucket of its own)
     storage: Literal["local", "s3"] = "local"
@@ -66,32 +71,35 @@ class WorkloadSpec(_Strict):
     """What trains, and how: the reference workload or your train function, on Ray Train or TorchElastic."""
 
     kind: Literal["reference", "entrypoint"] = "reference"
-    entrypoint: Optional[str] = None
+    entrypoint: Optional[str] = Field(None, max_length=200)
     train_loop_config: Dict[str, Any] = Field(default_factory=dict)
     #: which Ray Train trainer runs the entrypoint (Lightning and Transformers jobs run in `torch`)
     trainer: Literal["torch", "xgboost", "lightgbm"] = "torch"
     #: 'module:function' returning {name: ray.data.Dataset}, called where fit() runs: the trainer's `datasets=`
-    datasets: Optional[str] = None
+    datasets: Optional[str] = Field(None, max_length=200)
     #: 'module:function' returning a ray.train.DataConfig, called where fit() runs: the trainer's
     #: `dataset_config=` (which datasets are split, Ray Data execution options)
-    dataset_config: Optional[str] = None
+    dataset_config: Optional[str] = Field(None, max_length=200)
+    #: a folder beside the scenario file that `run --submit` ships as the job's code; without
+    #: it only the modules entrypoint, datasets and dataset_config name are shipped
+    working_dir: Optional[str] = Field(None, min_length=1, max_length=200)
     #: the column of the datasets that holds each row's id: rows read through get_dataset_shard are
     #: then recorded and shard_reassignment judges the job
     row_id: Optional[str] = Field(None, min_length=1, max_length=200)
     num_workers: Union[int, Tuple[int, int]] = 2
     steps: int = Field(30, ge=1, le=1_000_000)
-    batch_size: int = Field(32, ge=1)
-    epochs: int = Field(1, ge=1)
-    rows_per_epoch: Optional[int] = Field(None, ge=1)
-    checkpoint_every: int = Field(1, ge=1)
+    batch_size: int = Field(32, ge=1, le=1_000_000)
+    epochs: int = Field(1, ge=1, le=10_000)
+    rows_per_epoch: Optional[int] = Field(None, ge=1, le=10**12)
+    checkpoint_every: int = Field(1, ge=1, le=1_000_000)
     model: Literal["small", "medium", "large"] = "small"
     data: Literal["resumable", "ray_data"] = "resumable"
     use_gpu: Union[bool, Literal["auto"]] = "auto"
-    num_to_keep: Optional[int] = Field(None, ge=1)
-    cpus_per_worker: int = Field(1, ge=1)
-    step_delay_s: float = Field(0.0, ge=0)
+    num_to_keep: Optional[int] = Field(None, ge=1, le=10_000)
+    cpus_per_worker: int = Field(1, ge=1, le=256)
+    step_delay_s: float = Field(0.0, ge=0, le=3600)
     jit_checkpoint: bool = False
-    storage_path: Optional[str] = None
+    storage_path: Optional[str] = Field(None, min_length=1, max_length=1024)
     #: the local storage_path (or the results folder) is a mount every node of the cluster shares
     #: (NFS and the like): on an existing cluster whose nodes are on several hosts, a local path is
     #: refused without it (ftharness.harness.run.guard.check_shared_storage)
@@ -126,6 +134,8 @@ class WorkloadSpec(_Strict):
                 raise ValueError("[min, max] needs 1 <= min <= max")
         elif v < 1:
             raise ValueError("must be >= 1")
+        if max(v if isinstance(v, tuple) else (v,)) > 4096:
+            raise ValueError("at most 4096 workers")
         return v
 
     @model_validator(mode="after")
@@ -165,10 +175,10 @@ class WorkloadSpec(_Strict):
 class FailureConfigSpec(_Strict):
     """Ray Train's failure budgets (FailureConfig) and preemption handling."""
 
-    max_failures: int = Field(0, ge=-1)
-    max_preemption_failures: int = Field(0, ge=-1)
-    controller_failure_limit: int = Field(0, ge=-1)
-    preemption_grace_s: float = Field(0.0, ge=0)
+    max_failures: int = Field(0, ge=-1, le=1_000_000)
+    max_preemption_failures: int = Field(0, ge=-1, le=1_000_000)
+    controller_failure_limit: int = Field(0, ge=-1, le=1_000_000)
+    preemption_grace_s: float = Field(0.0, ge=0, le=24 * 3600)
     relax_collectives_on_preemption: bool = False
 
 
@@ -185,14 +195,14 @@ class ExpectSpec(_Strict):
 
     outcome: Literal["succeeded", "failed"] = "succeeded"
     #: properties that must hold; None: every property that applies to the workload
-    properties: Optional[List[Literal[PROPERTIES]]] = None  # type: ignore[valid-type]
+    properties: Optional[List[Literal[PROPERTIES]]] = Field(None, max_length=64)  # type: ignore[valid-type]
     #: properties pinned to FAIL for a stated reason (known Ray gaps), so the suite notices when they close
-    violations: List[PinnedViolation] = Field(default_factory=list)
+    violations: List[PinnedViolation] = Field(default_factory=list, max_length=64)
     error_type: Optional[str] = Field(None, max_length=200)
-    recovery_bound_s: Optional[float] = Field(None, gt=0)
+    recovery_bound_s: Optional[float] = Field(None, gt=0, le=7 * 24 * 3600)
     #: most steps one restart may redo (bounded_lost_work); None: the largest gap between
     #: reported checkpoints plus the registration lag
-    max_lost_steps: Optional[int] = Field(None, ge=0)
+    max_lost_steps: Optional[int] = Field(None, ge=0, le=1_000_000)
     #: metrics the job reports that never decrease over the kept lineage (monotonic_counters)
     monotonic: Optional[List[Annotated[str, Field(min_length=1, max_length=200)]]] = Field(None, max_length=64)
 
@@ -297,13 +307,13 @@ class Scenario(_Strict):
     """An ftharness scenario: the cluster, the training workload, Ray Train's failure
     budgets, the faults to inject and what the run must show (`expect`)."""
 
-    name: str = Field(..., min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
-    description: str = ""
+    name: str = Field(..., min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = Field("", max_length=2000)
     cluster: ClusterSpec = Field(default_factory=ClusterSpec)
     workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
     failure_config: FailureConfigSpec = Field(default_factory=FailureConfigSpec)
     #: each fault's spec model is chosen by its `kind` (faults/__init__.py: KINDS)
-    faults: List[FaultSpec] = Field(default_factory=list)
+    faults: List[FaultSpec] = Field(default_factory=list, max_length=100)
     expect: ExpectSpec = Field(default_factory=ExpectSpec)
     timeout_s: float = Field(600, gt=0, le=7 * 24 * 3600)
     #: hold the end of training until every fault has landed or can no longer land;
@@ -311,6 +321,14 @@ class Scenario(_Strict):
     landing_hold: bool = True
     #: folder of the scenario file; entrypoint modules are looked up there first
     base_dir: SkipJsonSchema[Optional[str]] = Field(None, exclude=True)
+
+    @field_validator("name")
+    @classmethod
+    def _one_folder(cls, v: str) -> str:
+        if v in (".", ".."):
+            raise ValueError(f"{v!r} names no folder of its own (the results folder is named after it); "
+                             f"allowed: letters, digits, '_', '-' and '.'")
+        return v
 
     @model_validator(mode="after")
     def _fits(self):
@@ -405,30 +423,108 @@ def _loc(loc: Tuple[Any, ...]) -> str:
     return "".join(parts)
 
 
-def format_validation_error(e: ValidationError) -> str:
-    """The first error, as `field.path: what is wrong (got value)`."""
-    err = e.errors()[0]
+def _model_at(loc: Tuple[Any, ...]):
+    """The model whose keys are allowed at `loc` (pydantic's raw location of an unknown key)."""
+    from pydantic import BaseModel
+    from typing import get_args
+
+    from ftharness.faults import REGISTRY
+
+    model, parts = Scenario, list(loc[:-1])
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        if isinstance(part, int):
+            i += 1
+            continue
+        if model is Scenario and part == "faults":
+            # ('faults', 0, 'kill_worker', ...): the tag picks the fault's spec
+            tag = parts[i + 2] if len(parts) > i + 2 else None
+            if tag not in REGISTRY:
+                return None
+            model, i = REGISTRY[tag].Spec, i + 3
+            continue
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            return None
+        stack, found = [field.annotation], None
+        while stack and found is None:
+            t = stack.pop()
+            if isinstance(t, type) and issubclass(t, BaseModel):
+                found = t
+            else:
+                stack.extend(get_args(t))
+        if found is None:
+            return None
+        model, i = found, i + 1
+    return model
+
+
+def _unknown_key(err: Dict[str, Any], loc: str) -> str:
+    """`loc: unknown key; did you mean X? allowed: a, b, c`."""
+    import difflib
+
+    model = _model_at(tuple(err.get("loc", ())))
+    fault = model is not None and model.__module__.startswith("ftharness.faults")   # its kind is the tag
+    allowed = [n for n in getattr(model, "model_fields", {}) if n != "base_dir" and not (fault and n == "kind")]
+    if not allowed:
+        return f"{loc}: unknown key"
+    key = str(err["loc"][-1])
+    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return f"{loc}: unknown key{hint} allowed: {', '.join(allowed)}"
+
+
+def _format_one(err: Dict[str, Any]) -> str:
     loc, kind = _loc(err.get("loc", ())), err.get("type")
     if kind in ("union_tag_invalid", "union_tag_not_found"):  # the fault kind picks the spec model
         got = repr(err["input"].get("kind")) if isinstance(err.get("input"), dict) else ""
         got = got if len(got) <= 40 else got[:37] + "..."
         what = f"unknown fault kind {got}" if kind == "union_tag_invalid" else "a fault needs a kind"
         return f"{loc}.kind: {what}; allowed: {', '.join(FAULT_KINDS)}"
-    msg = err.get("msg", "invalid").replace("Value error, ", "")
     if kind == "extra_forbidden":
-        msg = "unknown key"
-    elif kind == "literal_error":
+        return _unknown_key(err, loc)
+    msg = err.get("msg", "invalid").replace("Value error, ", "")
+    if kind == "literal_error":
         msg = msg.replace("Input should be", "must be one of")
     elif kind in ("model_type", "model_attributes_type", "dict_type"):
         msg = "must be a mapping"
     got = err.get("input")
-    tail = f" (got {got!r})" if kind not in ("extra_forbidden", "missing", "value_error") and not isinstance(got, dict) else ""
+    shown = repr(got) if not isinstance(got, (dict, list)) else ""
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    tail = f" (got {shown})" if shown and kind not in ("missing", "value_error") else ""
     head, sep, rest = msg.partition(": ")
     if sep and re.fullmatch(r"[A-Za-z_][\w.\[\]]*", head):  # a validator named the field itself
         if loc.split(".")[-1] == head:
             loc = ".".join(loc.split(".")[:-1])
         loc, msg = (f"{loc}.{head}" if loc else head), rest
     return f"{loc}: {msg}{tail}" if loc else f"{msg}{tail}"
+
+
+def validation_problems(e: ValidationError, limit: int = MAX_ERRORS) -> List[str]:
+    """Every error (up to `limit`), each as `field.path: what is wrong (got value)`."""
+    out: List[str] = []
+    for err in e.errors(include_url=False):
+        line = _format_one(err)
+        if line not in out:
+            out.append(line)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def format_validation_error(e: ValidationError) -> str:
+    """The first error, as `field.path: what is wrong (got value)`."""
+    return validation_problems(e, 1)[0]
+
+
+def scenario_error(first: str, problems: Optional[List[str]] = None, total: Optional[int] = None) -> ScenarioError:
+    """A ScenarioError whose message is the first problem (one line); `problems` holds all
+    of them (up to MAX_ERRORS) for `validate`, `total` how many there were."""
+    err = ScenarioError(first)
+    err.problems = problems or [first]
+    err.total = total if total is not None else len(err.problems)
+    return err
 
 
 MAX_MESSAGE = 300
@@ -594,53 +690,174 @@ def parse_scenario(data: Any, source: str = "scenario", base_dir: Optional[str] 
     try:
         sc = Scenario.model_validate({**data, "base_dir": base_dir})
     except ValidationError as e:
-        raise ScenarioError(one_line(f"{source}: {format_validation_error(e)}")) from None
-    except (RecursionError, TypeError, ValueError) as e:
+        problems = [one_line(f"{source}: {p}") for p in validation_problems(e)]
+        raise scenario_error(problems[0], problems, e.error_count()) from None
+    except (RecursionError, TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as e:
         raise ScenarioError(one_line(f"{source}: cannot be read as a scenario ({type(e).__name__})")) from None
     return sc
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """SafeLoader without anchors and aliases: they buy a scenario nothing and let
-    a few hundred bytes expand into gigabytes (the 'billion laughs')."""
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when present: 10x faster, depth-capped
 
-    def compose_node(self, parent, index):
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.YAMLError(f"line {event.start_mark.line + 1}: aliases (*name) are not allowed in scenarios")
-        return super().compose_node(parent, index)
+
+def _refuse(node, what: str):
+    raise yaml.constructor.ConstructorError(None, None, what, getattr(node, "start_mark", None))
+
+
+class _ScenarioLoader(_BaseLoader):
+    """A safe loader for scenario files, bounded and strict:
+
+    - no aliases (*name): they buy a scenario nothing and let a few hundred bytes expand
+      into gigabytes (the 'billion laughs');
+    - at most MAX_NODES values, MAX_ITEMS per list or mapping, MAX_SCALAR characters per
+      value and MAX_DEPTH levels, checked on the composed nodes before any value is built;
+    - a key given twice is refused (YAML would keep the last one silently);
+    - numbers of more than MAX_NUMBER_CHARS characters are refused before conversion
+      (sexagesimal `1:1:1...` and 4,000-digit integers cost minutes of CPU);
+    - dates and times stay strings (`name: 2024-13-01` is a name, not a bad date);
+    - a converter's own failure (`!!int abc`, `!!float x`, `!!binary ?`) is this value's error."""
+
+    def get_single_node(self):
+        node = super().get_single_node()
+        if node is not None:
+            self._check_nodes(node)
+        return node
+
+    @staticmethod
+    def _check_nodes(root) -> None:
+        seen, count, stack = set(), 0, [(root, 1)]
+        while stack:
+            node, depth = stack.pop()
+            if id(node) in seen:
+                _refuse(node, "aliases (*name) are not allowed in scenarios")
+            seen.add(id(node))
+            count += 1
+            if count > MAX_NODES:
+                _refuse(node, f"more than {MAX_NODES} values; a scenario is a page, not a data file")
+            if depth > MAX_DEPTH:
+                _refuse(node, f"nested more than {MAX_DEPTH} levels deep")
+            if isinstance(node, yaml.ScalarNode):
+                if len(node.value) > MAX_SCALAR:
+                    _refuse(node, f"a value of {len(node.value)} characters (at most {MAX_SCALAR})")
+                continue
+            items = node.value
+            if len(items) > MAX_ITEMS:
+                _refuse(node, f"{len(items)} entries in one list or mapping (at most {MAX_ITEMS})")
+            if isinstance(node, yaml.MappingNode):
+                for k, v in items:
+                    stack.append((k, depth + 1))
+                    stack.append((v, depth + 1))
+            else:
+                stack.extend((v, depth + 1) for v in items)
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep)
+        except yaml.YAMLError:
+            raise
+        except Exception as e:  # noqa: BLE001 - PyYAML's converters raise ValueError, KeyError, ...
+            _refuse(node, f"{node.tag.rsplit(':', 1)[-1]} value {node.value[:40]!r} cannot be read "
+                          f"({type(e).__name__})" if isinstance(node, yaml.ScalarNode)
+                    else f"value cannot be read ({type(e).__name__})")
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            keys = set()
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    k = (key_node.tag, key_node.value)
+                    if k in keys:
+                        _refuse(key_node, f"key {key_node.value[:60]!r} given twice (YAML would keep the last one)")
+                    keys.add(k)
+                elif not isinstance(key_node, yaml.ScalarNode):
+                    _refuse(key_node, "a key must be a plain value, not a list or mapping")
+        return super().construct_mapping(node, deep)
+
+    def _short_number(self, node):
+        if len(str(node.value)) > MAX_NUMBER_CHARS:
+            _refuse(node, f"a number of {len(node.value)} characters (at most {MAX_NUMBER_CHARS})")
+
+    def construct_yaml_int(self, node):
+        self._short_number(node)
+        return super().construct_yaml_int(node)
+
+    def construct_yaml_float(self, node):
+        self._short_number(node)
+        return super().construct_yaml_float(node)
+
+    def construct_yaml_timestamp(self, node):
+        return self.construct_scalar(node)
+
+
+_ScenarioLoader.add_constructor("tag:yaml.org,2002:int", _ScenarioLoader.construct_yaml_int)
+_ScenarioLoader.add_constructor("tag:yaml.org,2002:float", _ScenarioLoader.construct_yaml_float)
+_ScenarioLoader.add_constructor("tag:yaml.org,2002:timestamp", _ScenarioLoader.construct_yaml_timestamp)
+_ScenarioLoader.add_constructor("tag:yaml.org,2002:map", _BaseLoader.construct_yaml_map)
+
+_NoAliasLoader = _ScenarioLoader   # the name older callers import
 
 
 def load_yaml_text(raw: bytes, source: str) -> Any:
-    """YAML bytes to data, or a one-line ScenarioError (size, encoding, syntax, depth)."""
+    """YAML bytes to data, or a one-line ScenarioError (size, encoding, syntax, depth, limits)."""
     if len(raw) > MAX_FILE_BYTES:
-        raise ScenarioError(f"{source}: {len(raw)} bytes, more than a scenario may hold ({MAX_FILE_BYTES})")
+        raise ScenarioError(one_line(f"{source}: more than {MAX_FILE_BYTES} bytes, more than a scenario may hold"))
     if b"\x00" in raw:
-        raise ScenarioError(f"{source}: a binary file, not YAML")
+        raise ScenarioError(one_line(f"{source}: a binary file, not YAML"))
+    separators = raw.count(b",") + raw.count(b"\n")
+    if separators > MAX_NODES:   # before parsing: composing that many values alone costs seconds
+        raise ScenarioError(one_line(f"{source}: {separators} lines and commas: more than {MAX_NODES} values; "
+                                     f"a scenario is a page, not a data file"))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ScenarioError(f"{source}: not UTF-8 text (byte {e.start})") from None
+        raise ScenarioError(one_line(f"{source}: not UTF-8 text (byte {e.start})")) from None
     try:
-        return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_ScenarioLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
-        raise ScenarioError(one_line(f"{source}:{where} not valid YAML ({getattr(e, 'problem', None) or e})")) from None
+        problem = str(getattr(e, "problem", None) or e)
+        if "nesting depth" in problem:   # libyaml's own cap
+            problem = f"nested more than {MAX_DEPTH} levels deep"
+        raise ScenarioError(one_line(f"{source}:{where} not valid YAML ({problem})")) from None
     except RecursionError:
-        raise ScenarioError(f"{source}: nested more than {MAX_DEPTH} levels deep") from None
+        raise ScenarioError(one_line(f"{source}: nested more than {MAX_DEPTH} levels deep")) from None
+    except Exception as e:  # noqa: BLE001 - whatever else PyYAML raises is still this file's fault
+        raise ScenarioError(one_line(f"{source}: cannot be read as YAML ({type(e).__name__})")) from None
 
 
 def load_scenario(path: str) -> Scenario:
-    if not os.path.isfile(path):
-        raise ScenarioError(one_line(f"{path}: no such scenario file"))
+    """A validated Scenario from a YAML file: only a regular file is read (a FIFO or a
+    device is refused, never waited on), at most MAX_FILE_BYTES of it."""
+    import stat
+
+    shown = _shown_path(path)
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError, TypeError) as e:
+        why = "no such scenario file" if isinstance(e, FileNotFoundError) else \
+            f"cannot be read ({getattr(e, 'strerror', None) or type(e).__name__})"
+        raise ScenarioError(one_line(f"{shown}: {why}")) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ScenarioError(one_line(f"{shown}: not a regular file (a folder, device or FIFO); "
+                                     f"give a scenario YAML file"))
+    with os.fdopen(fd, "rb") as f:
+        try:
             raw = f.read(MAX_FILE_BYTES + 1)
-    except OSError as e:
-        raise ScenarioError(one_line(f"{path}: cannot be read ({e.strerror})")) from None
-    data = load_yaml_text(raw, path)
-    return parse_scenario(data, source=os.path.basename(path), base_dir=os.path.dirname(os.path.abspath(path)))
+        except OSError as e:
+            raise ScenarioError(one_line(f"{shown}: cannot be read ({e.strerror})")) from None
+    data = load_yaml_text(raw, shown)
+    return parse_scenario(data, source=_shown_path(os.path.basename(path)),
+                          base_dir=os.path.dirname(os.path.abspath(path)))
+
+
+def _shown_path(path: Any, limit: int = 120) -> str:
+    """A path as an error line shows it: control characters escaped, long ones cut in the middle."""
+    from ftharness.safety import printable, redact
+
+    text = printable(redact(str(path)), keep_newlines=False)
+    return text if len(text) <= limit else text[: limit // 2 - 2] + "..." + text[-(limit // 2 - 2):]
 
 
 def default_scenario_path() -> str:
@@ -652,7 +869,7 @@ def default_scenario_path() -> str:
 #: hover and in completion. Keys are "Model.field"; "*.field" applies to every model
 #: (the fault kinds share kind, at and target).
 FIELD_DOCS = {
-    "Scenario.name": "The scenario's name (letters, digits, _ . -): its results folder and suite entry are named after it.",
+    "Scenario.name": "The scenario's name (letters, digits, _ . -; at most 100, not '.' or '..'): its results folder and suite entry are named after it.",
     "Scenario.description": "What the scenario does and why, in a sentence or two (shown in `ftharness list catalog`).",
     "Scenario.cluster": "The cluster the run uses: an embedded one (nodes, CPUs, GPUs, detection profile, network) or an existing one (address).",
     "Scenario.workload": "What trains: the reference workload (exact accumulators) or your own train function (entrypoint), and on which runtime.",

@@ -46,12 +46,23 @@ SOAK_NUM_TO_KEEP = 3
 _UNITS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
 
+#: the longest soak (and mean time between faults) ftharness plans
+MAX_DURATION_S = 7 * 24 * 3600
+#: most faults one soak draws: more is a mistake in --mtbf, not a soak
+MAX_DRAWS = 10_000
+
+
 def parse_duration(text: str, name: str) -> float:
     """'90', '90s', '10m', '1h' or '1.5h' -> seconds; bad input names the option."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d)?\s*", str(text))
+    text = str(text)
+    m = re.fullmatch(r"\s*(\d{1,12}(?:\.\d{1,6})?)\s*(s|m|min|h|d)?\s*", text) if len(text) <= 32 else None
     if not m or float(m.group(1)) <= 0:
-        raise ScenarioError(f"{name}: {text!r} is not a duration (a positive number with s, m, h or d: 90s, 10m, 1h)")
-    return float(m.group(1)) * _UNITS[m.group(2) or ""]
+        raise ScenarioError(f"{name}: {text[:40]!r} is not a duration (a positive number with s, m, h or d: "
+                            f"90s, 10m, 1h)")
+    seconds = float(m.group(1)) * _UNITS[m.group(2) or ""]
+    if seconds > MAX_DURATION_S:
+        raise ScenarioError(f"{name}: {text.strip()} is longer than a soak may run (at most 7d)")
+    return seconds
 
 
 def parse_mix(text: str) -> Dict[str, int]:
@@ -108,6 +119,9 @@ def draw_plan(seed: int, duration_s: float, mtbf_s: float, mix: Optional[Mapping
     quiet tail if recoveries took no time (an upper bound on what is reached)."""
     if mtbf_s <= 0 or duration_s <= 0:
         raise ScenarioError("--mtbf and --duration must be positive")
+    if duration_s / mtbf_s > MAX_DRAWS:
+        raise ScenarioError(f"--mtbf: {mtbf_s:g}s over --duration {duration_s:g}s draws about "
+                            f"{duration_s / mtbf_s:.0f} faults, more than a soak plans ({MAX_DRAWS}); raise --mtbf")
     mix = dict(mix or DEFAULT_MIX)
     rng = random.Random(seed)
     kinds = [k for k, w in mix.items() if w > 0]

@@ -4,6 +4,7 @@ handling of the worst ones (binary files, alias bombs, deep nesting, NaN,
 booleans for numbers, contradictory expectations), with no traceback and in
 bounded time."""
 
+import json
 import os
 import subprocess
 import time
@@ -170,3 +171,201 @@ def test_faults_on_a_cluster_named_in_the_scenario_need_the_opt_in(tmp_path, fla
         assert "--allow-destructive" not in r.stderr
     else:
         assert "cluster.address: 127.0.0.1:1 is a cluster ftharness did not start; its faults need --allow-destructive" in r.stderr
+
+
+# ---------------------------------------------------------------- issue 24, "What was seen" 6 and 8
+def cli(capsys, *args):
+    """(exit code, stderr lines) of the CLI in-process, with its wall time bounded (a `report`
+    that goes on to write a whole page and its plots: 30 s on a loaded machine)."""
+    import ftharness.harness.run.runner  # noqa: F401 - imported once (Ray, torch), outside the timed call
+    import ftharness.reports.html  # noqa: F401
+    from ftharness.harness.frontends.cli import main
+
+    t = time.time()
+    code = main(list(args))
+    assert time.time() - t < (30 if args[0] == "report" and "/dev/full" not in args else 5), args
+    err = capsys.readouterr().err.strip().splitlines()
+    return code, err
+
+
+def one_error(code, err, *words, exit_code=2):
+    assert code == exit_code and len(err) == 1 and len(err[0]) <= MAX_MESSAGE, (code, err)
+    assert "Traceback" not in err[0]
+    for w in words:
+        assert w in err[0], err[0]
+    return err[0]
+
+
+CONVERTERS = {
+    "binary-int": (b"name: n\nworkload: {steps: 0b_}\n", "int value"),
+    "explicit-int": (b"name: n\nworkload: {steps: !!int abc}\n", "int value"),
+    "explicit-float": (b"name: n\ntimeout_s: !!float abc\n", "float value"),
+    "long-int": (b"name: n\nworkload: {steps: " + b"9" * 4301 + b"}\n", "a number of 4301 characters"),
+    "hex-kind": (b"name: n\nfaults: [{kind: 0x" + b"f" * 4000 + b"}]\n", "a number of 4002 characters"),
+    "sexagesimal": (b"name: n\nworkload: {steps: " + b"1:" * 60_000 + b"1}\n", "characters"),
+    "timestamp-junk": (b"name: n\nworkload: {steps: !!timestamp junk}\n", "workload.steps"),
+    "binary-tag": (b"name: n\ndescription: !!binary '@@@'\n", "description"),
+    "duplicate-key": (b"name: n\nfaults: [{kind: kill_worker, target: {rank: 0}, at: {step: 1}}]\nfaults: []\n",
+                      "key 'faults' given twice"),
+    "long-list": (b"name: n\nexpect: {monotonic: [" + b"a, " * 5000 + b"a]}\n", "entries in one list"),
+    "many-values": (b"name: n\ntrain: {" + b"".join(b"k%d: [" % i + b"1, " * 900 + b"1], " for i in range(25))
+                    + b"z: 1}\n", "more than 20000 values"),
+    "long-value": (b"name: n\ndescription: '" + b"x" * 20_000 + b"'\n", "a value of 20000 characters"),
+    "long-name": (b"name: " + b"n" * 101 + b"\n", "name"),
+    "dotdot": (b"name: '..'\n", "name"),
+    "many-faults": (b"name: n\nworkload: {steps: 500}\nfaults: [" +
+                    b", ".join(b"{kind: kill_worker, target: {rank: 0}, at: {step: %d}}" % (i + 1) for i in range(101))
+                    + b"]\n", "faults"),
+    "big-count": (b"name: n\nworkload: {batch_size: 100000000000}\n", "workload.batch_size"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONVERTERS))
+def test_every_converter_error_and_limit_is_one_line(tmp_path, capsys, case):
+    raw, words = CONVERTERS[case]
+    path = tmp_path / f"{case}.yaml"
+    path.write_bytes(raw)
+    code, err = cli(capsys, "validate", str(path))
+    assert code == 2 and err and all(len(line) <= MAX_MESSAGE for line in err), err
+    assert words in err[0], err
+
+
+def test_a_date_is_a_name_not_a_crash(tmp_path, capsys):
+    path = tmp_path / "d.yaml"
+    path.write_bytes(b"name: 2024-13-01\n")
+    assert cli(capsys, "validate", str(path))[0] == 0
+
+
+def test_a_long_path_and_a_newline_in_the_name_stay_one_line(tmp_path, capsys):
+    deep = tmp_path / ("d" * 200) / ("e" * 200)
+    deep.mkdir(parents=True)
+    for name in ("x" * 200 + ".yaml", "two\nlines.yaml"):
+        path = deep / name
+        path.write_bytes(b"name: [unclosed\n")
+        one_error(*cli(capsys, "validate", str(path)), "not valid YAML")
+
+
+def test_the_300_character_cap_holds_for_the_whole_line(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: n\nexpect: {error_type: '" + "E" * 250 + "'}\n")
+    one_error(*cli(capsys, "validate", str(path)), "expect.error_type")
+
+
+def test_validate_lists_every_error_with_suggestions(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: n\nworkload: {stepz: 3, batch_size: -1}\ncluster: {nodez: 2}\ntimeout_s: -1\n")
+    code, err = cli(capsys, "validate", str(path))
+    assert code == 2 and len(err) == 4, err
+    assert any("workload.stepz: unknown key; did you mean steps? allowed: kind, entrypoint" in e for e in err), err
+    assert any("cluster.nodez: unknown key; did you mean nodes?" in e for e in err), err
+    assert all(len(e) <= MAX_MESSAGE for e in err)
+
+
+def test_validate_checks_what_run_checks(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text("name: n\nworkload: {entrypoint: 'nosuchmod:train'}\n")
+    one_error(*cli(capsys, "validate", str(path)), "workload.entrypoint", "nosuchmod")
+    kill = tmp_path / "k.yaml"
+    kill.write_text("name: k\nfailure_config: {max_failures: 1}\n"
+                    "faults: [{kind: kill_worker, target: {rank: 0}, at: {step: 2}}]\n")
+    one_error(*cli(capsys, "validate", str(kill), "--address", "10.1.1.1:6379"), "--allow-destructive")
+    one_error(*cli(capsys, "validate", str(kill), "--out", "/proc/x"), "--out", "/proc")
+    assert cli(capsys, "validate", str(kill), "--address", "10.1.1.1:6379", "--allow-destructive")[0] == 0
+
+
+@pytest.mark.parametrize("out, words", [
+    ("FILE", "is a file"), ("/proc/self/x", "/proc"), ("/dev/null", "/dev"), ("x" * 5000, "characters"),
+    ("NOWRITE/sub", "not writable"), ("a\nb", "control character")])
+def test_run_checks_out_before_anything_starts(tmp_path, capsys, out, words):
+    (tmp_path / "FILE").write_text("x")
+    ro = tmp_path / "NOWRITE"
+    ro.mkdir(mode=0o500)
+    out = str(tmp_path / out) if out in ("FILE", "NOWRITE/sub") else out
+    if os.geteuid() == 0 and "NOWRITE" in out:
+        pytest.skip("root writes anywhere")
+    for command in (["run"], ["soak", "--duration", "10s"], ["suite"]):
+        one_error(*cli(capsys, *command, "--out", out), "--out", words)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["soak", "--duration", "1000000h"], "--duration"), (["soak", "--duration", "1" * 5000], "--duration"),
+    (["soak", "--mtbf", "0.001s", "--duration", "7d"], "--mtbf"),
+    (["plan", "--accelerators", "8", "--days", "1", "--accelerators-per-node", "0"], "--accelerators-per-node"),
+    (["plan", "--accelerators", "8", "--days", "1e308"], "--days"),
+    (["plan", "--accelerators", "8", "--days", "1", "--runs", "0"], "--runs"),
+    (["plan", "--accelerators", "8", "--days", "nan"], "--days"),
+    (["run", "--steps", "100000000000"], "workload.steps")])
+def test_numbers_and_durations_are_bounded(capsys, args, words):
+    one_error(*cli(capsys, *args), words)
+
+
+def test_report_compare_verdict_outputs(tmp_path, capsys):
+    data = os.path.join(REPO, "tests", "data", "kill-worker")
+    one_error(*cli(capsys, "report", data, "--out", str(tmp_path / "r"), "--junit", "/dev/full"), "--junit", "/dev")
+    (tmp_path / "FILE").write_text("x")
+    one_error(*cli(capsys, "compare", f"a={data}", "--out", str(tmp_path / "FILE")), "--out", "is a file")
+    for journal in ({"ftharness": "x"}, {"experiment": []}, {"ftharness": {"mismatches": 3}}, [1]):
+        (tmp_path / "j.json").write_text(json.dumps(journal))
+        one_error(*cli(capsys, "verdict", str(tmp_path / "j.json")), "j.json")
+    (tmp_path / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
+    one_error(*cli(capsys, "verdict", str(tmp_path / "deep.json")), "deep.json")
+    one_error(*cli(capsys, "schema", "--out", "/dev/full"), "--out")
+
+
+# ---------------------------------------------------------------- issue 24, "What was seen" 7
+def damaged(tmp_path, history=None, summary=None, scenario=None):
+    """A copy of tests/data/kill-worker with one file replaced."""
+    import shutil
+
+    folder = tmp_path / "r"
+    shutil.copytree(os.path.join(REPO, "tests", "data", "kill-worker"), folder)
+    for name, value in (("history.jsonl", history), ("summary.json", summary), ("scenario.yaml", scenario)):
+        if value is not None:
+            (folder / name).unlink()
+            if callable(value):
+                value(str(folder / name))
+            else:
+                (folder / name).write_bytes(value if isinstance(value, bytes) else value.encode())
+    return str(folder)
+
+
+HISTORIES = {
+    "infinity": b'{"seq": Infinity, "kind": "run_start"}\n',
+    "deep": b"[" * 200_000 + b"]" * 200_000 + b"\n",
+    "string-seq": b'{"seq": "1", "kind": "run_start"}\n{"seq": null}\n',
+    "trillion": b'{"seq": 1, "kind": "run_start"}\n{"seq": 1000000000000, "kind": "x", "emitter": "e", '
+                b'"eseq": 1000000000000}\n',
+    "long-line": b'{"seq": 1, "kind": "' + b"x" * (3 << 20) + b'"}\n{"seq": 2}\n',
+    "no-newline": b"x" * (3 << 20),
+    "dev-zero": lambda p: os.symlink("/dev/zero", p),
+    "fifo": lambda p: os.mkfifo(p),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HISTORIES))
+def test_damaged_histories_are_read_in_bounded_time(tmp_path, capsys, case):
+    folder = damaged(tmp_path, history=HISTORIES[case])
+    for command in (["check", folder], ["trace", folder, "--out", str(tmp_path / "t.json")],
+                    ["report", folder, "--out", str(tmp_path / "rep")]):
+        code, err = cli(capsys, *command)
+        assert code in (0, 2, 3), (command, code, err)
+        assert not any("internal error" in e or "Traceback" in e for e in err), err
+        assert all(len(e) <= MAX_MESSAGE for e in err)
+    assert cli(capsys, "check", folder)[0] in (2, 3)   # never PASS on a damaged history
+
+
+@pytest.mark.parametrize("what", ["summary-list", "summary-garbage", "scenario-garbage", "scenario-fifo"])
+def test_damaged_summary_and_scenario_are_one_line(tmp_path, capsys, what):
+    folder = damaged(tmp_path, **{
+        "summary-list": {"summary": "[]"}, "summary-garbage": {"summary": "{\"verdict\": "},
+        "scenario-garbage": {"scenario": "name: [x"}, "scenario-fifo": {"scenario": lambda p: os.mkfifo(p)}}[what])
+    for command in (["check", folder], ["report", folder, "--out", str(tmp_path / "rep")]):
+        code, err = cli(capsys, *command)
+        assert code in (0, 2, 3) and not any("internal error" in e for e in err), (command, code, err)
+
+
+def test_another_scenario_yaml_cannot_relabel_the_history(tmp_path, capsys):
+    """What was seen 7: a swapped-in scenario.yaml turned a recorded kill_worker into a landed kill_node."""
+    text = open(os.path.join(REPO, "tests", "data", "kill-worker", "scenario.yaml")).read()
+    folder = damaged(tmp_path, scenario=text.replace("- kind: kill_worker", "- kind: kill_node"))
+    one_error(*cli(capsys, "check", folder), "fault 0 is kill_node in scenario.yaml, kill_worker in the history")

@@ -271,9 +271,10 @@ def fake_run(monkeypatch, module, name):
         make_results(Path(options.out_dir), "kill", [kill()])
         return summary_of(options.out_dir)
 
-    def run_suite(scenarios, out, address=None, progress=True):
+    def run_suite(scenarios, out, address=None, progress=True, **kwargs):
         return [summary_of(make_results(Path(out) / n, n, [kill()])) for n in ("kill", "kill-again")]
 
+    monkeypatch.setattr(ftharness.harness.run.runner, "preflight", lambda scenario: None)   # any host
     target = {"runner": ftharness.harness.run.runner, "suite": ftharness.harness.run.suite}[module]
     monkeypatch.setattr(target, name, {"run_scenario": run_scenario, "run_suite": run_suite}[name])
 

@@ -34,7 +34,7 @@ import ray
 from ftharness.harness.cluster import netns
 from ftharness.harness.cluster import ray_private as rp
 from ftharness.harness.cluster.ns_node import NamespaceNode
-from ftharness.harness.cluster.reaper import alive, descendants, identify, kill_all
+from ftharness.harness.cluster.reaper import alive, descendants, identify, kill_all, message as reaper_message
 from ftharness.errors import ClusterError
 
 #: Ray Core settings per detection profile. "fast" makes GCS declare a dead or
@@ -97,25 +97,25 @@ class _Reaper:
         )
 
     def watch(self, pids: List[int]) -> None:
-        self._send(" ".join(str(p) for p in pids))
+        self._send(reaper_message(pids=[int(p) for p in pids]))
 
     def remove_dir_on_crash(self, path: str) -> None:
-        self._send(f"dir {path}")
+        self._send(reaper_message(dir=path))
 
     def remove_on_crash(self, kind: str, name: str) -> None:
         """A network namespace ("netns") or a link ("link") to delete if the harness dies."""
-        self._send(f"{kind} {name}")
+        self._send(reaper_message(**{kind: name}))
 
     def _send(self, line: str) -> None:
         try:
-            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.write(line)
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError):
             pass
 
     def release(self) -> None:
         try:
-            self.proc.stdin.write("done\n")
+            self.proc.stdin.write(reaper_message(done=True))
             self.proc.stdin.close()
         except (BrokenPipeError, ValueError):
             pass
@@ -339,9 +339,12 @@ class EmbeddedCluster:
         t0 = time.time()
         self._reaper = _Reaper()
         atexit.register(self.close)
-        # A short private temp dir: Ray's socket paths must stay under 107 bytes.
-        self._temp_dir = tempfile.mkdtemp(prefix="fth-", dir="/tmp")
-        self._reaper.remove_dir_on_crash(self._temp_dir)
+        # A short private temp dir: Ray's socket paths must stay under 107 bytes. Ray makes
+        # its temp dir mode 0777, so it lives inside a fresh folder of mode 0700 (mkdtemp's).
+        self._private_dir = tempfile.mkdtemp(prefix="fth-", dir="/tmp")
+        self._reaper.remove_dir_on_crash(self._private_dir)
+        self._temp_dir = os.path.join(self._private_dir, "r")
+        os.mkdir(self._temp_dir, 0o700)
         # Ray records "the current cluster" under $RAY_TMPDIR (default /tmp/ray);
         # a private one keeps `address="auto"` elsewhere on the host off our cluster.
         self._old_ray_tmpdir = os.environ.get("RAY_TMPDIR")
@@ -425,7 +428,7 @@ class EmbeddedCluster:
             _end_capture(self._capture)   # before the temp dir goes: Ray's logs are in it
             self._capture = None
             if self._temp_dir:
-                _remove_dir(self._temp_dir)
+                _remove_dir(getattr(self, "_private_dir", None) or self._temp_dir)
                 self._temp_dir = None
             if hasattr(self, "_old_ray_tmpdir"):
                 if self._old_ray_tmpdir is None:

@@ -1,8 +1,12 @@
 """Kills an embedded cluster's processes when the harness process dies.
 
-Started by `EmbeddedCluster` in its own session, it reads pids from stdin, one
-line per node, plus `dir PATH`, `netns NAME` and `link NAME` lines for what
-to remove. "done" means the harness shut the cluster down itself. End of
+Started by `EmbeddedCluster` in its own session, it reads messages from stdin,
+one JSON object a line (`message()` writes them: a name with a newline or a
+space cannot split or forge one): `{"pids": [...]}` per node, `{"dir": PATH}`,
+`{"netns": NAME}` and `{"link": NAME}` for what to remove, `{"done": true}`
+when the harness shut the cluster down itself. A folder is removed only if it
+is one ftharness makes in the temp dir (`fth-*`, `ftharness-spool-*`), a
+malformed line is ignored. End of
 input without "done" means the harness died (SIGKILL, OOM, crash): every
 process received, and every descendant of them (Ray workers and agents are
 raylet children), gets SIGKILL. Descendants are sampled every half second while
@@ -13,8 +17,10 @@ start time, so a recycled pid is never killed.
 
 from __future__ import annotations
 
+import json
 import os
 import select
+import tempfile
 import shutil
 import signal
 import sys
@@ -85,6 +91,48 @@ def kill_all(procs: Set[Proc]) -> None:
             pass
 
 
+#: the folders a reaper may remove: ftharness's own, directly in the temp dir
+OWN_DIR_PREFIXES = ("fth-", "ftharness-spool-")
+MAX_LINE = 1 << 16
+
+
+def message(**fields) -> str:
+    """One line of the reaper's input (pids, dir, netns, link or done)."""
+    return json.dumps(fields, separators=(",", ":")) + "\n"
+
+
+def own_dir(path: object) -> bool:
+    """A folder ftharness made in the temp dir (never a symlink, never anything above it)."""
+    if not isinstance(path, str) or not os.path.isabs(path) or "\n" in path:
+        return False
+    parent, name = os.path.split(os.path.normpath(path))
+    return (parent in (tempfile.gettempdir(), "/tmp") and name.startswith(OWN_DIR_PREFIXES)
+            and name not in OWN_DIR_PREFIXES and not os.path.islink(path))
+
+
+def parse(line: str) -> Optional[Tuple[str, object]]:
+    """(what, value) of one message, or None for anything the harness would not write."""
+    if len(line) > MAX_LINE:
+        return None
+    try:
+        msg = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(msg, dict) or len(msg) != 1:
+        return None
+    (key, value), = msg.items()
+    if key == "done" and value is True:
+        return key, value
+    if key == "pids" and isinstance(value, list) and all(type(p) is int and 0 < p < 1 << 22 for p in value):
+        return key, value
+    if key == "dir" and own_dir(value):
+        return key, value
+    if key in ("netns", "link") and isinstance(value, str) and value.startswith("fth") and value.isprintable() \
+            and " " not in value and len(value) <= 64:
+        return key, value
+    return None
+
+
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C goes to the harness, which cleans up
     roots: Set[int] = set()
@@ -100,16 +148,21 @@ def main() -> None:
                 break  # the harness died without saying "done"
             buf += chunk
             *lines, buf = buf.split("\n")
+            if len(buf) > MAX_LINE:
+                buf = ""   # not a message of ours
             for line in lines:
-                if line.strip() == "done":
+                parsed = parse(line)
+                if parsed is None:
+                    continue
+                what, value = parsed
+                if what == "done":
                     return
-                if line.startswith("dir "):
-                    dirs.append(line[4:].strip())
-                    continue
-                if line.startswith(("netns ", "link ")):
-                    network.append(tuple(line.split(None, 1)))
-                    continue
-                roots.update(int(p) for p in line.split() if p.isdigit())
+                if what == "dir":
+                    dirs.append(value)
+                elif what in ("netns", "link"):
+                    network.append((what, value))
+                else:
+                    roots.update(value)
         known |= identify(descendants(roots))
     known |= identify(descendants({p for p, _ in known}))
     kill_all(known)
@@ -117,7 +170,8 @@ def main() -> None:
         known |= identify(descendants({p for p, _ in known}))
         kill_all(known)
         for d in dirs:
-            shutil.rmtree(d, ignore_errors=True)
+            if own_dir(d):
+                shutil.rmtree(d, ignore_errors=True)
         time.sleep(0.5)
     if network:
         from ftharness.harness.cluster.netns import remove_leftovers

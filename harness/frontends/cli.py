@@ -21,7 +21,8 @@ from typing import List, Optional
 
 from ftharness.scenarios.verdict import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_PASS, exit_code, overall)
 from ftharness.errors import ClusterError, InputError, ScenarioError
-from ftharness.harness.run.guard import check_existing, cluster_address
+from ftharness.harness.run.guard import check_route
+from ftharness.safety import output_dir_problem, output_file_problem, printable, redact
 from ftharness.scenarios.schema import one_line
 
 EXIT_INTERRUPTED = 130
@@ -29,8 +30,22 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports it
 
 
 def _fail(msg: str) -> int:
-    print(f"ftharness: error: {one_line(msg)}", file=sys.stderr)
+    """One line (at most 300 characters, prefix included), credentials redacted, exit 2."""
+    print(one_line(f"ftharness: error: {printable(redact(str(msg)))}"), file=sys.stderr)
     return EXIT_CANNOT_RUN
+
+
+def check_out(out: str, flag: str = "--out") -> None:
+    """A results folder this run creates, refused before anything starts (ScenarioError)."""
+    why = output_dir_problem(out)
+    if why:
+        raise ScenarioError(f"{flag} {out[:120]}: {why}")
+    if os.path.exists(os.path.join(out, "summary.json")):
+        raise ScenarioError(f"{flag} {out}: already holds a run; choose another folder")
+
+
+def default_out(name: str, kind: str = "") -> str:
+    return os.path.join("results", f"{name}{kind}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
 def internal_error(exc: BaseException, folder: Optional[str] = None) -> int:
@@ -47,8 +62,8 @@ def internal_error(exc: BaseException, folder: Optional[str] = None) -> int:
             f.write(text)
     except OSError:
         path = "(could not be written)"
-    print(f"ftharness: internal error: {one_line(f'{type(exc).__name__}: {exc}', 200)}; traceback in {path}",
-          file=sys.stderr)
+    print(one_line(f"ftharness: internal error: {one_line(printable(redact(f'{type(exc).__name__}: {exc}')), 200)}; "
+                   f"traceback in {path}"), file=sys.stderr)
     return EXIT_INTERNAL
 
 
@@ -114,19 +129,13 @@ def cmd_run(args) -> int:
         if args.submit is not None:
             return _submit(args, scenario)
         require_release(scenario)
-        if scenario.workload.runtime == "torchrun":   # no Ray cluster, so RAY_ADDRESS is not ours to read
-            if args.address:
-                return _fail(f"--address: workload.runtime torchrun starts its own agents and uses no Ray "
-                             f"cluster ({args.address})")
-            address, source = None, None
-        else:
-            address, source = cluster_address(args.address, scenario)
-            check_existing(scenario, address, source, args.allow_destructive)
-        out = out or os.path.join("results", f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}")
-        if os.path.exists(os.path.join(out, "summary.json")):
-            return _fail(f"--out {out}: already holds a run; choose another folder")
-        options = RunOptions(out_dir=out, address=address, resume=args.resume, address_source=source,
-                             progress=not args.quiet, allow_destructive=args.allow_destructive)
+        target = check_route(scenario, args.allow_destructive, address=args.address)
+        out = out or default_out(scenario.name)
+        check_out(out)
+        if args.resume and not os.path.isdir(args.resume):
+            return _fail(f"--resume {args.resume}: not a results folder (no such directory)")
+        options = RunOptions(out_dir=out, address=target.address, resume=args.resume, address_source=target.source,
+                             progress=not args.quiet, allow_destructive=target.allow_destructive)
         _logs(args, out)
         summary = run_scenario(scenario, options)
     except (ScenarioError, ClusterError) as e:
@@ -154,10 +163,9 @@ def _submit(args, scenario) -> int:
     if scenario.cluster.network != "shared":
         return _fail("--submit: cluster.network: namespaces builds an embedded cluster; a submitted run "
                      "uses the cluster's own hosts (allowed: shared)")
-    check_existing(scenario, args.submit, "--submit", args.allow_destructive)
-    out = args.out or os.path.join("results", f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}")
-    if os.path.exists(os.path.join(out, "summary.json")):
-        return _fail(f"--out {out}: already holds a run; choose another folder")
+    check_route(scenario, args.allow_destructive, address=args.submit, source="--submit")
+    out = args.out or default_out(scenario.name)
+    check_out(out)
     submit_run(scenario, args.submit, out, args.allow_destructive, quiet=args.quiet)
     with open(os.path.join(out, "summary.json")) as f:
         summary = json.load(f)
@@ -180,21 +188,21 @@ def cmd_soak(args) -> int:
         plan = draw_plan(args.seed, parse_duration(args.duration, "--duration"),
                          parse_duration(args.mtbf, "--mtbf"), parse_mix(args.mix))
         scenario = soak_scenario(base, plan)
-        address, source = cluster_address(args.address, scenario)
-        check_existing(scenario, address, source, args.allow_destructive, has_faults=bool(plan.draws))
+        # a soak is a fault process whatever it drew (the runner's check_handle sees it the same way)
+        target = check_route(scenario, args.allow_destructive, address=args.address, has_faults=True)
+        address, source = target.address, target.source
         if address and any(d.spec.get("replace") for d in plan.draws):
             return _fail(f"{source}: a soak replaces the nodes it kills; ftharness cannot add nodes to {address} "
                          f"(use --mix without kill_node and preempt_node there)")
-        out = out or os.path.join("results", f"{scenario.name}-{time.strftime('%Y%m%d-%H%M%S')}")
-        if os.path.exists(os.path.join(out, "summary.json")):
-            return _fail(f"--out {out}: already holds a run; choose another folder")
+        out = out or default_out(scenario.name)
+        check_out(out)
         if base.faults:
             print(f"ftharness: the {len(base.faults)} fault(s) of {base.name} are not used; "
                   f"the soak draws its own", file=sys.stderr)
         print(f"soak: {len(plan.draws)} fault(s) drawn (seed {plan.seed}); budgets sized to "
               f"{scenario.failure_config.model_dump()}", file=sys.stderr)
         options = RunOptions(out_dir=out, address=address, progress=not args.quiet, address_source=source,
-                             allow_destructive=args.allow_destructive)
+                             allow_destructive=target.allow_destructive)
         _logs(args, out)
         summary = run_soak(scenario, plan, options)
     except (ScenarioError, ClusterError) as e:
@@ -220,15 +228,20 @@ def print_soak(soak) -> None:
 
 
 def cmd_suite(args) -> int:
-    from ftharness.harness.run.suite import collect, run_suite
+    from ftharness.harness.run.runner import preflight
+    from ftharness.harness.run.suite import collect, run_suite, targets
 
     out = args.out
     try:
         scenarios = collect(args.paths)
-        for s in scenarios:
-            if s.workload.runtime == "ray_train":   # a torchrun scenario never touches the cluster
-                check_existing(s, *cluster_address(args.address, s), args.allow_destructive)
-        out = out or os.path.join("results", f"suite-{time.strftime('%Y%m%d-%H%M%S')}")
+        targets(scenarios, args.address, args.allow_destructive)   # every scenario's cluster, before any runs
+        out = out or default_out("suite")
+        check_out(out)
+        for s in scenarios:   # what `run` would refuse at its start, for every scenario before the first runs
+            try:
+                preflight(s)
+            except ScenarioError as e:
+                raise ScenarioError(f"{s.name}: {e} (nothing ran; leave this scenario out to run the others)") from None
         repeat = getattr(args, "repeat", 1)
         if repeat < 1:
             return _fail(f"--repeat: {repeat} is not a count >= 1")
@@ -240,8 +253,8 @@ def cmd_suite(args) -> int:
         for i, folder in enumerate(rounds, 1):   # each round a suite folder: `compare X=OUT/repeat-*` reads them
             if repeat > 1:
                 print(f"suite: repeat {i}/{repeat} -> {folder}", file=sys.stderr, flush=True)
-            summaries += run_suite(scenarios, folder, address=args.address or os.environ.get("RAY_ADDRESS"),
-                                   progress=not args.quiet)
+            summaries += run_suite(scenarios, folder, address=args.address, progress=not args.quiet,
+                                   allow_destructive=args.allow_destructive)
     except (ScenarioError, ClusterError) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
@@ -291,51 +304,83 @@ def cmd_check(args) -> int:
                           "faults": summary["faults"]}, indent=2, default=str))
         return exit_code(judged["verdict"])
     for p in judged["properties"]:
-        print(f"{p['status']} {p['property']}: {one_line(p['message'])}")
+        print(f"{p['status']} {p['property']}: {_safe(p['message'])}")
     for u in judged["unasked_failures"]:
-        print(f"WARNING {u['property']}: failed, but the scenario did not ask for it: {one_line(u['explanation'])}")
+        print(f"WARNING {u['property']}: failed, but the scenario did not ask for it: {_safe(u['explanation'])}")
     for f in summary["faults"]:
-        print(f"{'LANDED' if f['landed'] else 'MISSED'} fault {f['index']} ({f['kind']}): {one_line(f['evidence'])}")
+        print(f"{'LANDED' if f['landed'] else 'MISSED'} fault {f['index']} ({_safe(f['kind'], 40)}): "
+              f"{_safe(f['evidence'])}")
     print(f"{judged['verdict']} {summary['scenario']}")
     for m in summary["mismatches"]:
-        print(f"  - {one_line(m)}")
+        print(f"  - {_safe(m)}")
     for m in summary["inconclusive"]:
-        print(f"  ? {one_line(m)}")
+        print(f"  ? {_safe(m)}")
     return exit_code(judged["verdict"])
+
+
+def _safe(text, limit: int = 300) -> str:
+    """Text from a results folder, for the terminal: one line, control characters escaped."""
+    return one_line(printable(redact(str(text))), limit)
 
 
 def cmd_verdict(args) -> int:
     """PASS, FAIL or INCONCLUSIVE of a Chaos Toolkit journal and the run behind it."""
     from ftharness.harness.frontends.ctk.control import journal_verdict
 
-    try:
-        with open(args.journal) as f:
-            journal = json.load(f)
-    except (OSError, ValueError) as e:
-        return _fail(f"{args.journal}: not a readable Chaos Toolkit journal ({type(e).__name__})")
+    from ftharness.history.records import read_json_file
+
+    journal = read_json_file(args.journal, missing=KeyError)
+    if journal is KeyError or journal is None:
+        return _fail(f"{args.journal}: not a readable Chaos Toolkit journal (a JSON file of at most 64 MiB)")
     if not isinstance(journal, dict):
         return _fail(f"{args.journal}: not a Chaos Toolkit journal (not a JSON object)")
+    for key, kind in (("experiment", dict), ("ftharness", dict), ("steady_states", dict)):
+        if journal.get(key) is not None and not isinstance(journal[key], kind):
+            return _fail(f"{args.journal}: {key}: must be a JSON object (got {type(journal[key]).__name__})")
+    fth = journal.get("ftharness") or {}
+    for key in ("mismatches", "inconclusive"):
+        if fth.get(key) is not None and not isinstance(fth[key], list):
+            return _fail(f"{args.journal}: ftharness.{key}: must be a list")
+    if (journal.get("steady_states") or {}).get("after") not in (None, {}) and \
+            not isinstance(journal["steady_states"]["after"], dict):
+        return _fail(f"{args.journal}: steady_states.after: must be a JSON object")
     verdict = journal_verdict(journal)
     title = (journal.get("experiment") or {}).get("title", args.journal)
-    print(f"{verdict['verdict']} {title}")
+    print(f"{verdict['verdict']} {_safe(title, 200)}")
     for reason in verdict["reasons"]:
-        print(f"  - {one_line(reason)}")
+        print(f"  - {_safe(reason)}")
     results = (journal.get("ftharness") or {}).get("results_dir")
     if results:
-        print(f"results: {results}")
+        print(f"results: {_safe(results)}")
     return exit_code(verdict["verdict"])
 
 
 def cmd_validate(args) -> int:
-    from ftharness.scenarios.schema import load_scenario, require_release
+    """Everything `run` checks before it starts, for every file: the file itself (every error,
+    up to MAX_ERRORS, one line each), the Ray release it needs, the modules it names, the host it
+    needs, the cluster guard (with --address / --allow-destructive as `run` takes them), and --out."""
+    from ftharness.harness.run.runner import preflight
+    from ftharness.scenarios.schema import MAX_ERRORS, load_scenario, require_release
 
     status = EXIT_PASS
+    if args.out is not None:
+        why = output_dir_problem(args.out)
+        if why:
+            return _fail(f"--out {args.out[:120]}: {why}")
     for path in args.scenarios:
         try:
-            require_release(load_scenario(path), args.ray)
-            print(f"ok {path}")
+            scenario = load_scenario(path)
+            require_release(scenario, args.ray)
+            check_route(scenario, args.allow_destructive, address=args.address)
+            preflight(scenario)
+            print(f"ok {printable(path, keep_newlines=False)}")
         except ScenarioError as e:
-            print(f"ftharness: error: {e}", file=sys.stderr)
+            problems = getattr(e, "problems", None) or [str(e)]
+            for line in problems[:MAX_ERRORS]:
+                _fail(line)
+            more = getattr(e, "total", len(problems)) - len(problems[:MAX_ERRORS])
+            if more > 0:
+                _fail(f"{printable(os.path.basename(path), False)[:100]}: and {more} more error(s)")
             status = EXIT_CANNOT_RUN
     return status
 
@@ -353,6 +398,9 @@ def cmd_schema(args) -> int:
     if not args.schema_out:
         sys.stdout.write(text)
         return EXIT_PASS
+    why = output_file_problem(args.schema_out)
+    if why:
+        return _fail(f"--out {args.schema_out[:120]}: {why}")
     try:
         with open(args.schema_out, "w") as f:
             f.write(text)
@@ -402,12 +450,44 @@ def cmd_trace(args) -> int:
 
     if not os.path.isfile(os.path.join(args.results, "history.jsonl")):
         return _fail(f"{args.results}: not a results folder (no history.jsonl)")
+    target = args.trace_out or os.path.join(args.results, "trace.json")
+    if os.path.islink(target):
+        return _fail(f"{'--out ' if args.trace_out else ''}{target}: is a symlink; ftharness writes only files "
+                     f"it creates (remove it, or give --out)")
+    why = output_file_problem(target)
+    if why:
+        return _fail(f"--out {target[:120]}: {why}")
     try:
         path = write_trace(args.results, args.trace_out)
-    except OSError as e:
-        return _fail(f"--out {args.trace_out}: cannot be written ({e.strerror})")
+    except (OSError, ValueError) as e:
+        return _fail(f"{target}: cannot be written ({getattr(e, 'strerror', None) or e})")
     print(f"trace: {os.path.abspath(path)} (open it in https://ui.perfetto.dev or chrome://tracing)")
     return EXIT_PASS
+
+
+#: (option, lowest, highest) of `plan`'s numbers; None: no bound that side
+PLAN_RANGES = (("accelerators", 1, 10_000_000), ("accelerators_per_node", 1, 1024), ("days", 1e-6, 3650),
+               ("spot_fraction", 0, 1), ("runs", 1, 100_000), ("target", 1e-9, 1 - 1e-9), ("mtbf", 1e-6, 1e9),
+               ("interval_s", 1e-6, 1e9), ("checkpoint_every", 1, 10**9), ("step_s", 1e-9, 1e6),
+               ("checkpoint_s", 0, 1e6), ("recovery_s", 0, 1e7), ("lag_s", 0, 1e6), ("notice_s", 0, 1e6),
+               ("replacement_s", 0, 1e7), ("max_failures", -1, 10**6), ("max_preemption_failures", -1, 10**6),
+               ("controller_failure_limit", -1, 10**6))
+
+
+def plan_argument_problem(args) -> Optional[str]:
+    """The first `plan` option out of its range, as one line; None when all fit."""
+    import math
+
+    for name, lo, hi in PLAN_RANGES:
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{flag}: {value} is not a finite number"
+        if not lo <= value <= hi:
+            return f"{flag}: {value} is out of range (allowed: {lo:g} to {hi:g})"
+    return None
 
 
 def cmd_plan(args) -> int:
@@ -418,6 +498,10 @@ def cmd_plan(args) -> int:
     from ftharness.scenarios.simulator.engine import Job
     from ftharness.scenarios.simulator.rates import make_rates, rates_source
 
+    why = plan_argument_problem(args) or (args.plan_out and output_dir_problem(args.plan_out) and
+                                           f"--out {args.plan_out[:120]}: {output_dir_problem(args.plan_out)}")
+    if why:
+        return _fail(why)
     try:
         for path in args.results:
             if not os.path.exists(path):
@@ -497,9 +581,9 @@ def doctor_probe(args) -> int:
         if not isinstance(config, dict):
             return _fail("--config: must be a JSON object (the train_loop_config)")
         scenario = probe_scenario(args.run, args.trainer, args.datasets, config)
-        address, source = cluster_address(None, scenario)
-        check_existing(scenario, address, source, allow_destructive=False)
-        summary = run_scenario(scenario, RunOptions(out_dir=out, progress=not args.quiet))
+        target = check_route(scenario, allow_destructive=False)   # the probe kills: never an operator's cluster
+        check_out(out)
+        summary = run_scenario(scenario, RunOptions(out_dir=out, address=target.address, progress=not args.quiet))
     except json.JSONDecodeError as e:
         return _fail(f"--config: not JSON ({e})")
     except (ScenarioError, ClusterError) as e:
@@ -531,7 +615,7 @@ class _Parser(argparse.ArgumentParser):
     """Bad arguments: one line naming what is wrong, exit 2."""
 
     def error(self, message):
-        print(f"{self.prog}: error: {one_line(message)}", file=sys.stderr)
+        print(one_line(f"{self.prog}: error: {printable(redact(message))}"), file=sys.stderr)
         sys.exit(EXIT_CANNOT_RUN)
 
 
@@ -601,9 +685,12 @@ def build_parser() -> argparse.ArgumentParser:
     vd.add_argument("journal")
     vd.set_defaults(func=cmd_verdict)
 
-    v = sub.add_parser("validate", help="validate scenario files without running them")
+    v = sub.add_parser("validate", help="check scenario files as `run` would before starting, without running them")
     v.add_argument("scenarios", nargs="+")
     v.add_argument("--ray", metavar="VERSION", help="validate for this Ray release (default: the installed one)")
+    v.add_argument("--address", help="check them for this existing cluster, as `run --address` would")
+    v.add_argument("--allow-destructive", action="store_true", help="as `run --allow-destructive`")
+    v.add_argument("--out", help="also check that this results folder could be written")
     v.set_defaults(func=cmd_validate)
 
     sc = sub.add_parser("schema", help="print the JSON Schema of scenario files (published as scenarios/scenario.schema.json)")

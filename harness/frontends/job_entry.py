@@ -22,6 +22,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     2.60: the cwd vanished under the run). The folder, checkpoints included, is
     removed when the results have been printed."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    import ray
+
+    wanted = os.environ.get("FTHARNESS_RAY_VERSION")
+    if wanted and wanted != ray.__version__:
+        print(f"ftharness: error: the head runs Ray {ray.__version__}; the run was submitted by Ray {wanted[:40]}, "
+              f"and a submitted run needs the same version on both sides", file=sys.stderr, flush=True)
+        return 2
     home = tempfile.mkdtemp(prefix="ftharness-job-")
     try:
         for name in os.listdir("."):

@@ -174,19 +174,31 @@ def with_overrides(scenario: Any, overrides: Dict[str, Any], base_dir: str):
 
 
 @pytest.fixture
-def ftharness_run(ftharness_cluster, ftharness_results, tmp_path):
-    """Run a scenario (with overrides) on the shared cluster; returns its summary dict."""
-    from ftharness.harness.run.runner import RunOptions, ScenarioRunner
+def ftharness_run(ftharness_results, tmp_path):
+    """Run a scenario (with overrides) on the shared cluster; returns its summary dict.
+
+    The cluster is the guard's choice (ftharness.harness.run.guard.check_route, as on every
+    route), made before any cluster starts: a scenario whose `cluster.address` (or RAY_ADDRESS)
+    names a cluster ftharness did not start runs there, and its faults need
+    `allow_destructive=True`; otherwise the shared cluster is started on first use."""
+    from ftharness.harness.run.guard import check_route
+    from ftharness.harness.run.runner import RunOptions, ScenarioRunner, run_scenario as run_on_address
 
     counter = {"n": 0}
 
     def _run(scenario: Union[str, Dict[str, Any], Any], out: Optional[str] = None,
-             resume: Optional[str] = None, **overrides: Any) -> Dict[str, Any]:
+             resume: Optional[str] = None, allow_destructive: bool = False, **overrides: Any) -> Dict[str, Any]:
         sc = with_overrides(scenario, overrides, str(tmp_path))
+        target = check_route(sc, allow_destructive)
         counter["n"] += 1
         out = out or os.path.join(ftharness_results, f"run{counter['n']}")
-        options = RunOptions(out_dir=out, resume=resume, progress=False)
-        return ScenarioRunner(sc, ftharness_cluster, options).run()
+        options = RunOptions(out_dir=out, resume=resume, progress=False, address=target.address,
+                             address_source=target.source, allow_destructive=target.allow_destructive)
+        if target.address:
+            return run_on_address(sc, options)
+        cluster = _shared.get()
+        cluster.heal()
+        return ScenarioRunner(sc, cluster, options).run()
 
     return _run
 

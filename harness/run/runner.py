@@ -33,6 +33,7 @@ from ftharness.reports.gpu import gpu_summary
 from ftharness.scenarios.reference_data import WorkloadConfig
 from ftharness.scenarios.schema import Scenario, one_line
 from ftharness.errors import ScenarioError
+from ftharness.safety import REDACTED, path_component_problem, redact
 
 TICK_S = 0.05  # how often the injector looks for fired triggers
 
@@ -245,7 +246,7 @@ class ScenarioRunner:
                                 "(its S3 endpoint stopped with it)")
         self.run_name = self.resume_of["run_name"] if self.resume_of else new_run_name(scenario.name)
         self.storage_path = (
-            self.resume_of["storage_path"] if self.resume_of
+            _resumed_storage(self.resume_of["storage_path"], scenario) if self.resume_of
             else storage_location(scenario.workload.storage_path or os.path.join(self.out_dir, "storage"))
         )
         self.s3 = None                     # the S3 endpoint of cluster.storage: s3, once started
@@ -290,10 +291,12 @@ class ScenarioRunner:
         a local storage_path on an existing cluster whose nodes are on several hosts."""
         from ftharness.faults.targets import TargetError, check_node_targets, selector_of
         from ftharness.harness.cluster.handles import ExistingCluster
-        from ftharness.harness.run.guard import check_shared_storage
+        from ftharness.harness.run.guard import check_handle, check_shared_storage
 
         specs = [f.model_dump(mode="json", exclude_none=True) for f in self.scenario.faults]
         existing = isinstance(self.cluster, ExistingCluster)
+        check_handle(self.scenario, self.cluster, self.options.allow_destructive,
+                     has_faults=bool(self.scenario.faults) or self.driver is not None)
         if not existing and not any(selector_of(f.get("target") or {}) for f in specs):
             return
         nodes = self.cluster.nodes()
@@ -495,8 +498,9 @@ class ScenarioRunner:
         return summary
 
     def write_summary(self, summary: Dict[str, Any]) -> None:
+        """summary.json, credentials in URLs redacted (the returned summary keeps them)."""
         with open(os.path.join(self.out_dir, "summary.json"), "w") as f:
-            json.dump(summary, f, indent=2, default=str)
+            json.dump(redact(summary), f, indent=2, default=str)
 
 
 def storage_location(path: str) -> str:
@@ -518,22 +522,53 @@ def _own_version() -> str:
     return ftharness.__version__
 
 
+def _resumed_storage(recorded: str, scenario: Scenario) -> str:
+    """The storage of the run resumed: summary.json's, whose credentials were redacted when it was
+    written; the scenario given now supplies them back when it names the same storage."""
+    if REDACTED not in recorded:
+        return recorded
+    given = scenario.workload.storage_path
+    if given and redact(storage_location(given)) == recorded:
+        return storage_location(given)
+    raise ScenarioError(f"--resume: the run's storage_path {recorded} had credentials, which ftharness does not "
+                        f"keep; give the same workload.storage_path (with them) in the scenario")
+
+
 def _read_summary(results_dir: str) -> Dict[str, Any]:
     path = os.path.join(results_dir, "summary.json")
     try:
         with open(path) as f:
             s = json.load(f)
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):
         raise ScenarioError(f"--resume {results_dir}: no readable summary.json there") from None
-    if not s.get("run_name") or not s.get("storage_path"):
+    if not isinstance(s, dict) or not s.get("run_name") or not s.get("storage_path"):
         raise ScenarioError(f"--resume {results_dir}: summary.json lacks run_name/storage_path")
+    why = path_component_problem(s["run_name"])   # it names the spool folder and Ray Train's run folder
+    if why:
+        raise ScenarioError(f"--resume {results_dir}: summary.json run_name: {why}")
+    if not isinstance(s["storage_path"], str):
+        raise ScenarioError(f"--resume {results_dir}: summary.json storage_path: must be a string")
     return s
 
 
 def _write_scenario(scenario: Scenario, path: str) -> None:
-    data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
+    data = redact(scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"}))
     with open(path, "w") as f:
         yaml.safe_dump(data, f, sort_keys=False)
+
+
+def preflight(scenario: Scenario) -> None:
+    """What `run` refuses before a cluster starts, beyond the file itself: an entrypoint,
+    datasets or dataset_config that does not import, a host without namespaces, nftables or
+    netem for cluster.network: namespaces. `validate` and `suite` ask it for every scenario."""
+    if scenario.workload.runtime != "ray_train":
+        return
+    resolve_train_fn(scenario)
+    why = netns.refusal(scenario)
+    if why:
+        raise ScenarioError(why)
+    resolve_datasets_fn(scenario)
+    resolve_dataset_config_fn(scenario)
 
 
 def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
@@ -545,12 +580,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
         return run_torchrun(scenario, options)
     if options.resume:
         _read_summary(options.resume)  # refuse before anything starts
-    resolve_train_fn(scenario)         # an entrypoint that does not import: refused before the cluster starts
-    why = netns.refusal(scenario)      # a host without namespaces, nftables or netem: refused likewise
-    if why:
-        raise ScenarioError(why)
-    resolve_datasets_fn(scenario)
-    resolve_dataset_config_fn(scenario)
+    preflight(scenario)
     handle = open_cluster(scenario.cluster, options.address)
     with handle as cluster:
         return ScenarioRunner(scenario, cluster, options).run()

@@ -11,13 +11,22 @@ do not travel; they are removed with the job's folder on the head, unless
 `workload.storage_path` names storage of the user's own.
 
 A Ctrl-C here stops the job: a submitted run never outlives its submitter.
+
+What travels is only what the scenario names: the modules of `workload.entrypoint`,
+`datasets` and `dataset_config` (a file `mod.py` or a package folder `mod/` beside
+the scenario), or the folder `workload.working_dir` declares; never the other files
+beside it (a `settings.py` with a secret stays here). The cluster's Ray version
+must equal this client's (the job's driver is this ftharness, pickling against
+this Ray); another is refused in one line before anything is sent, and the job
+checks it again on the head (FTHARNESS_RAY_VERSION). The job's log is printed
+with control characters escaped.
 """
 
 from __future__ import annotations
 
 import base64
-import glob
 import io
+import json
 import os
 import shutil
 import sys
@@ -29,6 +38,7 @@ from typing import List, Optional
 import yaml
 
 from ftharness.errors import ClusterError, ScenarioError
+from ftharness.safety import printable, redact
 
 BEGIN, END = "=====ftharness-results-begin=====", "=====ftharness-results-end====="
 #: the results (without checkpoints) that may travel back in the job's log
@@ -59,18 +69,67 @@ def job_argv(allow_destructive: bool, quiet: bool) -> List[str]:
     return argv + (["--allow-destructive"] if allow_destructive else []) + (["--quiet"] if quiet else [])
 
 
+def shipped_code(scenario) -> List[str]:
+    """The files and folders --submit ships beside scenario.yaml: `workload.working_dir`'s
+    contents when declared, else the top-level modules the scenario's module:function
+    references name (found beside the scenario file); ScenarioError if one is not there."""
+    base = getattr(scenario, "base_dir", None) or os.getcwd()
+    w = scenario.workload
+    declared = getattr(w, "working_dir", None)
+    if declared:
+        root = os.path.join(base, declared)
+        if not os.path.isdir(root):
+            raise ScenarioError(f"workload.working_dir: {declared}: no such folder beside the scenario")
+        return [os.path.join(root, n) for n in sorted(os.listdir(root)) if n not in ("__pycache__", ".git")]
+    found = []
+    for field in ("entrypoint", "datasets", "dataset_config"):
+        ref = getattr(w, field, None)
+        if not ref:
+            continue
+        top = ref.partition(":")[0].split(".")[0]
+        candidates = [os.path.join(base, f"{top}.py"), os.path.join(base, top)]
+        hit = next((c for c in candidates if os.path.isfile(c) or os.path.isfile(os.path.join(c, "__init__.py"))), None)
+        if hit and hit not in found:
+            found.append(hit)
+    return found
+
+
 def working_dir(scenario) -> str:
     """A temp folder the job gets as its working dir: the scenario as resolved here (with
-    --steps applied), and the Python files beside the scenario (a user's train module)."""
+    --steps applied) and the code it names (shipped_code); nothing else."""
+    code = shipped_code(scenario)
     wd = tempfile.mkdtemp(prefix="ftharness-submit-")
     data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
     data.get("cluster", {}).pop("address", None)   # the job runs on the cluster it was sent to
+    data.get("workload", {}).pop("working_dir", None)   # shipped: it is the job's working dir now
     with open(os.path.join(wd, "scenario.yaml"), "w") as f:
         yaml.safe_dump(data, f, sort_keys=False)
-    base = getattr(scenario, "base_dir", None)
-    for py in sorted(glob.glob(os.path.join(base, "*.py"))) if base else []:
-        shutil.copy(py, wd)
+    for path in code:
+        dest = os.path.join(wd, os.path.basename(path))
+        if os.path.isdir(path):
+            shutil.copytree(path, dest, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(path, dest)
     return wd
+
+
+def cluster_ray_version(url: str, timeout_s: float = 10.0) -> Optional[str]:
+    """The Ray version the dashboard at `url` reports (its /api/version), None if unknown."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{url}/api/version", timeout=timeout_s) as r:  # noqa: S310 - http(s) only
+            data = json.loads(r.read(65536))
+    except Exception:  # noqa: BLE001 - unreachable: the client's own error says so
+        return None
+    v = data.get("ray_version") if isinstance(data, dict) else None
+    return v if isinstance(v, str) and len(v) < 64 else None
+
+
+def check_ray_version(url: str, theirs: Optional[str], ours: str) -> None:
+    if theirs is not None and theirs != ours:
+        raise ClusterError(f"--submit: {redact(url)} runs Ray {printable(theirs, False)}; this ftharness runs "
+                           f"Ray {ours}, and a submitted run needs the same version on both sides")
 
 
 def pack(folder: str) -> str:
@@ -112,26 +171,31 @@ def submit_run(scenario, address: str, out: str, allow_destructive: bool, quiet:
     job ended without results), after the results folder has been written to `out`."""
     from ray.job_submission import JobSubmissionClient
 
+    import ray
+
     url = dashboard_url(address)
+    shipped_code(scenario)   # a named module that is not there: refused before anything is sent
     try:
         client = JobSubmissionClient(url)
     except Exception as e:  # noqa: BLE001 - unreachable, not a dashboard, wrong version
-        raise ClusterError(f"--submit: {url}: no Ray Jobs API there ({type(e).__name__}: "
+        raise ClusterError(f"--submit: {redact(url)}: no Ray Jobs API there ({type(e).__name__}: "
                            f"{str(e).strip().splitlines()[0][:160] if str(e).strip() else 'no answer'})")
+    check_ray_version(url, cluster_ray_version(url), ray.__version__)
     wd = working_dir(scenario)
     job_id = None
     try:
         entry = " ".join(["python", "-m", "ftharness.harness.frontends.job_entry", *job_argv(allow_destructive, quiet)])
-        job_id = client.submit_job(entrypoint=entry, runtime_env={"working_dir": wd},
-                                   metadata={"ftharness": scenario.name})
-        print(f"submitted {scenario.name} to {url} as job {job_id}", file=sys.stderr, flush=True)
+        job_id = client.submit_job(entrypoint=entry,
+                                   runtime_env={"working_dir": wd, "env_vars": {"FTHARNESS_RAY_VERSION": ray.__version__}},
+                                   metadata={"ftharness": scenario.name, "ray_version": ray.__version__})
+        print(f"submitted {scenario.name} to {redact(url)} as job {job_id}", file=sys.stderr, flush=True)
         shown = 0
         while True:
             status = str(client.get_job_status(job_id)).split(".")[-1]
             log = client.get_job_logs(job_id)
             text = visible(log)
             if len(text) > shown:
-                sys.stderr.write(text[shown:])
+                sys.stderr.write(printable(text[shown:]))
                 sys.stderr.flush()
                 shown = len(text)
             if status in TERMINAL:
@@ -140,7 +204,7 @@ def submit_run(scenario, address: str, out: str, allow_destructive: bool, quiet:
         if not unpack(client.get_job_logs(job_id), out):
             info = client.get_job_info(job_id)
             raise ClusterError(f"--submit: job {job_id} ended {status} without results"
-                               + (f": {info.message}" if getattr(info, "message", None) else ""))
+                               + (f": {printable(info.message, False)}" if getattr(info, "message", None) else ""))
         job_id = None   # done: nothing to stop
         return None
     except KeyboardInterrupt:

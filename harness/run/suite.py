@@ -1,7 +1,10 @@
 """`ftharness suite`: many scenarios on one embedded cluster, the CI chaos suite.
 
-All scenarios are validated before anything starts. The cluster is started
-once per cluster shape and healed (dead nodes replaced) between scenarios.
+All scenarios are validated, and each one's cluster decided by the guard
+(ftharness.harness.run.guard.check_route), before anything starts. Scenarios are
+grouped by that cluster (its address, or an embedded cluster of one shape): an
+embedded cluster is started once per shape and healed (dead nodes replaced)
+between scenarios; a scenario never runs on a cluster chosen for another.
 Returns one summary per scenario; the caller turns them into an exit code.
 """
 
@@ -14,10 +17,11 @@ import os
 import sys
 import time
 import traceback
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ftharness import scenarios
 from ftharness.harness.cluster.handles import host_gpus, open_cluster
+from ftharness.harness.run.guard import Target, check_route
 from ftharness.harness.run.runner import RunOptions, ScenarioRunner
 from ftharness import releases
 from ftharness.scenarios.schema import Scenario, load_scenario, one_line, release_problem, require_release
@@ -107,26 +111,41 @@ def shape(s: Scenario):
     return (s.workload.runtime, c.nodes, c.cpus_per_node, c.gpus_per_node, c.profile, c.network)
 
 
+def targets(scenarios: List[Scenario], address: Optional[str] = None,
+            allow_destructive: bool = False) -> List[Target]:
+    """Each scenario's cluster, decided by the guard before anything starts (one line otherwise)."""
+    return [check_route(s, allow_destructive, address=address) for s in scenarios]
+
+
+def groups_of(scenarios: List[Scenario], chosen: List[Target]) -> Dict[tuple, List[Tuple[Scenario, Target]]]:
+    """Scenarios sharing one cluster: the same address, or (embedded) the same shape."""
+    groups: Dict[tuple, List[Tuple[Scenario, Target]]] = {}
+    for s, t in zip(scenarios, chosen):
+        key = ("address", t.address) if t.address else ("embedded",) + shape(s)
+        groups.setdefault(key, []).append((s, t))
+    return groups
+
+
 def run_suite(scenarios: List[Scenario], out_dir: str, address: str = None,
-              progress: bool = True) -> List[Dict[str, Any]]:
+              progress: bool = True, allow_destructive: bool = False) -> List[Dict[str, Any]]:
+    chosen = targets(scenarios, address, allow_destructive)
     summaries = []
     t0 = time.time()
-    groups: Dict[tuple, List[Scenario]] = {}
-    for s in scenarios:
-        groups.setdefault(shape(s), []).append(s)
     done = 0
-    for group in groups.values():
-        torchrun = group[0].workload.runtime == "torchrun"   # no Ray cluster: each run starts its own agents
-        with (contextlib.nullcontext() if torchrun else open_cluster(group[0].cluster, address)) as cluster:
-            for s in group:
+    for group in groups_of(scenarios, chosen).values():
+        first, target = group[0]
+        torchrun = first.workload.runtime == "torchrun"   # no Ray cluster: each run starts its own agents
+        with (contextlib.nullcontext() if torchrun else open_cluster(first.cluster, target.address)) as cluster:
+            for s, target in group:
                 if hasattr(cluster, "heal"):
                     cluster.heal()
                 elapsed = time.time() - t0
                 eta = f", ~{elapsed / done * (len(scenarios) - done):.0f}s left" if done else ""
                 print(f"[{done + 1}/{len(scenarios)}] {s.name} ({elapsed:.0f}s elapsed{eta})",
                       file=sys.stderr, flush=True)
-                options = RunOptions(out_dir=os.path.join(out_dir, s.name), address=None if torchrun else address,
-                                     progress=progress)
+                options = RunOptions(out_dir=os.path.join(out_dir, s.name), address=target.address,
+                                     address_source=target.source, progress=progress,
+                                     allow_destructive=target.allow_destructive)
                 summary = run_one(s, cluster, options)
                 summaries.append(summary)
                 done += 1

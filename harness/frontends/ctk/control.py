@@ -23,6 +23,8 @@ from chaoslib.exceptions import InterruptExecution
 
 from ftharness.harness.frontends.ctk import actions
 from ftharness.harness.frontends.ctk.session import Session, session_or_none, validate_fault
+from ftharness.harness.run.guard import check_live_fault
+from ftharness.safety import redact
 from ftharness.history.store import Emitter
 from ftharness.errors import ScenarioError
 
@@ -101,21 +103,31 @@ def validate_control(control: Dict[str, Any]) -> None:
 
     arguments = (control.get("provider") or {}).get("arguments") or {}
     try:
-        session = Session.from_arguments(arguments.get("scenario"), arguments.get("out"))
+        session = Session.from_arguments(arguments.get("scenario"), arguments.get("out"),
+                                         allow_destructive=arguments.get("allow_destructive") is True)
         experiment = _experiment_of(control)
         if experiment is not None:
             validate_experiment(experiment, session.scenario)
             _with_armed(session, experiment)
+            if not session.target.allow_destructive and _has_fault_actions(experiment):
+                check_live_fault(session.target, "the experiment's fault actions")
     except ScenarioError as e:
         raise InvalidActivity(f"ftharness: {e}") from None
+
+
+def _has_fault_actions(experiment: Dict[str, Any]) -> bool:
+    return any((a.get("provider") or {}).get("module") == "ftharness.harness.frontends.ctk.actions"
+               and (a.get("provider") or {}).get("func") != "heal_all" for a in _activities(experiment))
 
 
 def before_experiment_control(context: Dict[str, Any], scenario: Any = None, out: Optional[str] = None,
                               **kwargs: Any) -> None:
     try:
-        session = Session.from_arguments(scenario, out)
+        session = Session.from_arguments(scenario, out, allow_destructive=kwargs.get("allow_destructive") is True)
         validate_experiment(context, session.scenario)
         _with_armed(session, context)
+        if not session.target.allow_destructive and _has_fault_actions(context):
+            check_live_fault(session.target, "the experiment's fault actions")
     except ScenarioError as e:
         raise InterruptExecution(f"ftharness: {e}") from None
     session.start()
@@ -135,7 +147,7 @@ def after_experiment_control(context: Dict[str, Any], state: Dict[str, Any], **k
     summary["chaostoolkit"] = {"status": state.get("status"), "deviated": state.get("deviated"),
                                "verdict": verdict}
     with open(os.path.join(summary["results_dir"], "summary.json"), "w") as f:
-        json.dump(summary, f, indent=2, default=str)
+        json.dump(redact(summary), f, indent=2, default=str)
     state["ftharness"] = {"results_dir": summary["results_dir"], "outcome": summary["outcome"],
                           "matches_expectation": summary["matches_expectation"],
                           "run_verdict": summary["verdict"], "inconclusive": summary["inconclusive"],

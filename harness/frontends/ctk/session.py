@@ -3,6 +3,11 @@
 The control starts it (embedded cluster, history, the workload's fit() running
 in the background), actions inject faults into it now, probes read its history,
 and the control closes it and writes the results folder like `ftharness run`.
+
+The cluster is the guard's choice (ftharness.harness.run.guard.check_route): the
+embedded one, or the scenario's `cluster.address` / RAY_ADDRESS; on a cluster
+ftharness did not start, every fault action is refused unless the control's
+arguments say `allow_destructive: true`.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import ray
 
 from ftharness.harness.cluster.handles import open_cluster
 from ftharness.history.records import read_events
+from ftharness.harness.run.guard import Target, check_live_fault, check_route
 from ftharness.harness.run.runner import RunOptions, ScenarioRunner
 from ftharness.scenarios.schema import Scenario, parse_scenario
 from ftharness.errors import ScenarioError
@@ -49,8 +55,10 @@ def validate_fault(kind: str, arguments: Dict[str, Any], where: str = "fault",
 
 
 class Session:
-    def __init__(self, scenario: Scenario, out_dir: str):
+    def __init__(self, scenario: Scenario, out_dir: str, allow_destructive: bool = False):
         self.scenario = scenario
+        #: decided before anything starts; faults fired later are checked against it
+        self.target: Target = check_route(scenario, allow_destructive)
         self.out_dir = os.path.abspath(out_dir)
         self.cluster = None
         self.runner: Optional[ScenarioRunner] = None
@@ -58,7 +66,8 @@ class Session:
         self.summary: Optional[Dict[str, Any]] = None
 
     @classmethod
-    def from_arguments(cls, scenario: Any = None, out: Optional[str] = None) -> "Session":
+    def from_arguments(cls, scenario: Any = None, out: Optional[str] = None,
+                       allow_destructive: bool = False) -> "Session":
         if isinstance(scenario, str):
             from ftharness.scenarios.schema import load_scenario
 
@@ -66,13 +75,20 @@ class Session:
         else:
             sc = parse_scenario(dict(scenario or {"name": "chaostoolkit"}), source="control scenario")
         out = out or os.path.join("results", f"{sc.name}-ctk-{time.strftime('%Y%m%d-%H%M%S')}")
-        return cls(sc, out)
+        from ftharness.safety import output_dir_problem
+
+        why = output_dir_problem(out)
+        if why:
+            raise ScenarioError(f"out {out[:120]}: {why}")
+        return cls(sc, out, allow_destructive=allow_destructive is True)
 
     def start(self) -> None:
         global _session
-        self.cluster = open_cluster(self.scenario.cluster).start()
+        self.cluster = open_cluster(self.scenario.cluster, self.target.address).start()
         try:
-            self.runner = ScenarioRunner(self.scenario, self.cluster, RunOptions(self.out_dir, progress=False))
+            options = RunOptions(self.out_dir, address=self.target.address, address_source=self.target.source,
+                                 progress=False, allow_destructive=self.target.allow_destructive)
+            self.runner = ScenarioRunner(self.scenario, self.cluster, options)
             self.runner.start()
             self.ref = self.runner.submit()
         except BaseException:
@@ -82,6 +98,7 @@ class Session:
 
     # -- used by actions and probes
     def inject(self, kind: str, arguments: Dict[str, Any]) -> Dict[str, Any]:
+        check_live_fault(self.target, kind)
         spec = validate_fault(kind, arguments, where=kind, scenario=self.scenario)
         return self.runner.injector.fire_now(spec)
 

@@ -1,0 +1,123 @@
+"""Small pure guards every layer uses when it writes or prints something a user
+or a results folder supplied: secrets redacted, names kept to one path
+component, control characters escaped. At the bottom of the house (no imports
+of ftharness), so the history, the harness and the reports share one rule.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: `scheme://user:password@host` or `scheme://token@host`: the credentials part of a URL
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<cred>[^/@\s'\"]+)@")
+#: query parameters that carry credentials (presigned URLs, tokens)
+_SECRET_PARAMS = re.compile(r"(?i)([?&](?:access_key|secret_key|secret|token|password|sig|signature|"
+                            r"x-amz-signature|x-amz-credential|x-amz-security-token|key)=)[^&\s'\"]+")
+REDACTED = "***"
+
+
+def redact(value: Any) -> Any:
+    """`value` with credentials in URLs replaced by ***; strings inside lists and dicts too
+    (a summary, a scenario dump). Anything else is returned as it is."""
+    if isinstance(value, str):
+        if "://" not in value and "=" not in value:
+            return value
+        value = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", value)
+        return _SECRET_PARAMS.sub(lambda m: f"{m.group(1)}{REDACTED}", value)
+    if isinstance(value, dict):
+        return {k: redact(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact(v) for v in value)
+    return value
+
+
+#: what a folder or file name made from a scenario or a results folder may be
+_COMPONENT = re.compile(r"[A-Za-z0-9_.-]+")
+MAX_COMPONENT = 100
+
+
+def path_component_problem(name: Any) -> str | None:
+    """Why `name` cannot be one path component of a results folder, or None."""
+    if not isinstance(name, str) or not name:
+        return "must be a non-empty string"
+    if len(name) > MAX_COMPONENT:
+        return f"{len(name)} characters, at most {MAX_COMPONENT}"
+    if name in (".", "..") or not _COMPONENT.fullmatch(name):
+        return "allowed: letters, digits, '_', '-' and '.' (one folder name, not '.' or '..')"
+    return None
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str, keep_newlines: bool = True) -> str:
+    """Text for a terminal: control characters (escape sequences, carriage returns,
+    bells) shown as \\xNN, so a job's log or a crafted history cannot drive the terminal."""
+    text = str(text)
+    out = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return out if keep_newlines else out.replace("\n", "\\n")
+
+
+# ------------------------------------------------------------------ output paths
+import os  # noqa: E402
+import stat  # noqa: E402
+
+MAX_PATH = 1024          # longer is a mistake, not a results folder
+_SYSTEM = ("/proc", "/sys", "/dev")
+
+
+def _common_problem(path: Any) -> str | None:
+    if not isinstance(path, str) or not path.strip():
+        return "is empty"
+    if len(path) > MAX_PATH:
+        return f"{len(path)} characters, longer than a path ftharness writes ({MAX_PATH})"
+    if any(c in path for c in "\x00\n\r") or _CONTROL.search(path):
+        return "holds a control character (newline, NUL, escape)"
+    if any(len(part.encode()) > 255 for part in path.split(os.sep)):
+        return "has a component longer than 255 bytes"
+    real = os.path.realpath(path)
+    if any(real == s or real.startswith(s + os.sep) for s in _SYSTEM):
+        return f"is under /{real.split(os.sep)[1]}, not a place for results"
+    return None
+
+
+def _creatable(path: str) -> str | None:
+    """None when the missing folders up to `path` can be made by this user."""
+    parent = os.path.abspath(path)
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"cannot be created: {parent} is not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"cannot be created: {parent} is not writable"
+    return None
+
+
+def output_dir_problem(path: Any) -> str | None:
+    """Why `path` cannot be a results (or report) folder this command creates, or None.
+    Checked before anything starts, so a bad --out never costs a cluster."""
+    why = _common_problem(path)
+    if why:
+        return why
+    if os.path.lexists(path) and not os.path.isdir(path):
+        return "is a file, not a folder"
+    if os.path.isdir(path):
+        return None if os.access(path, os.W_OK | os.X_OK) else "is not writable"
+    return _creatable(path)
+
+
+def output_file_problem(path: Any) -> str | None:
+    """Why `path` cannot be a file this command writes (JUnit, a trace, a schema), or None:
+    devices (/dev/null, /dev/full), folders and unwritable places are refused."""
+    why = _common_problem(path)
+    if why:
+        return why
+    if os.path.lexists(path):
+        st = os.stat(path) if os.path.exists(path) else os.lstat(path)
+        if stat.S_ISDIR(st.st_mode):
+            return "is a folder, not a file"
+        if not stat.S_ISREG(st.st_mode):
+            return "is not a regular file (a device, a FIFO or a socket)"
+        return None if os.access(path, os.W_OK) else "is not writable"
+    return _creatable(os.path.dirname(os.path.abspath(path)) or ".")
