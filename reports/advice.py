@@ -182,17 +182,12 @@ def cluster_accelerators(results_paths: Iterable[PathLike]) -> int:
     """The accelerators of the runs' own cluster: the most workers any of their
     scenarios trains on (one accelerator each; workload.num_workers, else
     the worker_group_started world size), at least 1."""
-    import os
-
-    import yaml
+    from ftharness.reports.judgement import scenario_data
 
     most = 0
     for folder in results_folders(results_paths):
-        try:
-            with open(os.path.join(folder, "scenario.yaml")) as f:
-                workers = ((yaml.safe_load(f) or {}).get("workload") or {}).get("num_workers")
-        except (OSError, yaml.YAMLError, AttributeError):
-            workers = None
+        workload = scenario_data(str(folder)).get("workload")
+        workers = workload.get("num_workers") if isinstance(workload, dict) else None
         if not isinstance(workers, int):
             sizes = [e.get("world_size") for e in read_results(folder)[1] if e.get("kind") == "worker_group_started"]
             workers = max((w for w in sizes if isinstance(w, int)), default=0)

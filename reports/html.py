@@ -232,11 +232,10 @@ def utc(t: Any) -> str:
 
 def _scenario_faults(results: str) -> List[Dict[str, Any]]:
     """The `faults` of the folder's scenario.yaml (plain YAML; [] without one)."""
-    try:
-        with open(os.path.join(results, SCENARIO_FILE)) as f:
-            return list((yaml.safe_load(f) or {}).get("faults") or [])
-    except (OSError, yaml.YAMLError, AttributeError):
-        return []
+    from ftharness.reports.judgement import scenario_data
+
+    faults = scenario_data(results).get("faults")
+    return list(faults) if isinstance(faults, list) else []
 
 
 def _spec_text(spec: Any) -> str:

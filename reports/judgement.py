@@ -51,17 +51,25 @@ def scenario_history_mismatch(scenario, events: List[Dict[str, Any]]) -> Optiona
     return None
 
 
-def expectations(results: str) -> Dict[str, Any]:
-    """The `expect` section of the folder's scenario.yaml, read as plain YAML
-    ({} without one), so a hand-edited folder still reports."""
+def scenario_data(results: str) -> Dict[str, Any]:
+    """The folder's scenario.yaml as plain YAML ({} without a readable one): only a regular
+    file of at most 1 MiB is read, so a FIFO or a device in a damaged folder is never waited on."""
     path = os.path.join(results, SCENARIO_FILE)
-    if not os.path.isfile(path) or os.path.getsize(path) > (1 << 20):   # a FIFO or a device is never read
+    if not os.path.isfile(path) or os.path.getsize(path) > (1 << 20):
         return {}
     try:
         with open(path) as f:
-            return (yaml.safe_load(f) or {}).get("expect") or {}
-    except (OSError, yaml.YAMLError, AttributeError):
+            data = yaml.safe_load(f)
+    except (OSError, ValueError, yaml.YAMLError):
         return {}
+    return data if isinstance(data, dict) else {}
+
+
+def expectations(results: str) -> Dict[str, Any]:
+    """The `expect` section of the folder's scenario.yaml ({} without one), so a
+    hand-edited folder still reports."""
+    expect = scenario_data(results).get("expect")
+    return expect if isinstance(expect, dict) else {}
 
 
 def pinned(expect: Dict[str, Any]) -> List[str]:

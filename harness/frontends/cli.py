@@ -233,10 +233,10 @@ def cmd_suite(args) -> int:
 
     out = args.out
     try:
+        out = out or default_out("suite")
+        check_out(out)   # before the scenarios are read: a bad --out is the one line, nothing else printed
         scenarios = collect(args.paths)
         targets(scenarios, args.address, args.allow_destructive)   # every scenario's cluster, before any runs
-        out = out or default_out("suite")
-        check_out(out)
         for s in scenarios:   # what `run` would refuse at its start, for every scenario before the first runs
             try:
                 preflight(s)
