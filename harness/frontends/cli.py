@@ -235,7 +235,8 @@ def cmd_suite(args) -> int:
     try:
         out = out or default_out("suite")
         check_out(out)   # before the scenarios are read: a bad --out is the one line, nothing else printed
-        scenarios = collect(args.paths)
+        left_out: List[str] = []
+        scenarios = collect(args.paths, notes=left_out)
         targets(scenarios, args.address, args.allow_destructive)   # every scenario's cluster, before any runs
         for s in scenarios:   # what `run` would refuse at its start, for every scenario before the first runs
             try:
@@ -247,6 +248,8 @@ def cmd_suite(args) -> int:
             return _fail(f"--repeat: {repeat} is not a count >= 1")
         if repeat > 1 and os.path.exists(out) and os.listdir(out):
             return _fail(f"--out {out}: already exists and is not empty; choose another folder")
+        for line in left_out:   # what was left out, said once everything else is known to be fine
+            print(line, file=sys.stderr)
         rounds = [out] if repeat == 1 else [os.path.join(out, f"repeat-{i}") for i in range(1, repeat + 1)]
         summaries = []
         _logs(args, out)

@@ -45,10 +45,12 @@ def collect_files(paths: List[str]) -> List[str]:
     return files
 
 
-def collect(paths: List[str], gpus: Optional[int] = None) -> List[Scenario]:
+def collect(paths: List[str], gpus: Optional[int] = None, notes: Optional[List[str]] = None) -> List[Scenario]:
     """The scenarios of files and folders. A folder's GPU scenarios (cluster.gpus_per_node >= 1,
     the catalog's gpu-*.yaml) are skipped, with a line on stderr, on a host without a GPU
-    (`gpus`: how many this host has; None: ask nvidia-smi); a file named alone is kept."""
+    (`gpus`: how many this host has; None: ask nvidia-smi); a file named alone is kept. With
+    `notes`, the lines about what was left out go there instead (printed once the suite starts)."""
+    say = notes.append if notes is not None else (lambda line: print(line, file=sys.stderr))
     files = collect_files(paths)
     listed = {f for p in (paths or [catalog_dir()]) if os.path.isdir(p)
               for f in glob.glob(os.path.join(p, "*.yaml"))}
@@ -58,8 +60,8 @@ def collect(paths: List[str], gpus: Optional[int] = None) -> List[Scenario]:
         if f in listed and s.cluster.gpus_per_node and s.cluster.address is None:
             gpus = len(host_gpus()) if gpus is None else gpus
             if gpus < 1:
-                print(f"skipped {s.name}: needs a GPU (cluster.gpus_per_node: {s.cluster.gpus_per_node}); "
-                      f"this host has none (scripts/gpu-check.sh runs it where there is one)", file=sys.stderr)
+                say(f"skipped {s.name}: needs a GPU (cluster.gpus_per_node: {s.cluster.gpus_per_node}); "
+                    f"this host has none (scripts/gpu-check.sh runs it where there is one)")
                 continue
         scenarios.append(s)
     if paths:   # the user's own files: one that cannot run on this release is refused
@@ -69,7 +71,7 @@ def collect(paths: List[str], gpus: Optional[int] = None) -> List[Scenario]:
         for s in scenarios:
             problem = release_problem(s, releases.installed())
             if problem:
-                print(f"suite: {s.name} left out on this release: {one_line(problem, 240)}", file=sys.stderr)
+                say(f"suite: {s.name} left out on this release: {one_line(problem, 240)}")
             else:
                 runnable.append(s)
         scenarios = runnable
