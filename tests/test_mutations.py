@@ -543,6 +543,35 @@ def a_counter_that_is_no_number(run):
         e["metrics"]["count"] = "many"
 
 
+# --------------------------------------------------------------- the release a history was recorded on
+def _recorded_on(run, version):
+    for e in run.all("run_start"):
+        e["ray_version"] = version
+
+
+@mutation("budget_accounting", FAIL, "preempt-node")
+def a_preemption_budget_on_a_release_without_one(run):
+    """The 2.60 preemption history said to be recorded on 2.57.1: that release has no preemption
+    budget, so a failure charged there (and retried with max_failures 0) is not what Ray did."""
+    _recorded_on(run, "2.57.1")
+
+
+@mutation("budget_accounting", FAIL, "preempt-node")
+def a_preemption_on_a_release_without_the_field_and_its_budget(run):
+    """The same, with the scenario and the recorded failure_config as 2.57 runs them (the field left
+    out): the preemption is still charged to a budget 2.57.1 does not have."""
+    _recorded_on(run, "2.57.1")
+    for e in run.all("run_start"):
+        e["failure_config"].pop("max_preemption_failures", None)
+    run.scenario["failure_config"].pop("max_preemption_failures", None)
+
+
+@mutation("budget_accounting", PASS, "kill-worker")
+def a_worker_kill_is_judged_alike_on_the_oldest_release(run):
+    """A worker-group failure is charged to max_failures on every release."""
+    _recorded_on(run, "2.51.2")
+
+
 # --------------------------------------------------------------- failures nobody asked for
 @mutation("verdict", PASS, "kill-worker", "preempt-node")
 def an_unasked_failure_is_shown_not_judged(run):
