@@ -30,7 +30,6 @@ import jinja2
 import matplotlib
 import numpy as np
 import pandas as pd
-import yaml
 from markupsafe import Markup
 from matplotlib.figure import Figure
 
