@@ -226,7 +226,7 @@ import os  # noqa: E402
 import threading  # noqa: E402
 
 from ftharness.history.records import marker_name, read_history  # noqa: E402
-from ftharness.harness.job.digests import digest_of, directory_intact, file_hashes  # noqa: E402
+from ftharness.harness.job.digests import digest_of, directory_intact, file_hashes, restore_check  # noqa: E402
 from ftharness.harness.torchrun import storage  # noqa: E402
 from ftharness.harness.torchrun.client import CollectorClient, TcpEmitter  # noqa: E402
 from ftharness.harness.torchrun.collector import Collector, LocalEmitter  # noqa: E402
@@ -306,9 +306,15 @@ def test_checkpoints_commit_by_rename_and_keep_the_newest(tmp_path):
     newest = os.path.join(run_dir, names[-1])
     markers = storage.read_markers(newest)
     assert [m["step"] for m in markers] == [6] and directory_intact(newest, markers) is True
+    # the restore's per-rank digest is the one the report recorded (the verdict compares the two)
+    assert restore_check(newest, markers) == (True, {"0": markers[0]["digest"]})
     with open(os.path.join(newest, "state.pt"), "r+b") as f:
         f.write(b"\xff")
     assert directory_intact(newest, markers) is False
+    intact, digests = restore_check(newest, markers)
+    assert intact is False and digests["0"] != markers[0]["digest"]
+    os.remove(os.path.join(newest, "state.pt"))   # a file gone is a different digest too
+    assert restore_check(newest, markers)[1]["0"] not in (None, markers[0]["digest"])
 
 
 def test_agent_command_is_torchrun_with_the_scenario_budget_and_an_external_store(tmp_path):

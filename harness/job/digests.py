@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ftharness.history.records import is_marker
 
@@ -45,13 +45,25 @@ def digest_of(hashes: Optional[Dict[str, str]]) -> Optional[str]:
 def directory_intact(directory: str, markers: List[Dict[str, Any]]) -> Optional[bool]:
     """Whether every file each rank's marker lists is in `directory` with the
     content it had; None when nothing was hashed or the files cannot be read."""
-    wanted = [m["files"] for m in markers if isinstance(m.get("files"), dict)]
+    return restore_check(directory, markers)[0]
+
+
+def restore_check(directory: str, markers: List[Dict[str, Any]]) -> Tuple[Optional[bool], Optional[Dict[str, str]]]:
+    """What a restore records of the files it found: whether they are intact
+    (`restored_intact`, as `directory_intact`) and, per rank that reported the
+    checkpoint, the digest of that rank's files as restored (`restored_digests`,
+    {rank: digest}), computed as the report computed its own, so the verdict can
+    compare the two. (None, None) when nothing was hashed or nothing can be read."""
+    wanted = {str(m.get("rank")): m["files"] for m in markers if isinstance(m.get("files"), dict)}
     if not wanted:
-        return None
+        return None, None
     try:
         have = file_hashes(directory)
     except OSError:
-        return None
+        return None, None
     if have is None:
-        return None
-    return all(have.get(rel) == sha for files in wanted for rel, sha in files.items())
+        return None, None
+    intact = all(have.get(rel) == sha for files in wanted.values() for rel, sha in files.items())
+    digests = {rank: digest_of({rel: have.get(rel) for rel in files})
+               for rank, files in wanted.items() if rank != "None"}
+    return intact, digests

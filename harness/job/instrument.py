@@ -25,7 +25,7 @@ import json
 import os
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import ray
 
@@ -33,7 +33,7 @@ from ftharness.harness.cluster import ray_private as rp
 from ftharness.history.records import is_marker, marker_name
 from ftharness.history.store import Emitter
 from ftharness.harness.job import device as devices
-from ftharness.harness.job.digests import digest_of, file_hashes
+from ftharness.harness.job.digests import digest_of, file_hashes, restore_check
 from ftharness.harness.job.rows import RecordedShard
 from ftharness.errors import ChaosCrash
 
@@ -88,20 +88,23 @@ def read_markers(checkpoint) -> List[Dict[str, Any]]:
     return out
 
 
+def restored_files(checkpoint, markers: List[Dict[str, Any]]) -> Tuple[Optional[bool], Optional[Dict[str, str]]]:
+    """`restored_intact` and `restored_digests` of a restored checkpoint
+    (harness.job.digests.restore_check); (None, None) when nothing was hashed or
+    the files cannot be read."""
+    if not markers:
+        return None, None
+    try:
+        with checkpoint.as_directory() as d:
+            return restore_check(d, markers)
+    except Exception:
+        return None, None
+
+
 def restored_intact(checkpoint, markers: List[Dict[str, Any]]) -> Optional[bool]:
     """Whether every file each rank reported is in the restored checkpoint with
     the content it had; None when nothing was hashed or the files cannot be read."""
-    wanted = [m["files"] for m in markers if isinstance(m.get("files"), dict)]
-    if not wanted:
-        return None
-    try:
-        with checkpoint.as_directory() as d:
-            have = file_hashes(d)
-    except Exception:
-        return None
-    if have is None:
-        return None
-    return all(have.get(rel) == sha for files in wanted for rel, sha in files.items())
+    return restored_files(checkpoint, markers)[0]
 
 
 def checkpoint_name(checkpoint) -> Optional[str]:
@@ -278,12 +281,14 @@ def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
         restored = ray.train.get_checkpoint()
         markers = read_markers(restored)
         rec.step = max((int(m["step"]) for m in markers if "step" in m), default=0)
+        intact, digests = restored_files(restored, markers)
         pg = devices.pg_warmup(rec.device)   # NCCL's communicator is made here (gloo's at init, by Ray)
         rec.emit(
             "worker_start",
             restored_checkpoint=checkpoint_name(restored),
             restored_step=rec.step if restored is not None else None,
-            restored_intact=restored_intact(restored, markers) if markers else None,
+            restored_intact=intact,
+            **({"restored_digests": digests} if digests else {}),
             device=rec.device,
             **({"gpu": devices.gpu_facts(rec.device)} if rec.device != devices.CPU else {}),
             **({"pg": pg} if pg is not None else {}),

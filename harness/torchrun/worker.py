@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional
 
 from ftharness.errors import ChaosCrash
 from ftharness.history.records import marker_name
-from ftharness.harness.job.digests import digest_of, directory_intact, file_hashes
+from ftharness.harness.job.digests import digest_of, file_hashes, restore_check
 from ftharness.harness.torchrun import storage
 from ftharness.harness.torchrun.client import CollectorClient, TcpEmitter
 from ftharness.harness.torchrun.orphans import die_with_parent
@@ -211,9 +211,10 @@ def run(spec: Dict[str, Any]) -> Dict[str, Any]:
     restored = storage.latest(spec["run_dir"], storage_filesystem(spec))   # the job's listing (storage_errors apply)
     markers = storage.read_markers(os.path.join(spec["run_dir"], restored)) if restored else []
     rec.step = max((int(m["step"]) for m in markers if "step" in m), default=0)
+    intact, digests = restore_check(os.path.join(spec["run_dir"], restored), markers) if markers else (None, None)
     rec.emit("worker_start", restored_checkpoint=restored,
              restored_step=rec.step if restored is not None else None,
-             restored_intact=directory_intact(os.path.join(spec["run_dir"], restored), markers) if markers else None,
+             restored_intact=intact, **({"restored_digests": digests} if digests else {}),
              device=device, **({"gpu": devices.gpu_facts(device)} if device != devices.CPU else {}),
              **({"pg": pg} if pg is not None else {}))
     try:
