@@ -3,10 +3,9 @@
 `check`, `report`, summary.json, JUnit and the HTML page all show the
 statuses `statuses(summary, pins)` gives, so they can never disagree about
 the same folder. `judged_summary(folder)` is the summary they read: the
-folder's summary.json when it carries a judgement (the runner wrote it with
-ftharness.scenarios.verdict.evaluate), else a re-judgement from its history by
-the same `evaluate` (an old or trimmed summary.json, a run that crashed before
-writing one).
+judgement of the folder's history by ftharness.scenarios.verdict.evaluate (what
+the runner wrote summary.json with), summary.json filling in only what the
+history does not judge, so an edited summary.json changes no status.
 
 Statuses: PASS, FAIL, INCONCLUSIVE (and ERROR for the verdict of a run whose
 harness broke). A property is shown when it was asked (expect.properties, the
@@ -26,8 +25,6 @@ from ftharness.errors import ScenarioError
 import yaml
 
 PASS, FAIL, INCONCLUSIVE, ERROR = "PASS", "FAIL", "INCONCLUSIVE", "ERROR"
-#: what summary.json must hold to be a judgement rather than a bare record
-JUDGEMENT_KEYS = ("verdict", "properties", "expected_properties")
 SCENARIO_FILE, SUMMARY_FILE = "scenario.yaml", "summary.json"
 
 
@@ -107,19 +104,26 @@ def rejudge(results: str) -> Dict[str, Any]:
 
 
 def judged_summary(results: str) -> Dict[str, Any]:
-    """The summary every output shows for `results`: summary.json when it is a judgement
-    (the runner wrote it with the same `evaluate` over the same history that `rejudge`
-    reads); else a re-judgement from the history fills in what it lacks (what it
-    recorded, such as the run's verdict, stands); a folder that cannot be re-judged keeps
-    what it recorded."""
+    """The summary every output shows for `results`: the judgement `rejudge` gives from
+    the history (the only input of a verdict; summary.json is an output, so an edited
+    one cannot change what the report, JUnit or `compare` show), with what else
+    summary.json recorded filled in. Where summary.json's verdict differs, the
+    difference is named (`summary_disagrees`). A harness ERROR stays an ERROR (it is
+    the run's own record that its harness broke); a folder that cannot be re-judged
+    keeps what it recorded."""
     recorded = _read_json(os.path.join(results, SUMMARY_FILE))
-    if all(k in recorded for k in JUDGEMENT_KEYS):
+    if recorded.get("verdict") == ERROR:
         return recorded
     try:
         fresh = rejudge(results)
     except Exception:  # noqa: BLE001 - no valid scenario.yaml or history: what was recorded stands
         return recorded
-    return {**fresh, **recorded, "rejudged": sorted(set(fresh) - set(recorded))}
+    out = {**recorded, **fresh, "rejudged": sorted(set(fresh) - set(recorded))}
+    said = recorded.get("verdict")
+    if said is not None and said != fresh.get("verdict"):
+        out["summary_disagrees"] = (f"summary.json says {str(said)[:40]}, the history judges "
+                                    f"{fresh.get('verdict')}")
+    return out
 
 
 def unasked_failures(summary: Dict[str, Any], pins: List[str] = ()) -> List[Dict[str, str]]:
@@ -162,7 +166,8 @@ def property_statuses(summary: Dict[str, Any], pins: List[str] = ()) -> List[Dic
                 continue            # not asked and not judged: left out; not asked and failed: a warning
             status, message = PASS, f"held (not asked): {explanation}"
         elif passed is None:
-            status, message = INCONCLUSIVE, f"could not be judged: {explanation}"
+            why = explanation[len("not judged: "):] if explanation.startswith("not judged: ") else explanation
+            status, message = INCONCLUSIVE, f"could not be judged: {why}"
         elif want == "violation":
             other = any(m.startswith(f"property {name} failed for a reason that is not pinned") for m in mismatches)
             if passed:

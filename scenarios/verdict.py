@@ -357,7 +357,7 @@ def _unrecorded(scenario: Scenario, events: List[Dict[str, Any]], facts_: Dict[s
     known = {f["index"] for f in faults}
     extra = sorted({e.get("fault") for e in events if e.get("kind") in ("fault_injected", "fault_skipped")
                     and type(e.get("fault")) is int and e.get("fault") not in known})
-    if extra and scenario.workload.duration_s is not None:   # an old soak's: its faults came from its plan
+    if extra:   # an old soak's (its faults came from its plan), or a scenario.yaml with faults left out
         out.append(f"fault(s) {', '.join(map(str, extra))} were injected but neither the history "
                    f"(run_end.fault_specs) nor the scenario specifies them: their landing is unknown")
     workload = (facts_.get("run_start") or {}).get("workload")

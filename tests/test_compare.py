@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from ftharness.harness.frontends.cli import main
-from test_reports_cli import fake_run, kill, make_results
+from test_reports_cli import fake_run, kill, make_results, unland
 
 
 @pytest.fixture(scope="module")
@@ -20,10 +20,7 @@ def runs(tmp_path_factory):
     ok = [make_results(root / f"kill{i}", "kill", [kill(r)]) for i, r in enumerate((2.0, 3.0, 4.0))]
     other = make_results(root / "mixed" / "kill", "kill", [kill(2.0)])
     make_results(root / "mixed" / "twice", "twice", [kill(1.0), kill(3.0)])
-    unlanded = make_results(root / "unlanded", "kill", [kill(9.0)])
-    path = Path(unlanded) / "summary.json"
-    path.write_text(json.dumps({**json.loads(path.read_text()), "verdict": "INCONCLUSIVE",
-                                "inconclusive": ["fault 0 (kill_worker) did not land"]}))
+    unlanded = make_results(root / "unlanded", "kill", [kill(9.0)], edit=unland)
     damaged = root / "damaged"
     shutil.copytree(ok[0], damaged)
     lines = (damaged / "history.jsonl").read_text().splitlines()

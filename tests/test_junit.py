@@ -14,7 +14,7 @@ import pytest
 
 from ftharness.reports.junit import write_junit
 from ftharness.scenarios.properties import PROPERTIES
-from test_reports_cli import kill, make_results
+from test_reports_cli import kill, make_results, unland
 
 XSD = os.path.join(os.path.dirname(__file__), "data", "junit-10.xsd")
 DATA = os.path.join(os.path.dirname(__file__), "data")
@@ -112,21 +112,21 @@ def test_a_property_neither_asked_nor_judged_is_not_a_test_and_nothing_is_double
 
 def test_inconclusive_is_an_error_of_type_inconclusive_never_a_skip(tmp_path):
     """Seen: INCONCLUSIVE written as <skipped>, so CI showed "0 failed" while the job exited 3."""
-    folder = make_results(tmp_path / "runs" / "unlanded", "unlanded", [kill()])
-    path = tmp_path / "runs" / "unlanded" / "summary.json"
-    summary = json.loads(path.read_text())
-    summary.update(verdict="INCONCLUSIVE", matches_expectation=False,
-                   inconclusive=["fault 0 (kill_worker) did not land: never fired \x1b[31m"])
-    summary["properties"]["recovers"] = {"status": "not_judged", "passed": None, "explanation": "no fault was retried"}
-    path.write_text(json.dumps(summary))
+    def unknown_restore(events):   # the kill hit nothing, and no restart's digests were read
+        unland(events)
+        for e in events:
+            if e.get("kind") == "worker_start" and e.get("restored_checkpoint"):
+                e["restored_intact"] = None
+
+    folder = make_results(tmp_path / "runs" / "unlanded", "unlanded", [kill()], edit=unknown_restore)
     root = validate_junit(write_junit([folder], tmp_path / "junit.xml"))
     (ts,) = root.findall("testsuite")
     cases = cases_of(root)
     verdict = cases[("unlanded", "verdict")]
     assert status(verdict) == "error:inconclusive" and "did not land" in verdict.find("error").get("message")
-    recovers = cases[("unlanded", "recovers")]
-    assert status(recovers) == "error:inconclusive" and "no fault was retried" in recovers.find("error").text
-    assert recovers.find("error").text.count("judged") <= 1
+    restore = cases[("unlanded", "exactly_once_restore")]
+    assert status(restore) == "error:inconclusive" and "digests were not read" in restore.find("error").text
+    assert restore.find("error").text.count("judged") <= 1
     assert int(ts.get("failures")) == 0 and int(ts.get("errors")) >= 2 and int(root.get("errors")) >= 2
     assert int(ts.get("skipped")) == 0
 

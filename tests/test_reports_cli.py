@@ -23,7 +23,7 @@ from ftharness.history.records import read_history, seal
 from ftharness.scenarios.verdict import evaluate
 from ftharness.scenarios.properties import PROPERTIES
 from ftharness.scenarios.schema import parse_scenario
-from ftharness.scenarios.synthetic import Fault, Plan, generate
+from ftharness.scenarios.synthetic import FAULTS, Fault, Plan, generate
 
 approx = pytest.approx
 STEPS = 8
@@ -32,16 +32,25 @@ STEPS = 8
 RECOVERY_OFFSET = 0.008
 
 
-def make_results(folder, name, faults=(), failure_config=None, expect=None):
+def make_results(folder, name, faults=(), failure_config=None, expect=None, edit=None):
     """A results folder as the runner writes it: history.jsonl, summary.json
-    (ftharness.scenarios.verdict over the synthetic history) and scenario.yaml."""
+    (ftharness.scenarios.verdict over the synthetic history) and scenario.yaml.
+    `edit(events)` changes the events before they are sealed (the outputs judge the
+    history, so a verdict is made there, never by editing summary.json)."""
     fc = dict(failure_config or {"max_failures": len(faults)})
     cfg = WorkloadConfig(steps=STEPS, batch_size=4, checkpoint_every=2)
     syn = generate(Plan(cfg, num_workers=2, failure_config=fc, faults=list(faults)))
     scenario = parse_scenario({"name": name, "failure_config": fc,
+                               "faults": [{"kind": FAULTS[f.cls][0], "at": {"step": f.after_steps},
+                                           "target": {"rank": 1}} for f in faults],
                                "workload": {"steps": STEPS, "batch_size": 4, "checkpoint_every": 2},
                                "expect": expect or {"properties": list(PROPERTIES), "monotonic": ["step", "count"]}})
     ctx = syn.context
+    for e in syn.events:   # the scenario's faults, as the injector records what it was asked
+        if e.get("kind") == "fault_injected":
+            e["target_asked"] = {"rank": 1}
+    if edit is not None:
+        edit(syn.events)
     folder.mkdir(parents=True)
     (folder / "history.jsonl").write_bytes(b"".join(line + b"\n" for line in sealed(syn.events)))
     read = read_history(str(folder))   # closed as a run closes it: `check` finds no gap to judge
@@ -67,6 +76,13 @@ def sealed(events):
            "fit_index": body[-1].get("fit_index", 1)}
     end["seal"] = seal(end)
     return out + [json.dumps(end).encode()]
+
+
+def unland(events):
+    """The kill recorded as hitting nothing (an empty target_hit): it did not land."""
+    for e in events:
+        if e.get("kind") == "fault_injected":
+            e["target_hit"] = {}
 
 
 def kill(recovery_s=2.0):

@@ -86,12 +86,30 @@ def test_check_report_junit_and_page_agree_on_every_kind_of_run(folders, tmp_pat
             assert f"<td>{name}</td><td>{status}</td>" in page.replace("\n", ""), (folder, name)
 
 
+def test_an_edited_summary_json_changes_no_output(folders, tmp_path):
+    """summary.json is an output: a FAIL folder whose summary.json was edited to PASS is
+    still FAIL in check, JUnit, the frames and the page, and the edit is named."""
+    import shutil
+
+    folder = tmp_path / "edited"
+    shutil.copytree(folders[1], folder)     # "slow": recovers over its 0.5 s bound, FAIL
+    path = folder / "summary.json"
+    summary = json.loads(path.read_text())
+    assert summary["verdict"] == "FAIL"
+    for v in summary["properties"].values():
+        v.update(status="passed", passed=True)
+    path.write_text(json.dumps({**summary, "verdict": "PASS", "mismatches": [], "matches_expectation": True}))
+    check, junit, frames, page, judged, rc = shown_everywhere(str(folder), tmp_path / "shown")
+    assert rc == 1 and judged["verdict"] == "FAIL" and check == junit == frames and check["recovers"] == "FAIL"
+    assert judged_summary(str(folder))["summary_disagrees"] == "summary.json says PASS, the history judges FAIL"
+
+
 def test_check_json_names_unasked_failures_and_faults(folders):
     judged, rc = check_json(folders[2])
     assert rc == 0 and judged["verdict"] == "PASS"
     assert [u["property"] for u in judged["unasked_failures"]] == ["recovers"]
     assert "recovers" not in {p["property"] for p in judged["properties"]}
-    assert judged["faults"] == []       # synthetic failures, no fault spec
+    assert [(f["kind"], f["status"]) for f in judged["faults"]] == [("kill_worker", "landed")]
     text = run_cli("check", folders[2]).stdout
     assert "WARNING recovers: failed, but the scenario did not ask for it" in text
 

@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 
 import numpy as np
 import pytest
+import yaml
 from PIL import Image
 
 from ftharness.reports import advice
@@ -240,30 +241,34 @@ def test_chromium_renders_the_report(report, tmp_path):
 # ------------------------------------------------ a PASS, a FAIL and an INCONCLUSIVE run, in a browser
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory):
-    """report.html over recorded runs (tests/data) whose summaries are edited
-    to one PASS (with its trace.json), one FAIL and one INCONCLUSIVE."""
+    """report.html over recorded runs (tests/data), one PASS (with its trace.json), one FAIL
+    (a recovery bound the run exceeds, in its scenario.yaml's expect) and one INCONCLUSIVE
+    (an event lost from its history): the report judges each history, so the verdicts are
+    made where they come from, never by editing summary.json."""
     root = tmp_path_factory.mktemp("mixed")
 
-    def copy(src, name, **edit):
+    def copy(src, name):
         dst = root / "suite" / name
         shutil.copytree(os.path.join(DATA, src), dst)
-        summary = json.loads((dst / "summary.json").read_text())
-        (dst / "summary.json").write_text(json.dumps({**summary, **edit}))
         return dst
 
     write_trace(str(copy("kill-worker", "kill-worker")))
-    copy("preempt-node", "preempt-node", verdict="FAIL",
-         mismatches=["recovers: recovery took 22.6 s, over the bound of 10 s"])
-    copy("kill-worker", "kill-gap", scenario="kill-gap", verdict="INCONCLUSIVE",
-         inconclusive=["fault 0 (kill_worker): the history has a gap after seq 25"])
+    slow = copy("preempt-node", "preempt-node")
+    scenario = yaml.safe_load((slow / "scenario.yaml").read_text())
+    scenario["expect"]["recovery_bound_s"] = 10
+    (slow / "scenario.yaml").write_text(yaml.safe_dump(scenario))
+    gap = copy("kill-worker", "kill-gap")
+    lines = (gap / "history.jsonl").read_text().splitlines(keepends=True)
+    (gap / "history.jsonl").write_text("".join(l for l in lines if '"seq": 26}' not in l))
     return write_report([root / "suite"], root / "suite", page_name="report.html", data_dir="report-data")
 
 
 def test_mixed_report_lists_reasons_per_scenario_and_links_the_trace(mixed):
     text = open(mixed, encoding="utf-8").read()
     assert 'class="banner fail"' in text and "<strong>FAIL</strong> (1 PASS, 1 FAIL, 1 INCONCLUSIVE)" in text
-    assert '<li class="mismatch">− recovers: recovery took 22.6 s, over the bound of 10 s</li>' in text
-    assert '<li class="inconclusive">? fault 0 (kill_worker): the history has a gap after seq 25</li>' in text
+    assert re.search(r'<li class="mismatch">− property recovers failed: recovery from fault 0 \(preempt_node\)'
+                     r'[^<]* took 22.58 s [^<]*over the 10 s bound</li>', text)
+    assert '<li class="inconclusive">? history: events seq 26 missing</li>' in text
     assert '<a href="kill-worker/trace.json">trace.json</a>' in text
     assert text.count("trace.json</a>") == 1
     assert re.search(r"rank 1 · pid 25606 · node 504c50ab", text)      # hover: pid and node of the killed rank
