@@ -354,6 +354,16 @@ def test_seen_3_a_soak_is_judged_again_exactly(tmp_path, capsys):
     assert code == 0 and "LANDED fault 0 (kill_worker)" in out and "PASS kill-worker-soak" in out
 
 
+def test_seen_3_a_scenario_yaml_without_the_faults_the_history_injected_is_inconclusive(tmp_path, capsys):
+    """scenario.yaml swapped for one that declares no fault: the kill the history records
+    is judged by nobody, so its landing is unknown (before: PASS, the fault never judged)."""
+    run = Run("kill-worker")
+    run.scenario["faults"] = []
+    folder = run.write(tmp_path / "nofaults")
+    code, out = main(["check", folder]), capsys.readouterr().out
+    assert code == 3 and "fault(s) 0 were injected but neither the history" in out, out
+
+
 def test_seen_4_missing_evidence_is_never_a_pass(tmp_path, capsys):
     def restored_intact_unknown(run):
         run.restarted()[0]["restored_intact"] = None
