@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -214,3 +215,28 @@ def test_dry_run_lists_the_cells_and_na_ones(tmp_path):
                 "--ray", "2.54,2.60", "--dry-run", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "4 cell(s)" in r.stdout and r.stdout.count("N/A") == 1 and "elastic-shrink--ray-2.54.1--r1" in r.stdout
+
+
+# ---------------------------------------------------------------------- secrets (issue 24)
+def test_a_cell_file_row_and_folder_name_never_hold_credentials(tmp_path):
+    """A storage_path with credentials: the cell runs with them, but cells/<id>/scenario.yaml,
+    cells.jsonl's row and the cell's folder name show ***, and the private copy the cell ran
+    from is gone when it ends. The "interpreter" is a stand-in that records what it was given."""
+    from ftharness.harness.matrix.runner import MatrixOptions, run_cell
+
+    secret = "s3://AKIAXYZ:sEcReT@127.0.0.1:9000/bucket"
+    data = _catalog("kill-worker")
+    ax = axes.parse_sets([f"workload.storage_path={secret}"], None, SCHEMA)
+    (cell,) = axes.expand([("kill-worker", os.path.join(CATALOG, "kill-worker.yaml"), data)], ["2.60.0"], ax, 1)
+    seen = tmp_path / "seen.yaml"
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\n" f'cp "$4" {seen}; ls -ld "$(dirname "$4")" > {seen}.mode; exit 0\n')
+    fake.chmod(0o755)
+    row = run_cell(cell, str(fake), MatrixOptions(out_dir=str(tmp_path / "m"), say=lambda _: None))
+    assert yaml.safe_load(seen.read_text())["workload"]["storage_path"] == secret   # the run got them
+    assert (tmp_path / f"{seen.name}.mode").read_text().startswith("drwx------")
+    shown = tmp_path / "m" / "cells" / cell.cell_id / "scenario.yaml"
+    assert yaml.safe_load(shown.read_text())["workload"]["storage_path"] == "s3://***@127.0.0.1:9000/bucket"
+    assert "sEcReT" not in json.dumps(row) and "sEcReT" not in cell.cell_id and "AKIAXYZ" not in cell.config
+    private = [p for p in os.listdir(tempfile.gettempdir()) if p.startswith("ftharness-cell-")]
+    assert private == [], private

@@ -20,6 +20,7 @@ import yaml
 
 from ftharness import releases
 from ftharness.errors import ScenarioError
+from ftharness.safety import redact
 
 RUNTIMES = {"ray": "ray_train", "ray_train": "ray_train", "torchrun": "torchrun"}
 MAX_CELLS = 2000
@@ -53,13 +54,13 @@ class Cell:
     @property
     def config(self) -> str:
         """The configuration the cell belongs to (all but the repeat): what repeats pool into."""
-        parts = [f"ray={self.ray}"] + [f"{k}={_text(v)}" for k, v in sorted(self.settings.items())]
+        parts = [f"ray={self.ray}"] + [f"{k}={redact(_text(v))}" for k, v in sorted(self.settings.items())]
         return " ".join(parts)
 
     @property
     def cell_id(self) -> str:
         raw = "--".join([self.scenario, f"ray-{self.ray}",
-                         *[f"{k}={_text(v)}" for k, v in sorted(self.settings.items())], f"r{self.repeat}"])
+                         *[f"{k}={redact(_text(v))}" for k, v in sorted(self.settings.items())], f"r{self.repeat}"])
         return re.sub(r"[^A-Za-z0-9_.=-]+", "_", raw)[:180]
 
 

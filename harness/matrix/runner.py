@@ -4,8 +4,9 @@ A cell runs as its own process (`python -m ftharness run`) in the environment
 of its release (envs.py; the running interpreter for the installed release),
 so every cell goes through the same route, guard and judgement as a single
 run, and starts and stops its own embedded cluster: one cluster at a time.
-The matrix folder holds, per cell, the scenario exactly as it ran
-(`cells/<id>/scenario.yaml`), its notes, its log and its results folder, and
+The matrix folder holds, per cell, the scenario as it ran (`cells/<id>/scenario.yaml`,
+credentials redacted: a cell whose scenario carries some runs from a private copy
+that is deleted when the cell ends), its notes, its log and its results folder, and
 `cells.jsonl`, one line per finished cell, so an interrupted matrix keeps what
 it measured and `--resume`-free reruns are cheap to compare.
 """
@@ -16,8 +17,10 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
@@ -25,6 +28,7 @@ from typing import Any, Callable, Dict, List, Optional
 import yaml
 
 from ftharness import releases
+from ftharness.safety import redact
 from ftharness.harness.matrix.axes import Cell
 from ftharness.harness.matrix.cells import for_release
 from ftharness.harness.matrix.envs import EnvError, ensure_env
@@ -53,20 +57,39 @@ def run_cell(cell: Cell, python: str, opts: MatrixOptions) -> Dict[str, Any]:
     folder = os.path.join(opts.out_dir, "cells", cell.cell_id)
     os.makedirs(folder, exist_ok=True)
     data, notes = for_release(cell.data, cell.ray)
-    scenario_file = os.path.join(folder, "scenario.yaml")
-    with open(scenario_file, "w") as f:
-        yaml.safe_dump(data, f, sort_keys=False)
     results = os.path.join(folder, "run")
-    cmd = [python, "-m", "ftharness", "run", scenario_file, "--out", results, "--quiet"]
-    if opts.allow_destructive:
-        cmd.append("--allow-destructive")
     # the scenario's own folder first on the path: its entrypoint modules are found there as in a
     # single run (the cell's copy of the scenario lives in the matrix folder)
     home = os.path.dirname(os.path.abspath(cell.source))
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = os.pathsep.join([home] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    with host_lock(opts.host_lock, opts.say):
+    with cell_scenario(folder, data) as scenario_file, host_lock(opts.host_lock, opts.say):
+        cmd = [python, "-m", "ftharness", "run", scenario_file, "--out", results, "--quiet"]
+        if opts.allow_destructive:
+            cmd.append("--allow-destructive")
         return _run_locked(cell, cmd, env, home, folder, results, notes, opts)
+
+
+@contextlib.contextmanager
+def cell_scenario(folder: str, data: Dict[str, Any]):
+    """The scenario file a cell runs: `folder`/scenario.yaml, credentials redacted (the
+    matrix folder is shared and kept); where redacting changed it, the cell runs from a
+    copy in a fresh 0700 folder, 0600, removed when the cell ends."""
+    shown = redact(data)
+    with open(os.path.join(folder, "scenario.yaml"), "w") as f:
+        yaml.safe_dump(shown, f, sort_keys=False)
+    if shown == data:
+        yield os.path.join(folder, "scenario.yaml")
+        return
+    private = tempfile.mkdtemp(prefix="ftharness-cell-")   # mkdtemp: created fresh, mode 0700
+    try:
+        path = os.path.join(private, "scenario.yaml")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            yaml.safe_dump(data, f, sort_keys=False)
+        yield path
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -97,7 +120,7 @@ def _run_locked(cell: Cell, cmd, env, home, folder, results, notes, opts: Matrix
         except subprocess.TimeoutExpired:
             rc = None
     row = {"cell": cell.cell_id, "scenario": cell.scenario, "source": cell.source, "ray": cell.ray,
-           "settings": cell.settings, "config": cell.config, "repeat": cell.repeat, "notes": notes,
+           "settings": redact(cell.settings), "config": cell.config, "repeat": cell.repeat, "notes": notes,
            "exit": rc, "seconds": round(time.monotonic() - t0, 2),
            "results": os.path.relpath(results, opts.out_dir), "summary": None}
     row["verdict"] = "TIMEOUT" if rc is None else EXIT_VERDICTS.get(rc, f"EXIT {rc}")
@@ -125,7 +148,7 @@ def _last_error_line(path: str) -> str:
 def _row(cell: Cell, verdict: str, error: str) -> Dict[str, Any]:
     """The row of a cell that did not run."""
     return {"cell": cell.cell_id, "scenario": cell.scenario, "source": cell.source, "ray": cell.ray,
-            "settings": cell.settings, "config": cell.config, "repeat": cell.repeat, "notes": [],
+            "settings": redact(cell.settings), "config": cell.config, "repeat": cell.repeat, "notes": [],
             "exit": None, "verdict": verdict, "seconds": 0, "results": None, "summary": None, "error": error}
 
 
