@@ -45,6 +45,24 @@ def plain_fit(config, num_workers, storage, name, env):
     return time.time() - t0
 
 
+def harness_run(runner: ScenarioRunner) -> dict:
+    """`ScenarioRunner.run`, step by step, timing each part: start (results folder, history
+    actor, injector), fit (submit to fit() returned), close (flush and stop the history),
+    judge (the verdict and summary.json)."""
+    parts, t = {}, time.time()
+    runner.start()
+    parts["start"], t = time.time() - t, time.time()
+    try:
+        outcome = runner.finish_fits(runner.submit())
+        parts["fit"], t = time.time() - t, time.time()
+    finally:
+        runner.close()
+    parts["close"], t = time.time() - t, time.time()
+    runner.summarize(outcome, time.time() - runner.t0, runner.use_gpu)
+    parts["judge"] = time.time() - t
+    return parts
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -65,15 +83,16 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(-1, args.runs):  # run -1 warms up worker processes and imports
                 t = time.time()
-                ScenarioRunner(scenario, cluster, RunOptions(out_dir=f"{tmp}/h{i}", progress=False)).run()
+                parts = harness_run(ScenarioRunner(scenario, cluster, RunOptions(out_dir=f"{tmp}/h{i}", progress=False)))
                 harness_s.append(time.time() - t)
                 t = time.time()
-                ray.get(plain_fit.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+                inner = ray.get(plain_fit.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
                     cluster.head_node_id(), soft=False)).remote(
                     workload_config(scenario, False), args.workers, f"{tmp}/p", f"plain{i}", cluster.train_env()))
                 plain_s.append(time.time() - t)
                 label = "warm-up" if i < 0 else f"run {i + 1}"
-                print(f"{label}: harness {harness_s[-1]:.2f} s  plain {plain_s[-1]:.2f} s")
+                print(f"{label}: harness {harness_s[-1]:.2f} s  plain {plain_s[-1]:.2f} s  "
+                      f"(harness: {'  '.join(f'{k} {v:.2f}' for k, v in parts.items())}; plain fit() {inner:.2f})")
                 if i < 0:
                     harness_s.clear()
                     plain_s.clear()
