@@ -143,14 +143,16 @@ def scenario_specs(scenario: Scenario) -> List[Dict[str, Any]]:
 
 
 def fault_landings(scenario: Scenario, events: List[Dict[str, Any]],
-                   specs: Optional[List[Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
+                   specs: Optional[List[Dict[str, Any]]] = None,
+                   facts_: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
     """summary.json's `faults`: for each fault (`specs`: those the run injected, a soak's
     or a Chaos Toolkit experiment's too; by default those the history recorded, else the
-    scenario's), whether it landed and why."""
+    scenario's), whether it landed and why. `facts_`: `recorded(events)`, when known
+    (one pass over a long history fewer)."""
     from ftharness.faults import landings
 
     if specs is None:
-        specs = recorded(events).get("fault_specs")
+        specs = (recorded(events) if facts_ is None else facts_).get("fault_specs")
     if specs is None:
         specs = scenario_specs(scenario)
     torchrun = scenario.workload.runtime == "torchrun"
@@ -165,8 +167,10 @@ def fault_landings(scenario: Scenario, events: List[Dict[str, Any]],
     return out
 
 
-def check_context(scenario: Scenario, events, outcome, state, faults=None) -> Dict[str, Any]:
-    facts_ = recorded(events)
+def check_context(scenario: Scenario, events, outcome, state, faults=None, facts_=None) -> Dict[str, Any]:
+    """What the properties read besides the history; `facts_`: `recorded(events)`, when known."""
+    if facts_ is None:
+        facts_ = recorded(events)
     start = facts_.get("run_start", {})
     expected_budgets = {f["failure_seq"]: (f["expected_budget"], f["kind"], f["index"]) for f in faults or []
                         if f["landed"] and f["expected_budget"] and f["failure_seq"] is not None}
@@ -192,9 +196,11 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None) -> Di
     }
 
 
-def run_properties(scenario, events, outcome, state, faults=None, model=None) -> Dict[str, Dict[str, Any]]:
-    """Every property over the history (`model`: its History, when already built)."""
-    context = check_context(scenario, events, outcome, state, faults)
+def run_properties(scenario, events, outcome, state, faults=None, model=None,
+                   facts_=None) -> Dict[str, Dict[str, Any]]:
+    """Every property over the history (`model`: its History, `facts_`: `recorded(events)`,
+    when already known)."""
+    context = check_context(scenario, events, outcome, state, faults, facts_)
     results = run_checks(events if model is None else model, context, list(PROPERTIES))
     return {name: {"status": r.status, "passed": r.passed, "explanation": r.explanation,
                    "findings": list(r.findings), "violations": list(r.violations),
@@ -265,10 +271,11 @@ def evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str
 def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str, Any],
               history_problems: Optional[List[str]], fault_specs: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
     state = _safe(lambda evs: final_state(scenario, evs, outcome), events, None)
-    facts_ = _safe(recorded, events, {})
-    faults = fault_landings(scenario, events, fault_specs)
+    known = _safe(recorded, events, None)   # one pass for all its readers (None: each meets the damage)
+    facts_ = {} if known is None else known
+    faults = fault_landings(scenario, events, fault_specs, known)
     model = _safe(History, events, events)  # one model for all; on a malformed history each figure fails alone
-    props = run_properties(scenario, events, outcome, state, faults, model)
+    props = run_properties(scenario, events, outcome, state, faults, model, known)
     expected = expected_properties(scenario)
     gap = gap_kind(history_problems)
     violated, unknown = [], [f"history: {p}" for p in history_problems or []]

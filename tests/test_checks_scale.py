@@ -214,3 +214,77 @@ def test_row_checks_agree_with_a_dict_per_row_whatever_the_rows():
                     sr._overlap_violations(h), sr._lineage_row_violations(h, kept, cfg)
                 continue
             assert (sr._overlap_violations(h), sr._lineage_row_violations(h, kept, cfg)) == want
+
+
+def _scale_bench():
+    """benchmarks/checks_scale.py as a module (its generator writes a sealed history)."""
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "checks_scale.py")
+    spec = importlib.util.spec_from_file_location("checks_scale_bench", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_benchmark_writes_the_history_the_generator_plays(tmp_path, monkeypatch):
+    """The benchmark writes its events as they age (a 10^7-event run does not fit in
+    memory as dicts): the same file as one written from the whole list, sealed, and PASS."""
+    import hashlib
+    import json
+
+    bench = _scale_bench()
+    monkeypatch.setattr(bench._Spool, "KEEP", 50)   # most events written long before the run ends
+    bench.generate(3000, 4, str(tmp_path / "h"))
+    lines = (tmp_path / "h" / "history.jsonl").read_bytes().splitlines(keepends=True)
+    events = generate(bench.plan_for(3000, 4)).events
+    assert lines[:-1] == [json.dumps(e).encode() + b"\n" for e in events]
+    end = json.loads(lines[-1])
+    assert end["digest"] == hashlib.sha256(b"".join(lines[:-1])).hexdigest() and end["events"] == len(events)
+    assert bench.judge(str(tmp_path / "h"))["verdict"] == "PASS"
+
+
+def test_reading_and_judging_cost_a_bounded_amount_per_event(tmp_path):
+    """What a long history costs in memory grows with its events by a fixed amount
+    per event: the slope between two sizes (tracemalloc, never timings) of the events
+    read and of the peak of judging them. The bounds hold today's costs with a margin
+    (about 1.2 KB per event read, 0.35 KB more at the peak of judging): a regression
+    that copies the events, or keeps something per event that it need not, fails here."""
+    import gc
+    import json
+    import tracemalloc
+
+    from ftharness.history.records import read_history
+    from ftharness.scenarios.schema import parse_scenario
+    from ftharness.scenarios.verdict import evaluate
+
+    bench = _scale_bench()
+    cost = {}
+    for n in (6000, 12000):
+        folder = str(tmp_path / str(n))
+        bench.generate(n, 4, folder)
+        with open(folder + "/scenario.json") as f:
+            scenario = parse_scenario(json.load(f))
+        with open(folder + "/outcome.json") as f:
+            outcome = json.load(f)
+        evaluate(scenario, read_history(folder).events, outcome)   # caches and imports, once
+        gc.collect()
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            read = read_history(folder)
+            held = tracemalloc.get_traced_memory()[0] - base
+            tracemalloc.reset_peak()
+            summary = evaluate(scenario, read.events, outcome, read.problems)
+            peak = tracemalloc.get_traced_memory()[1] - base
+        finally:
+            tracemalloc.stop()
+        assert summary["verdict"] == "PASS", summary["mismatches"] + summary["inconclusive"]
+        cost[n] = (len(read.events), held, peak)
+        del read, summary
+    (n1, held1, peak1), (n2, held2, peak2) = cost[6000], cost[12000]
+    per_event_read = (held2 - held1) / (n2 - n1)
+    per_event_judged = (peak2 - held2 - (peak1 - held1)) / (n2 - n1)
+    assert per_event_read < 1600, per_event_read
+    assert per_event_judged < 600, per_event_judged
