@@ -439,8 +439,12 @@ def test_seen_6_a_failure_nobody_asked_for_is_shown(tmp_path, capsys):
     syn = generate(Plan(WorkloadConfig(steps=12, batch_size=4, checkpoint_every=2), num_workers=2,
                         failure_config={"max_failures": 1}, faults=[Fault("worker_group", after_steps=6)],
                         defect="no_checkpoints"))
+    for e in syn.events:   # the kill the scenario declares, as the injector records what it was asked
+        if e["kind"] == "fault_injected":
+            e["target_asked"] = {"rank": 1}
     sc = parse_scenario({"name": "k", "workload": {"num_workers": 2, "steps": 12, "checkpoint_every": 2},
                          "failure_config": {"max_failures": 1},
+                         "faults": [{"kind": "kill_worker", "at": {"step": 6}, "target": {"rank": 1}}],
                          "expect": {"outcome": "succeeded", "properties": ["budget_accounting"]}})
     s = evaluate(sc, syn.events, {"outcome": "succeeded", "error": None, "error_type": None,
                                   "return_value": {"acc": syn.context["final"]}})
