@@ -180,7 +180,7 @@ class HistoryBook:
         """Fired triggers for the injector, and the current worker group."""
         with self._lock:
             return {"pending": self._triggers.take_pending(), "members": list(self._members),
-                    "progress": dict(self._progress, events=self._seq)}
+                    "progress": self._progress_locked()}
 
     def claim(self, fault: int, nth: int = 1) -> bool:
         """True exactly once per fault, on its `nth` claim: a worker-side fault
@@ -223,8 +223,11 @@ class HistoryBook:
     # -- reading
     def progress(self) -> Dict[str, Any]:
         with self._lock:
-            return dict(self._progress, events=self._seq, held=len(self._held),
-                        held_since=min(self._held.values(), default=None), last_t=self._last_t())
+            return self._progress_locked()
+
+    def _progress_locked(self) -> Dict[str, Any]:
+        return dict(self._progress, events=self._seq, held=len(self._held),
+                    held_since=min(self._held.values(), default=None), last_t=self._last_t())
 
     def _last_t(self) -> Optional[float]:
         return getattr(self, "_last_event_t", None)

@@ -705,3 +705,31 @@ def test_an_agent_names_its_attempt_by_the_round_its_rendezvous_completed_not_a_
     delattr(handler, agent.ROUND_ATTR)                  # a handler the wrapper never saw: the state's round
     rec.rendezvoused(group)
     assert rec.attempt_id == "round-1"
+
+
+def test_an_injector_with_nothing_to_fire_never_polls_the_history(tmp_path):
+    """A fault-free run (or one whose faults the worker does itself) has no trigger to poll:
+    tick() asks the history nothing, so the injector does not slow training; with a fault it
+    asks, and answers the run's progress (held workers too) from that one call."""
+    from ftharness.harness.run.torchrun_runner import TorchrunInjector
+
+    col = Collector(str(tmp_path / "history.jsonl"), "run")
+    try:
+        calls = []
+        for faults in ([], [{"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 5}}]):
+            sc = parse_scenario(torchrun(cluster={"nodes": 2}, workload={"num_workers": 2, "steps": 10},
+                                         failure_config={"max_failures": 1}, faults=faults))
+            inj = TorchrunInjector(sc, SimpleNamespace(), col, "run", str(tmp_path / "run"),
+                                   str(tmp_path / "history.jsonl"))
+            real = inj._call
+            inj._call = lambda method, *a, _real=real: (calls.append(method), _real(method, *a))[1]
+            calls.clear()
+            inj.arm()
+            inj.start()
+            polled = [inj.tick() for _ in range(3)]
+            if not faults:
+                assert polled == [None] * 3 and "take_pending" not in calls
+            else:
+                assert calls.count("take_pending") == 3 and {"held", "last_t", "events"} <= set(polled[-1])
+    finally:
+        col.close()

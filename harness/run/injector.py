@@ -115,8 +115,13 @@ class Injector:
     def start(self) -> None:
         self.t0 = self.t0 or time.time()
 
-    def tick(self) -> None:
-        """One pass: fired triggers, due time triggers, due timeline actions."""
+    def tick(self) -> Optional[Dict[str, Any]]:
+        """One pass: fired triggers, due time triggers, due timeline actions; returns the
+        run's progress as the history book answered it, or None when there was nothing to
+        ask: a run without a fault the injector fires (fault-free, or only in-worker
+        faults) has no trigger to poll, and its training is not slowed by polls."""
+        if not self.faults and not self._timeline:
+            return None
         polled = self._call("take_pending")
         self._members = polled["members"]
         # Faults fired by one event all come in this batch, and the worker waits at the gate of the
@@ -136,6 +141,7 @@ class Injector:
         while self._timeline and self._timeline[0][0] <= time.time():
             due, _, fn, label, kind, fault = heapq.heappop(self._timeline)
             self._run_action(due, fn, label, kind, fault)
+        return polled.get("progress")
 
     def resolve_hold(self, progress: Dict[str, Any]) -> None:
         """Release the workers held at the end of training once no fault can still land."""

@@ -452,11 +452,11 @@ class ScenarioRunner:
                 ready, _ = ray.wait([ref], timeout=TICK_S)
                 if ready:
                     return ray.get(ref)
-                self.injector.tick()
+                polled = self.injector.tick()
                 if time.time() - last_progress > 0.5:
                     last_progress = time.time()
-                    try:
-                        now = ray.get(self.history.progress.remote(), timeout=5)
+                    try:   # the tick's answer when it asked the history; else one call for it
+                        now = polled if polled is not None else ray.get(self.history.progress.remote(), timeout=5)
                     except ray.exceptions.GetTimeoutError:
                         now = None
                     if now is not None:
