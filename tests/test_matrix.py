@@ -240,3 +240,7 @@ def test_a_cell_file_row_and_folder_name_never_hold_credentials(tmp_path):
     assert "sEcReT" not in json.dumps(row) and "sEcReT" not in cell.cell_id and "AKIAXYZ" not in cell.config
     private = [p for p in os.listdir(tempfile.gettempdir()) if p.startswith("ftharness-cell-")]
     assert private == [], private
+    other = axes.parse_sets([f"workload.storage_path={secret.replace('sEcReT', 'other')}"], None, SCHEMA)
+    (twin,) = axes.expand([("kill-worker", os.path.join(CATALOG, "kill-worker.yaml"), data)], ["2.60.0"], other, 1)
+    assert twin.cell_id != cell.cell_id and twin.config != cell.config   # two folders, two configurations
+    assert "other" not in twin.cell_id + twin.config and "sEcReT" not in cell.config

@@ -11,6 +11,7 @@ have, a value its schema refuses are each one line (ScenarioError, exit 2).
 from __future__ import annotations
 
 import copy
+import hashlib
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -54,14 +55,21 @@ class Cell:
     @property
     def config(self) -> str:
         """The configuration the cell belongs to (all but the repeat): what repeats pool into."""
-        parts = [f"ray={self.ray}"] + [f"{k}={redact(_text(v))}" for k, v in sorted(self.settings.items())]
+        parts = [f"ray={self.ray}"] + [f"{k}={_shown(_text(v))}" for k, v in sorted(self.settings.items())]
         return " ".join(parts)
 
     @property
     def cell_id(self) -> str:
         raw = "--".join([self.scenario, f"ray-{self.ray}",
-                         *[f"{k}={redact(_text(v))}" for k, v in sorted(self.settings.items())], f"r{self.repeat}"])
+                         *[f"{k}={_shown(_text(v))}" for k, v in sorted(self.settings.items())], f"r{self.repeat}"])
         return re.sub(r"[^A-Za-z0-9_.=-]+", "_", raw)[:180]
+
+
+def _shown(text: str) -> str:
+    """A setting as a folder name may show it: credentials redacted, and then a short hash of
+    the value, so two values that differ only in their credentials keep two folders."""
+    shown = redact(text)
+    return shown if shown == text else f"{shown}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
 def _text(value: Any) -> str:
