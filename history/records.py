@@ -596,6 +596,29 @@ def seal(end: Dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def sealed_lines(events: Iterable[Dict[str, Any]], renumber: bool = True) -> List[bytes]:
+    """History lines for `events` closed by a fresh, consistent history_end, as the history
+    actor (ftharness.history.store) writes them: for synthetic histories and for edits of
+    recorded ones (the mutation suites), so only the rules decide. `renumber` gives the
+    events seq 1..n; otherwise their own seqs stand."""
+    body = [dict(e) for e in events if e.get("kind") != "history_end"]
+    counts: Dict[str, int] = {}
+    digest, out = hashlib.sha256(), []
+    for i, e in enumerate(body, 1):
+        if renumber:
+            e["seq"] = i
+        if e.get("emitter"):
+            counts[e["emitter"]] = counts.get(e["emitter"], 0) + 1
+        line = json.dumps(e).encode()
+        digest.update(line + b"\n")
+        out.append(line)
+    end = {"kind": "history_end", "source": "history", "events": len(body), "emitters": counts,
+           "digest": digest.hexdigest(), "seq": max((e.get("seq", 0) for e in body), default=0) + 1,
+           "t": body[-1].get("t", 0) if body else 0, "fit_index": body[-1].get("fit_index", 1) if body else 1}
+    end["seal"] = seal(end)
+    return out + [json.dumps(end).encode()]
+
+
 def load_history(path: str):
     """A results folder's (or a history file's) events as a pandas DataFrame."""
     import pandas as pd

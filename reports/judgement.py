@@ -109,15 +109,22 @@ def judged_summary(results: str) -> Dict[str, Any]:
     one cannot change what the report, JUnit or `compare` show), with what else
     summary.json recorded filled in. Where summary.json's verdict differs, the
     difference is named (`summary_disagrees`). A harness ERROR stays an ERROR (it is
-    the run's own record that its harness broke); a folder that cannot be re-judged
-    keeps what it recorded."""
+    the run's own record that its harness broke); a folder that cannot be re-judged keeps
+    what it recorded, except that a recorded PASS becomes INCONCLUSIVE: a PASS no history
+    can back is no evidence."""
     recorded = _read_json(os.path.join(results, SUMMARY_FILE))
     if recorded.get("verdict") == ERROR:
         return recorded
     try:
         fresh = rejudge(results)
-    except Exception:  # noqa: BLE001 - no valid scenario.yaml or history: what was recorded stands
-        return recorded
+    except Exception as e:  # noqa: BLE001 - no valid scenario.yaml or history: nothing re-judges it
+        if recorded.get("verdict") != PASS:
+            return recorded
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        return {**recorded, "verdict": INCONCLUSIVE, "matches_expectation": False,
+                "summary_disagrees": f"summary.json says PASS, but the history cannot be judged again ({why})",
+                "inconclusive": list(recorded.get("inconclusive") or []) + [
+                    f"the recorded PASS cannot be judged again from the history: {why}"]}
     out = {**recorded, **fresh, "rejudged": sorted(set(fresh) - set(recorded))}
     said = recorded.get("verdict")
     if said is not None and said != fresh.get("verdict"):

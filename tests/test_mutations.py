@@ -137,6 +137,21 @@ def a_line_changed_after_the_seal(run):
     run.lines = _stale_seal(run.lines)
 
 
+@mutation("verdict", INCONCLUSIVE, *ALL)
+def scenario_yaml_declares_no_fault(run):
+    """scenario.yaml swapped for one without faults: the history's injection is judged by
+    nobody, so its landing is unknown (was PASS: the recorded fault was never judged)."""
+    run.scenario["faults"] = []
+
+
+@mutation("verdict", INCONCLUSIVE, "kill-worker", "torchrun-kill-worker")
+def the_fault_recorded_under_another_index(run):
+    """The history says fault 1 was injected; the scenario declares only fault 0."""
+    for e in run.events:
+        if e.get("kind") in ("fault_injected", "fault_action") and e.get("fault") == 0:
+            e["fault"] = 1
+
+
 def _stale_seal(lines):
     """The lines, with history_end computed before the last edit (the file changed after)."""
     def stale():

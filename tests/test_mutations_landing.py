@@ -10,7 +10,6 @@ on evidence of its own). Pure: no Ray, seconds.
 Run with `-s` to see the count of mutations per fault kind."""
 
 import copy
-import hashlib
 import io
 import json
 import os
@@ -25,7 +24,7 @@ import yaml
 
 from ftharness.faults import FAULT_KINDS, landings
 from ftharness.harness.frontends.cli import main
-from ftharness.history.records import read_history, seal
+from ftharness.history.records import read_history, sealed_lines
 from ftharness.scenarios.reference_data import WorkloadConfig
 from ftharness.scenarios.schema import load_scenario, parse_scenario
 from ftharness.scenarios.synthetic import Fault, Plan, generate
@@ -37,19 +36,7 @@ RECORDED = ("kill-worker", "preempt-node", "torchrun-kill-worker", "torchrun-kil
 # ------------------------------------------------------------------ histories
 def reseal(events):
     """History lines for `events` with a fresh, consistent history_end (seqs renumbered)."""
-    body = [dict(e) for e in events if e.get("kind") != "history_end"]
-    counts, digest, out = {}, hashlib.sha256(), []
-    for i, e in enumerate(body, 1):
-        e["seq"] = i
-        if e.get("emitter"):
-            counts[e["emitter"]] = counts.get(e["emitter"], 0) + 1
-        line = json.dumps(e).encode()
-        digest.update(line + b"\n")
-        out.append(line)
-    end = {"kind": "history_end", "source": "history", "events": len(body), "emitters": counts,
-           "digest": digest.hexdigest(), "seq": len(body) + 1, "t": body[-1].get("t", 0), "fit_index": 1}
-    end["seal"] = seal(end)
-    return out + [json.dumps(end).encode()]
+    return sealed_lines(events)
 
 
 def synthetic(name, scenario, plan, edit=None):

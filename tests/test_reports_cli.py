@@ -5,7 +5,6 @@ on synthetic results folders (scenarios/synthetic.py). No Ray cluster.
 """
 
 import argparse
-import hashlib
 import json
 import math
 from pathlib import Path
@@ -19,7 +18,7 @@ from ftharness.scenarios.reference_data import WorkloadConfig
 from ftharness.reports import advice
 from ftharness.reports.cli import add_subcommands
 from ftharness.reports.compare import bootstrap_median_diff, compare, write_compare
-from ftharness.history.records import read_history, seal
+from ftharness.history.records import read_history, sealed_lines
 from ftharness.scenarios.verdict import evaluate
 from ftharness.scenarios.properties import PROPERTIES
 from ftharness.scenarios.schema import parse_scenario
@@ -63,19 +62,7 @@ def make_results(folder, name, faults=(), failure_config=None, expect=None, edit
 
 def sealed(events):
     """History lines closed by a consistent history_end, as the history actor writes them."""
-    body = [dict(e) for e in events if e.get("kind") != "history_end"]
-    counts, digest, out = {}, hashlib.sha256(), []
-    for e in body:
-        if e.get("emitter"):
-            counts[e["emitter"]] = counts.get(e["emitter"], 0) + 1
-        line = json.dumps(e).encode()
-        digest.update(line + b"\n")
-        out.append(line)
-    end = {"kind": "history_end", "source": "history", "events": len(body), "emitters": counts,
-           "digest": digest.hexdigest(), "seq": max(e.get("seq", 0) for e in body) + 1, "t": body[-1]["t"],
-           "fit_index": body[-1].get("fit_index", 1)}
-    end["seal"] = seal(end)
-    return out + [json.dumps(end).encode()]
+    return sealed_lines(events, renumber=False)
 
 
 def unland(events):

@@ -104,6 +104,22 @@ def test_an_edited_summary_json_changes_no_output(folders, tmp_path):
     assert judged_summary(str(folder))["summary_disagrees"] == "summary.json says PASS, the history judges FAIL"
 
 
+def test_a_recorded_pass_that_cannot_be_judged_again_is_inconclusive(folders, tmp_path):
+    """A folder whose scenario.yaml no longer parses: no history can back summary.json's PASS,
+    so the outputs show INCONCLUSIVE and say why (a FAIL is shown as recorded)."""
+    import shutil
+
+    folder = tmp_path / "unreadable"
+    shutil.copytree(folders[0], folder)    # "kill": PASS
+    (folder / "scenario.yaml").write_text("name: [x\n")
+    judged = judged_summary(str(folder))
+    assert judged["verdict"] == "INCONCLUSIVE" and "cannot be judged again" in judged["summary_disagrees"]
+    assert folder_statuses(str(folder))["verdict"] == "INCONCLUSIVE"
+    shutil.copytree(folders[1], tmp_path / "failed")   # "slow": FAIL stays FAIL
+    (tmp_path / "failed" / "scenario.yaml").write_text("name: [x\n")
+    assert judged_summary(str(tmp_path / "failed"))["verdict"] == "FAIL"
+
+
 def test_check_json_names_unasked_failures_and_faults(folders):
     judged, rc = check_json(folders[2])
     assert rc == 0 and judged["verdict"] == "PASS"

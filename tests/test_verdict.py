@@ -5,7 +5,6 @@ consistently re-written history that charges the failure to the wrong budget
 is FAIL. Pinned violations count only with their reason; an expected property
 that judged nothing, or a fault that did not land, is INCONCLUSIVE."""
 
-import hashlib
 import json
 import os
 import re
@@ -17,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ftharness.harness.frontends.cli import main
-from ftharness.history.records import read_history, seal
+from ftharness.history.records import read_history, sealed_lines
 from ftharness.scenarios.verdict import evaluate
 from ftharness.scenarios.schema import parse_scenario
 
@@ -40,19 +39,7 @@ def copy_with(tmp_path, lines, src=KILL, name="run"):
 def reseal(events):
     """Lines for `events` with a fresh, consistent history_end: what a harness
     recording a different (e.g. mis-charged) run would have written."""
-    body = [dict(e) for e in events if e.get("kind") != "history_end"]
-    counts, digest, out = {}, hashlib.sha256(), []
-    for i, e in enumerate(body, 1):
-        e["seq"] = i
-        if e.get("emitter"):
-            counts[e["emitter"]] = counts.get(e["emitter"], 0) + 1
-        line = json.dumps(e).encode()
-        digest.update(line + b"\n")
-        out.append(line)
-    end = {"kind": "history_end", "source": "history", "events": len(body), "emitters": counts,
-           "digest": digest.hexdigest(), "seq": len(body) + 1, "t": body[-1]["t"], "fit_index": 1}
-    end["seal"] = seal(end)
-    return out + [json.dumps(end).encode()]
+    return sealed_lines(events)
 
 
 def verdict(folder, capsys=None):

@@ -245,7 +245,10 @@ def _write_pth(tmp: Path, final: Path) -> None:
 def _check(path: Path, ray_version: str) -> None:
     code = ("import ray, torch, ftharness, ftharness.harness.cluster.ray_private; "
             "print(ray.__version__)")
-    r = subprocess.run([str(path / "bin" / "python"), "-c", code], capture_output=True, text=True, timeout=300)
+    # -P and cwd: a checkout's own ftharness/ folder in the working directory must not shadow the
+    # shared code (it holds only the root package; the subpackages are mapped by the install)
+    r = subprocess.run([str(path / "bin" / "python"), "-P", "-c", code], capture_output=True, text=True,
+                       timeout=300, cwd=str(path))
     got = r.stdout.strip().splitlines()[-1:] if r.returncode == 0 else []
     if got != [ray_version]:
         tail = (r.stderr.strip().splitlines() or ["no output"])[-1]

@@ -64,7 +64,7 @@ def run_cell(cell: Cell, python: str, opts: MatrixOptions) -> Dict[str, Any]:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = os.pathsep.join([home] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     with cell_scenario(folder, data) as scenario_file, host_lock(opts.host_lock, opts.say):
-        cmd = [python, "-m", "ftharness", "run", scenario_file, "--out", results, "--quiet"]
+        cmd = [python, "-P", "-m", "ftharness", "run", scenario_file, "--out", results, "--quiet"]
         if opts.allow_destructive:
             cmd.append("--allow-destructive")
         return _run_locked(cell, cmd, env, home, folder, results, notes, opts)
