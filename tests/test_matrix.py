@@ -230,7 +230,9 @@ def test_a_cell_file_row_and_folder_name_never_hold_credentials(tmp_path):
     (cell,) = axes.expand([("kill-worker", os.path.join(CATALOG, "kill-worker.yaml"), data)], ["2.60.0"], ax, 1)
     seen = tmp_path / "seen.yaml"
     fake = tmp_path / "python"
-    fake.write_text("#!/bin/sh\n" f'cp "$4" {seen}; ls -ld "$(dirname "$4")" > {seen}.mode; exit 0\n')
+    # the argument after `run` is the scenario file the cell runs
+    fake.write_text("#!/bin/sh\n" 'while [ "$1" != run ]; do shift; done; shift\n'
+                    f'cp "$1" {seen}; ls -ld "$(dirname "$1")" > {seen}.mode; exit 0\n')
     fake.chmod(0o755)
     row = run_cell(cell, str(fake), MatrixOptions(out_dir=str(tmp_path / "m"), say=lambda _: None))
     assert yaml.safe_load(seen.read_text())["workload"]["storage_path"] == secret   # the run got them
