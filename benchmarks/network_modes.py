@@ -17,7 +17,6 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from ftharness.harness.cluster.handles import EmbeddedCluster  # noqa: E402
 from ftharness.harness.run.runner import RunOptions, ScenarioRunner  # noqa: E402

@@ -13,7 +13,6 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from ftharness.scenarios.simulator import DEFAULTS, Job, simulate  # noqa: E402
 from ftharness.scenarios.simulator.rates import make_rates  # noqa: E402

@@ -4,7 +4,9 @@ Every source (training workers, the Train controller callback, the fault
 injector, the harness itself) hands its events to one `HistoryActor` pinned to
 the driver's node. The actor stamps each event with a sequence number, appends
 it to `history.jsonl` and flushes before it acknowledges; emitters wait for that
-acknowledgement, so a process killed after `emit` returned loses nothing.
+acknowledgement, so a process killed after `emit` returned loses nothing (a
+streaming event no trigger can gate on is waited for by the emitter's next one:
+see `Emitter`).
 Every emitter numbers its events, and closing the history appends a
 `history_end` manifest, so a lost or altered event is visible to the reader
 (ftharness.history.records.read_history).
@@ -93,6 +95,7 @@ class HistoryBook:
         self._emitted: Dict[str, int] = {}
         self._hold_released = False
         self._held: Dict[int, float] = {}   # pid -> since when its train function is held
+        self._gating: Optional[List[str]] = None   # kinds an armed trigger can gate on (None: not armed yet)
 
     # -- writing
     def append(self, event: Dict[str, Any]) -> Dict[str, Any]:
@@ -103,7 +106,7 @@ class HistoryBook:
                 return {"seq": None, "gate": None}
             seq = self._append_locked(event)
             gate = self._triggers.observe(dict(event, seq=seq, fit_index=event.get("fit_index", self._fit_index)))
-            return {"seq": seq, "gate": gate}
+            return {"seq": seq, "gate": gate, "gating": self._gating}
 
     def _append_locked(self, event: Dict[str, Any]) -> int:
         self._seq += 1
@@ -175,6 +178,7 @@ class HistoryBook:
     def arm(self, faults: List[Dict[str, Any]]) -> None:
         with self._lock:
             self._triggers.arm(faults)
+            self._gating = sorted(self._triggers.gating_kinds())
 
     def take_pending(self) -> Dict[str, Any]:
         """Fired triggers for the injector, and the current worker group."""
@@ -284,8 +288,10 @@ def actor_name(run_name: str) -> str:
     return f"ftharness-history-{run_name}"
 
 
-def start_history(path: str, run_name: str, node_id: Optional[str] = None):
-    """Start the history actor for a run, pinned to `node_id` (default: this node)."""
+def start_history(path: str, run_name: str, node_id: Optional[str] = None, wait: bool = True):
+    """Start the history actor for a run, pinned to `node_id` (default: this node). Without
+    `wait` it returns as soon as the actor is named: calls on it queue until it is up, so its
+    start overlaps whatever the caller does next (ScenarioRunner.submit waits for it there)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     node_id = node_id or ray.get_runtime_context().get_node_id()
@@ -295,14 +301,16 @@ def start_history(path: str, run_name: str, node_id: Optional[str] = None):
         lifetime=None,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
     ).remote(os.path.abspath(path))
-    ray.get(handle.progress.remote())
+    if wait:
+        ray.get(handle.progress.remote())
     return handle
 
 
 class Emitter:
     """A handle any process of the run uses to record events durably.
 
-    `emit` blocks until the history actor has flushed the event. Failures to
+    `emit` blocks until the history actor has flushed the event (a streaming
+    event: until the previous one is flushed; below). Failures to
     record never raise into training or into the Train controller; every event
     is numbered (`emitter`, `eseq`) so a lost one is a visible gap.
 
@@ -311,7 +319,19 @@ class Emitter:
     node-local journal (ftharness.history.spool), and so does every later one
     until an earlier hand-over is seen to complete. Events are still sent,
     without waiting, so a slow actor loses nothing; the merge drops duplicates.
+
+    Streaming events (steps, reports, checkpoint writes and registrations: a
+    long run's bulk) of a kind no armed trigger can gate on (the actor's ack
+    names the kinds that can) are not waited for at once: the emitter's next
+    event, or `settle()`, first waits for that acknowledgement, so the wait
+    overlaps the training step and at most one event per emitter is in flight.
+    A process killed in that window can lose that one event, as it can lose one
+    killed while waiting; either way it is the emitter's last, so no later event
+    depends on it.
     """
+
+    #: kinds that are acknowledged one event late when no armed trigger can gate on them
+    STREAMING = frozenset({"step", "report", "checkpoint_written", "checkpoint_registered"})
 
     ack_timeout_s = 10.0
 
@@ -324,6 +344,8 @@ class Emitter:
         self._numbers = itertools.count(1)
         self._order = threading.Lock()
         self._cut_ref = None   # while cut off: the last hand-over sent without waiting
+        self._gating: Optional[frozenset] = None   # from the last ack; None: every kind may gate
+        self._unsettled = None   # (ref, event) of a streaming event not waited for yet
 
     def _reconnected(self) -> bool:
         """Whether the last hand-over sent while cut off has reached the actor."""
@@ -355,6 +377,7 @@ class Emitter:
         ref = None
         try:
             with self._order:  # numbered in the order they are handed over
+                self._settle_locked()
                 e["emitter"], e["eseq"] = self.id, next(self._numbers)
                 if self._cut_ref is not None and not self._reconnected():
                     spool.write(self.run_name, self.id, e)
@@ -364,9 +387,12 @@ class Emitter:
                         self._handle = None
                     return None
                 ref = self.handle().append.remote(e)
+                if wait and self._gating is not None and kind in self.STREAMING and kind not in self._gating:
+                    self._unsettled = (ref, e)
+                    return None
             if not wait:
                 return None
-            ack = ray.get(ref, timeout=self.ack_timeout_s)
+            ack = self._ack(ray.get(ref, timeout=self.ack_timeout_s))
         except Exception:  # never break the caller; the journal (or the eseq gap) keeps the event
             with self._order:
                 spool.write(self.run_name, self.id, e)
@@ -378,3 +404,32 @@ class Emitter:
             except Exception:
                 ack["action"] = "timeout"
         return ack
+
+    def hand_over(self, kind: str, **fields: Any):
+        """Send an event without waiting; returns the ref of its acknowledgement, for a caller
+        that waits for it itself (the harness's run_start, while the fit task starts)."""
+        e = self.event(kind, **fields)
+        with self._order:
+            self._settle_locked()
+            e["emitter"], e["eseq"] = self.id, next(self._numbers)
+            return self.handle().append.remote(e)
+
+    def _ack(self, ack: Dict[str, Any]) -> Dict[str, Any]:
+        gating = ack.get("gating")
+        self._gating = None if gating is None else frozenset(gating)
+        return ack
+
+    def settle(self) -> None:
+        """Wait until the streaming event handed over last is on disk (or journaled)."""
+        with self._order:
+            self._settle_locked()
+
+    def _settle_locked(self) -> None:
+        if self._unsettled is None:
+            return
+        (ref, e), self._unsettled = self._unsettled, None
+        try:
+            self._ack(ray.get(ref, timeout=self.ack_timeout_s))
+        except Exception:  # noqa: BLE001 - as in emit: the journal keeps it, and later events too
+            spool.write(self.run_name, self.id, e)
+            self._cut_ref = ref

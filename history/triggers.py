@@ -80,6 +80,19 @@ class TriggerBook:
             if t is not None:
                 self.triggers.append(t)
 
+    def gating_kinds(self) -> Set[str]:
+        """The event kinds an armed trigger can gate on: an emitter must wait for the
+        acknowledgement of these (it may carry a gate); any other kind never gates."""
+        kinds: Set[str] = set()
+        for t in self.triggers:
+            if not t.hold:
+                continue
+            if t.step is not None:
+                kinds.add("step")
+            elif EVENT_TRIGGERS[t.event][3]:
+                kinds.add(EVENT_TRIGGERS[t.event][0])
+        return kinds
+
     def observe(self, event: Dict[str, Any]) -> Optional[int]:
         """Fire the triggers this event meets; returns a fault index to gate on."""
         gate = None

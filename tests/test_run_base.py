@@ -117,24 +117,64 @@ def test_user_entrypoint_is_instrumented(run_scenario, tmp_path):
 
 
 def test_history_survives_killed_emitter(ftharness_cluster, tmp_path):
-    """An event handed over before a process is SIGKILLed is on disk."""
+    """An event handed over before a process is SIGKILLed is on disk: waited for at once
+    (nothing armed yet), or, once nothing can gate a step, settled by `settle()`."""
     import signal
     import ray
     from ftharness.history.store import Emitter, start_history
 
-    handle = start_history(str(tmp_path / "history.jsonl"), "durability")
-
     @ray.remote(num_cpus=1)
-    def emit_then_die():
-        em = Emitter("durability", "worker", {"pid": os.getpid()})
+    def emit_then_die(run):
+        em = Emitter(run, "worker", {"pid": os.getpid()})
         for i in range(50):
             em.emit("step", step=i + 1)
+        em.settle()
         os.kill(os.getpid(), signal.SIGKILL)
 
-    with pytest.raises(Exception):
-        ray.get(emit_then_die.options(max_retries=0).remote())
-    ray.get(handle.close.remote())
-    ray.kill(handle)
-    read = read_history(str(tmp_path))
-    assert [e["step"] for e in read.events if e["kind"] == "step"] == list(range(1, 51))
-    assert read.problems == ["no run_end: no fit() outcome was recorded"]  # no gap, manifest agrees
+    for run, armed in (("durability", False), ("durability-armed", True)):
+        handle = start_history(str(tmp_path / run / "history.jsonl"), run)
+        if armed:
+            ray.get(handle.arm.remote([]))   # no trigger: every step is acknowledged one event late
+        with pytest.raises(Exception):
+            ray.get(emit_then_die.options(max_retries=0).remote(run))
+        ray.get(handle.close.remote())
+        ray.kill(handle)
+        read = read_history(str(tmp_path / run))
+        assert [e["step"] for e in read.events if e["kind"] == "step"] == list(range(1, 51)), run
+        assert read.problems == ["no run_end: no fit() outcome was recorded"]  # no gap, manifest agrees
+
+
+def test_a_step_a_trigger_gates_on_holds_its_emitter_until_released(ftharness_cluster, tmp_path):
+    """With a trigger at step 3 armed, step events are waited for at once: the emitter
+    stops at step 3 until the injector releases it, as "at step 3" promises."""
+    import time
+    import ray
+    from ftharness.history.store import Emitter, start_history
+
+    handle = start_history(str(tmp_path / "history.jsonl"), "gated")
+    ray.get(handle.arm.remote([{"at": {"step": 3}}]))
+
+    @ray.remote(num_cpus=1)
+    def five_steps():
+        em = Emitter("gated", "worker", {"pid": os.getpid()})
+        em.emit("worker_start")
+        for i in range(5):
+            em.emit("step", step=i + 1)
+        em.emit("worker_end")
+
+    ref = five_steps.remote()
+    try:
+        pending, deadline = [], time.time() + 60
+        while not pending and time.time() < deadline:
+            pending = ray.get(handle.take_pending.remote())["pending"]
+            time.sleep(0.05)
+        assert [p["fault"] for p in pending] == [0] and pending[0]["event"]["step"] == 3
+        time.sleep(1.0)   # a worker that did not wait would be done by now
+        assert ray.get(handle.progress.remote())["step"] == 3
+        ray.get(handle.release.remote(0))
+        ray.get(ref, timeout=60)
+    finally:
+        ray.get(handle.close.remote())
+        ray.kill(handle)
+    steps = [e["step"] for e in read_history(str(tmp_path)).events if e["kind"] == "step"]
+    assert steps == [1, 2, 3, 4, 5]

@@ -10,11 +10,15 @@ controller killed right after a decision has already handed that decision over.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict
+from typing import Any, Dict, Optional
+
+import ray
 
 from ftharness.harness.cluster import ray_private as rp
 from ftharness.history.model import LIMIT_FIELD as _LIMIT_KEY
 from ftharness.history.store import Emitter
+
+RUN_START_TIMEOUT_S = 120.0   # as the driver waits for it (runner.HISTORY_START_TIMEOUT_S)
 
 
 def clip_error(text: str, limit: int = 1000) -> str:
@@ -43,10 +47,12 @@ class ControllerRecorder(rp.ControllerCallback, rp.WorkerGroupCallback, rp.Repor
 
     def __getstate__(self):
         return {"run_name": self.run_name, "failure_config": self.failure_config, "_emitter": None,
-                "_attempt_id": None, "_counts": dict(self._counts)}
+                "_attempt_id": None, "_counts": dict(self._counts), "_recorded": self._recorded}
 
     def _emit(self, kind: str, **fields: Any) -> None:
         if self._emitter is None:
+            if self._recorded:   # run_start first: nothing of this fit() may come before it
+                ray.get(self._recorded[0], timeout=RUN_START_TIMEOUT_S)
             self._emitter = Emitter(self.run_name, "controller")
         attempt = fields.pop("attempt_id", self._attempt_id)
         # pid: the controller this run owns, so kill_controller never hits another run's
@@ -74,8 +80,11 @@ class ControllerRecorder(rp.ControllerCallback, rp.WorkerGroupCallback, rp.Repor
                 return  # already recorded when SHUTTING_DOWN(ERRORED) was entered
             self._record_failure(err, retry=cur in ("RESTARTING", "RESCHEDULING"))
 
-    def __init__(self, run_name: str, failure_config=None):
+    def __init__(self, run_name: str, failure_config=None, recorded: Optional[list] = None):
         self.run_name = run_name
+        #: [ref of the run_start hand-over]: the controller starts while the history actor does
+        #: (ftharness.harness.run.runner.ScenarioRunner.submit), and its first event waits for it
+        self._recorded = recorded
         self.failure_config = dict(failure_config or {})
         self._emitter = None
         self._attempt_id = None

@@ -101,7 +101,7 @@ class Injector:
     def arm(self) -> None:
         triggered = [s if i in self.faults and s["at"].get("time_s") is None else {"at": {"time_s": 0}}
                      for i, s in enumerate(self.specs)]
-        self._call("arm", triggered)
+        self._send("arm", triggered)
         if self.faults:
             self._start_agents()
 
@@ -224,6 +224,11 @@ class Injector:
         """A call on the run's history book: here the Ray actor (a torchrun run's
         injector calls its book in the harness process instead)."""
         return ray.get(getattr(self.history, method).remote(*args), timeout=30)
+
+    def _send(self, method: str, *args: Any) -> None:
+        """A call on the run's history book, not waited for: the actor runs the calls of one
+        caller in order, so it is done before any later call of this process."""
+        getattr(self.history, method).remote(*args)
 
     def _release(self, fault: int) -> None:
         """Let the worker held at this fault's gate go on (not waited for)."""

@@ -36,6 +36,7 @@ from ftharness.errors import ScenarioError
 from ftharness.safety import REDACTED, path_component_problem, redact
 
 TICK_S = 0.05  # how often the injector looks for fired triggers
+HISTORY_START_TIMEOUT_S = 120.0  # the history actor of a run must be up within this (a busy cluster)
 
 
 @dataclass
@@ -169,8 +170,13 @@ def rp_failure_config(fc: Dict[str, Any]) -> Dict[str, Any]:
 
 
 @ray.remote(num_cpus=0, max_retries=0)
-def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
-    """Builds the TorchTrainer and runs fit(); returns the outcome as plain data."""
+def _fit_task(spec: Dict[str, Any], recorded: Optional[list] = None) -> Dict[str, Any]:
+    """Builds the TorchTrainer and runs fit(); returns the outcome as plain data.
+
+    `recorded` holds the ref of the run_start hand-over (in a list, so Ray does not wait for it
+    before the task starts): fit() starts while the history actor does, and the controller
+    callback's first event waits for it (every worker event comes after that one), so nothing
+    of this fit() is recorded before run_start."""
     os.environ.update(spec["train_env"])
     import ray.train
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
@@ -207,7 +213,7 @@ def _fit_task(spec: Dict[str, Any]) -> Dict[str, Any]:
             storage_filesystem=spec.get("storage_filesystem"),
             failure_config=FailureConfig(**fc),
             checkpoint_config=CheckpointConfig(num_to_keep=spec["num_to_keep"]),
-            callbacks=[ControllerRecorder(spec["run_name"], fc)],
+            callbacks=[ControllerRecorder(spec["run_name"], fc, recorded)],
         ),
         datasets=datasets,
         dataset_config=dataset_config,
@@ -330,7 +336,7 @@ class ScenarioRunner:
         self.datasets_fn = resolve_datasets_fn(self.scenario)
         self.dataset_config_fn = resolve_dataset_config_fn(self.scenario)
         self.use_gpu = resolve_use_gpu(self.scenario)
-        self.history = store.start_history(self.history_path, self.run_name)
+        self.history = store.start_history(self.history_path, self.run_name, wait=False)   # waited for in submit
         health = float(self.cluster.train_env().get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600))
         self.injector = Injector(self.scenario, self.cluster, self.history, self.run_name,
                                  join_storage(self.storage_path, self.run_name), self.history_path,
@@ -347,7 +353,7 @@ class ScenarioRunner:
 
         self.fit_index += 1
         spec = self._fit_spec(self.train_fn, self.use_gpu)
-        self.emitter.emit(
+        recorded = self.emitter.hand_over(
             "run_start", scenario=self.scenario.name, run_name=self.run_name,
             storage_path=self.storage_path, resume_of=(self.options.resume if self.resume_of else None),
             workload=spec["train_loop_config"], failure_config=spec["failure_config"],
@@ -356,9 +362,15 @@ class ScenarioRunner:
             soak=({k: v for k, v in self.driver.summary().items() if k in ("seed", "duration_s", "mtbf_s", "planned")}
                   if self.driver is not None and hasattr(self.driver, "summary") else None),
         )
-        return _fit_task.options(
+        ref = _fit_task.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(self.cluster.head_node_id(), soft=False),
-        ).remote(spec)
+        ).remote(spec, [recorded])
+        try:   # the history actor starts (first fit) while fit() starts the Train controller
+            ray.get(recorded, timeout=HISTORY_START_TIMEOUT_S)
+        except BaseException:
+            ray.cancel(ref, force=True)
+            raise
+        return ref
 
     def finish_fits(self, ref) -> Dict[str, Any]:
         """Drive the injector until fit() returns; after a controller kill with

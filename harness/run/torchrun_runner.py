@@ -66,6 +66,8 @@ class TorchrunInjector(Injector):
     def _call(self, method: str, *args: Any) -> Any:
         return getattr(self.history, method)(*args)
 
+    _send = _call
+
     def _release(self, fault: int) -> None:
         self.history.release(fault)
 
