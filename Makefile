@@ -20,7 +20,7 @@ test-fast: setup
 	@.venv/bin/python -P -m pytest -q -m "not (cluster or slow or exclusive_ray or torchrun or serial)" tests
 
 bench: setup
-	@.venv/bin/python benchmarks/overhead.py
+	@.venv/bin/python -P benchmarks/overhead.py
 
 clean:
 	rm -rf results .pytest_cache .hypothesis

@@ -10,7 +10,7 @@ time, per-run wall times, medians and the ratio
 harness/plain (aim: <= 1.02), and the median of the per-pair ratios with its
 95% bootstrap interval, so a noisy machine shows as a wide interval.
 
-    .venv/bin/python benchmarks/overhead.py --runs 3 --steps 30
+    .venv/bin/python -P benchmarks/overhead.py --runs 9 --steps 30
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def harness_run(runner: ScenarioRunner) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--checkpoint-every", type=int, default=1)
     ap.add_argument("--workers", type=int, default=2)
