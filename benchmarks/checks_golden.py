@@ -164,6 +164,34 @@ def checks(events, context):
             for name, r in run_checks(events, context).items()}
 
 
+#: --columns: the synthetic histories are judged as `read_history` gives a file of them
+#: (steps in ftharness.history.columns), which must say exactly what the dicts say
+COLUMNS = {"on": False, "used": 0}
+
+
+def as_read(events):
+    """`events` written as history lines and read back into columns (with --columns; else as they are)."""
+    if not COLUMNS["on"]:
+        return events
+    import tempfile
+
+    from ftharness.history.records import HistoryReader
+
+    with tempfile.NamedTemporaryFile(suffix=".jsonl") as f:
+        try:
+            f.write(b"".join(json.dumps(e, allow_nan=True).encode() + b"\n" for e in events))
+        except (TypeError, ValueError):
+            return events
+        f.flush()
+        reader = HistoryReader(f.name, columnar=True)
+        reader.read(final=True)
+        read = reader.columns()
+    if reader.problems or list(read) != list(events):   # not what a file of them reads back as
+        return events
+    COLUMNS["used"] += 1
+    return read
+
+
 def synthetic_case(i: int) -> dict:
     from ftharness.scenarios.synthetic import generate
     from ftharness.scenarios.verdict import evaluate
@@ -177,13 +205,14 @@ def synthetic_case(i: int) -> dict:
     context = dict(syn.context)
     outcome = {"outcome": context["outcome"], "error_type": context["error_type"], "error": None,
                "return_value": {"acc": context["final"]}}
-    case = {"planted": planted, "checks": checks(copy.deepcopy(events), context), "frames": frames(events)}
+    case = {"planted": planted, "checks": checks(as_read(copy.deepcopy(events)), context),
+            "frames": frames(as_read(events))}
     try:
         scenario = scenario_of(plan, context["outcome"] or "succeeded")
     except Exception as e:  # noqa: BLE001
         case["scenario_error"] = f"{type(e).__name__}: {e}"
         return case
-    case["summary"] = evaluate(scenario, copy.deepcopy(events), outcome)
+    case["summary"] = evaluate(scenario, as_read(copy.deepcopy(events)), outcome)
     return case
 
 
@@ -241,7 +270,7 @@ def read_cases(tmp: str) -> dict:
             with open(path, "wb") as f:
                 f.write(data)
             read = read_history(path)
-            out[f"{name}/{how}"] = {"events": read.events, "problems": read.problems}
+            out[f"{name}/{how}"] = {"events": list(read.events), "problems": read.problems}
     out["missing"] = read_history(os.path.join(tmp, "nowhere.jsonl")).problems[0].replace(tmp, "TMP")
     return out
 
@@ -307,7 +336,10 @@ def main(argv=None) -> int:
     g.add_argument("--record", metavar="FILE")
     g.add_argument("--compare", metavar="FILE")
     p.add_argument("--root", help="import the code from this checkout instead (for recording old code)")
+    p.add_argument("--columns", action="store_true",
+                   help="judge the synthetic histories as read back from a file (steps in columns)")
     a = p.parse_args(argv)
+    COLUMNS["on"] = a.columns
     global ROOT
     ROOT = os.path.abspath(a.root) if a.root else ROOT
     sys.path.insert(0, ROOT)
@@ -322,7 +354,8 @@ def main(argv=None) -> int:
     problems = diff(golden, result)
     for line in problems:
         print(line)
-    print(f"{len(result)} cases: {'identical' if not problems else 'DIFFERENT'} ({ROOT} against {a.compare})")
+    via = f"; {COLUMNS['used']} synthetic judgements read back into columns" if a.columns else ""
+    print(f"{len(result)} cases: {'identical' if not problems else 'DIFFERENT'} ({ROOT} against {a.compare}{via})")
     return 1 if problems else 0
 
 

@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ftharness.faults.targets import TargetError, resolve_node, same_ip, selector_of
 from ftharness.errors import FaultSkipped
+from ftharness.history.columns import non_steps
 from ftharness.history.triggers import EVENT_TRIGGERS
 
 #: the events a trigger `at: {event: ...}` may name (those the history's trigger book fires on)
@@ -270,7 +271,7 @@ class EventIndex:
         self.events = events
         self.by_fault: Dict[Any, List[Dict[str, Any]]] = {}
         self.by_kind: Dict[str, List[Dict[str, Any]]] = {k: [] for k in self.KINDS}
-        for e in events:
+        for e in non_steps(events):   # (stored steps have no fault)
             fault, kind = e.get("fault"), e.get("kind")
             if fault is not None:
                 try:
@@ -383,7 +384,7 @@ def with_error_before_failure(landing: Landing, view: FaultView) -> Landing:
     usually none (the controller's health check ends the stall)."""
     if landing.status != LANDED or landing.failure_seq is None:
         return landing
-    err = next((e for e in view.events if e.get("kind") == "worker_error"
+    err = next((e for e in non_steps(view.events) if e.get("kind") == "worker_error"
                 and view.seq < (e.get("seq") or 0) < landing.failure_seq), None)
     if err is None:
         return landing

@@ -41,6 +41,7 @@ from pydantic import Field
 from ftharness.faults.base import (DEFAULT_HEALTH_CHECK_S, LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
                                    _short, describe_failure, with_error_before_failure)
 from ftharness.errors import FaultSkipped
+from ftharness.history.columns import non_steps
 
 
 class KillNodeSpec(TargetedSpec):
@@ -182,7 +183,7 @@ class PreemptNode(NodeFault):
             return Landing(LANDED, f"{what}; {when}; then {describe_failure(f)} of attempt {_short(aid)}",
                            budget, f.get("seq"))
         end = view.fit_end(view.seq)
-        notices = [e for e in view.events if e.get("kind") == "preemption_notice" and e.get("seq", 0) > view.seq
+        notices = [e for e in non_steps(view.events) if e.get("kind") == "preemption_notice" and e.get("seq", 0) > view.seq
                    and (end is None or e.get("seq", 0) < end.get("seq", 0))]
         notice = next((e for e in notices if e.get("node_id") == node_id and e.get("attempt_id") == aid
                        and _same_deadline(e.get("deadline_ms"), deadline_ms)), None)

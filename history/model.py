@@ -43,6 +43,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
+from ftharness.history.columns import Events, EventsAt, non_steps
+from ftharness.history.filing import file_columnar
+
 Event = Dict[str, Any]
 Key = Tuple[int, int]          # (fit index, attempt ordinal)
 
@@ -72,7 +75,7 @@ def charged(events: Iterable[Event]) -> Dict[str, int]:
     """Failure events charged to each budget (never raises on a malformed event);
     `max_restarts` appears only when a torchrun agent charged something to it."""
     used = {b: 0 for b in BUDGETS}
-    for e in [e for e in events if e.get("kind") == "failure"]:
+    for e in [e for e in non_steps(events) if e.get("kind") == "failure"]:
         if e.get("budget") == TORCHRUN_BUDGET:
             used[TORCHRUN_BUDGET] = used.get(TORCHRUN_BUDGET, 0) + 1
         elif e.get("budget") in used:
@@ -119,6 +122,12 @@ def _all_int(values: List[Any]) -> bool:
     """Every value is an int (not a bool, not a float): what the fast paths of
     the model and the properties take for granted before they skip a check."""
     return set(map(type, values)) <= _INT
+
+
+def _ascending(events: Events) -> bool:
+    """Whether the events' seqs (0 when missing) are ints that ascend: `_in_order` keeps them as they are."""
+    seqs = events.seqs(missing=0)
+    return seqs is not None and bool((seqs[1:] >= seqs[:-1]).all())
 
 
 def _by_t(events: Iterable[Event]) -> List[Event]:
@@ -295,7 +304,18 @@ class History:
         self._filing: Dict[Any, tuple] = {}
         #: every event's seq (0 when missing) is an int: each list of events in the model ascends in it
         self.int_seqs = True
-        self._add_all(self._in_order(events))
+        if isinstance(events, Events) and events.store.n and _ascending(events):
+            self._add_columns(events)
+        else:
+            self._add_all(self._in_order(events))
+
+    def _add_columns(self, events: Events) -> None:
+        """`_add_all(events)` for a history read into columns (ftharness.history.filing)."""
+        self._reset_derived()
+        self.events = events
+        file_columnar(self, events)
+        self._registered_seqs = [e.get("seq", 0) for e in self.registered]
+        self._registered_sorted = all(type(q) is int for q in self._registered_seqs)
 
     def _in_order(self, events: Iterable[dict]) -> List[dict]:
         """`events` sorted by seq (as they come when their seqs are ints that ascend already)."""
@@ -311,6 +331,8 @@ class History:
         of all the events (what a live view reads as the history grows). False,
         and nothing added, when one of them sorts before the last event in: the
         caller builds the model again from all of them."""
+        if isinstance(self.events, Events):   # built from columns: the caller builds it again
+            return False
         int_seqs = self.int_seqs
         new = self._in_order(events)
         if new and self.events:
@@ -323,6 +345,12 @@ class History:
                 return False
         self._add_all(new)
         return True
+
+    def _reset_derived(self) -> None:
+        self._recoveries: Optional[List[Recovery]] = None
+        self._spans: Optional[List[StepSpan]] = None
+        self._of_kind: Dict[str, List[Tuple[Event, int, Optional[Key]]]] = {}
+        self.memo: Dict[str, Any] = {}
 
     def _add_all(self, events: List[dict]) -> None:
         """File `events` (in seq order, after those in) and reset what was derived from the model."""
@@ -365,6 +393,10 @@ class History:
         until the model changes: several properties read the same ones)."""
         columns = self.memo.setdefault("columns", {})
         found = columns.get((att.key, name))
+        if found is None and isinstance(att.steps, EventsAt):
+            if len(columns) > 16:   # a few at a time: the columns of all of a long history's steps would not fit
+                columns.clear()
+            found = columns[(att.key, name)] = att.steps.column(name)
         if found is None:
             try:   # where every event has the field (no Python call per event)
                 found = list(map(itemgetter(name), att.steps))
@@ -377,6 +409,10 @@ class History:
         """`_all_int(self.column(att, name))`, kept like the column."""
         checked = self.memo.setdefault("all_int", {})
         found = checked.get((att.key, name))
+        if found is None and isinstance(att.steps, EventsAt):
+            a = att.steps.array(name)
+            if a is not None and a.dtype.kind == "i":
+                found = checked[(att.key, name)] = True
         if found is None:
             found = checked[(att.key, name)] = _all_int(self.column(att, name))
         return found
@@ -540,12 +576,20 @@ class History:
     def last_step(self) -> int:
         """The highest step any worker recorded (0 for none)."""
         steps = self._step_values()
-        if _all_int(steps):
+        if isinstance(steps, tuple):   # columns: the highest of the stored steps and of the others
+            values, stored, complete = steps
+            if complete and _all_int(values):
+                return max(max(values, default=0), int(stored.max()) if len(stored) else 0)
+        elif _all_int(steps):
             return max(steps, default=0)   # `or 0` and int() change no int
         return max((int(e.get("step") or 0) for e, _, _ in self._of("step")), default=0)
 
-    def _step_values(self) -> List[Any]:
-        """The `step` of every step event, in seq order."""
+    def _step_values(self) -> Union[List[Any], Tuple[List[Any], np.ndarray, bool]]:
+        """The `step` of every step event, in seq order; for a model of columns
+        (the `step` of the steps kept as dicts, those of the stored ones that have one,
+        whether all stored ones do)."""
+        if "step_values" not in self.memo and isinstance(self.events, Events):
+            self.memo["step_values"] = _stored_step_values(self.events, self._kinds.get("step", ()))
         if "step_values" not in self.memo:
             events = self.events
             self.memo["step_values"] = [events[i].get("step") for i in self._kinds.get("step", ())]
@@ -553,7 +597,7 @@ class History:
 
     def failure_config(self) -> Dict[str, Any]:
         """The failure_config the first fit() ran with ({} when none was recorded)."""
-        return next((e.get("failure_config") or {} for e in self.events if e.get("kind") == "run_start"), {})
+        return next((e.get("failure_config") or {} for e in non_steps(self.events) if e.get("kind") == "run_start"), {})
 
     def annotated(self) -> List[Event]:
         """Copies of the events in `seq` order, each with its `fit_index` and
@@ -827,10 +871,31 @@ class History:
 
     def _last_recorded_step(self) -> int:
         """The highest step recorded (0 for none), of the steps that have one."""
-        steps = [s for s in self._step_values() if s is not None]
-        if _all_int(steps):
-            return max(steps, default=0)
+        steps = self._step_values()
+        if isinstance(steps, tuple):
+            values, stored, _ = steps
+            values = [s for s in values if s is not None]
+            if _all_int(values):
+                return max(max(values, default=0), int(stored.max()) if len(stored) else 0)
+        else:
+            steps = [s for s in steps if s is not None]
+            if _all_int(steps):
+                return max(steps, default=0)
         return max((int(e["step"]) for e, _, _ in self._of("step") if e.get("step") is not None), default=0)
+
+
+def _stored_step_values(events: Events, positions) -> Tuple[List[Any], np.ndarray, bool]:
+    """(`step` of the steps kept as dicts, `step` of the stored steps whose layout has
+    it, whether all stored steps have it) for the steps at `positions`."""
+    positions = np.asarray(positions, dtype=np.int64)
+    slots = events.slots[positions]
+    rows = slots < 0
+    dicts = events.dicts
+    values = [dicts[s].get("step") for s in slots[~rows].tolist()]
+    store = events.store
+    r = -1 - slots[rows]
+    has = store.has("step")[store.cols["ctx"][r]] if len(r) else np.zeros(0, dtype=bool)
+    return values, store.cols["step"][r[has]], bool(has.all())
 
 
 class _Steps:

@@ -38,6 +38,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional
 
+import numpy as np
+
 HISTORY_FILE = "history.jsonl"
 #: every rank that reports a checkpoint writes its own marker into it (lineage step, and the
 #: hash of each file it wrote): ranks' directories are merged into one checkpoint on upload,
@@ -92,6 +94,10 @@ def read_json_file(path: str, missing: Any = None) -> Any:
     except (ValueError, UnicodeDecodeError, RecursionError):
         return missing
 
+#: from this many events on, `read_history` gives the step events in columns
+#: (ftharness.history.columns.Events, a sequence of dicts); below, a list of dicts
+COLUMNS_FROM = 50_000
+
 NO_END = "no history_end: the run did not close its history (crash or kill of the harness)"
 
 try:   # a faster decoder, when installed (a dependency of the package; the standard library's otherwise)
@@ -142,13 +148,15 @@ def read_history(path: str) -> HistoryRead:
 
 def _read_history(path: str) -> HistoryRead:
     path = history_path(path)
-    reader = HistoryReader(path)
+    reader = HistoryReader(path, columnar=True)
     try:
         reader.read(final=True)
     except OSError as e:
         return HistoryRead([], [f"no history: {path} cannot be read ({e.strerror or e})"])
-    events, problems = reader.events, list(reader.problems)
+    events, problems = reader.columns(), list(reader.problems)
     reader.events = []
+    if len(events) < COLUMNS_FROM:   # a short history: the list of dicts, as it always was
+        events = list(events)
     checked = None
     try:
         checked = _integrity_in_order(events)
@@ -157,8 +165,10 @@ def _read_history(path: str) -> HistoryRead:
         problems.append(f"the history's bookkeeping is damaged ({type(e).__name__})")
     for e in reader.ends:
         e.pop("_digest_before", None)
-    if checked is None:   # not in seq order already
+    if checked is None and isinstance(events, list):   # not in seq order already
         events.sort(key=lambda e: _int(e.get("seq")))
+    elif checked is None:
+        events.sort_by([_int(e.get("seq")) for e in events])
     if len(problems) > MAX_PROBLEMS_SHOWN:
         problems = problems[:MAX_PROBLEMS_SHOWN] + [f"... and {len(problems) - MAX_PROBLEMS_SHOWN} more"]
     return HistoryRead(events, problems)
@@ -230,8 +240,16 @@ class HistoryReader:
     (the standard library's otherwise, and for every line orjson refuses or
     could read differently), with the same events either way."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, columnar: bool = False):
         self.path = history_path(path)
+        #: with `columnar`, step events go to a StepStore (ftharness.history.columns) and
+        #: `columns()` gives all the events; `events` holds the others
+        self.store = None
+        if columnar:
+            from ftharness.history.columns import StepStore
+
+            self.store = StepStore()
+        self._slots: List[Any] = []
         self.offset = 0                     # bytes of whole lines consumed
         self.lines = 0
         self.events: List[Dict[str, Any]] = []
@@ -315,9 +333,56 @@ class HistoryReader:
         lines = body.split(b"\n")
         lines.pop()   # after the last newline
         fast = _orjson_loads is not None and not _long_number(body)   # else line by line
+        if self.store is not None:
+            ends = self._columnar(lines, fast, torn)
+        else:
+            ends = self._decode_lines(lines, fast, torn)
+        at, done = 0, 0
+        for i, e in ends:
+            upto = at + sum(len(line) + 1 for line in lines[done:i])
+            self.digest.update(body[at:upto])
+            at, done = upto, i
+            e["_digest_before"] = self.digest.hexdigest()
+            self.ends.append(e)
+        self.digest.update(body[at:] if at else body)
+        self.lines += len(lines)
+
+    def _columnar(self, lines: List[bytes], fast: bool, torn: bool) -> List[tuple]:
+        """`_decode_lines`, with the block's step events filed in the store (see
+        ftharness.history.columns): all of them or, when one has a field of a type the
+        store does not keep, none (the block is decoded again, as dicts)."""
+        problems, events, store = len(self.problems), len(self.events), self.store
+        cands: Dict[int, List[dict]] = {}
+        slots: List[int] = []
+        ends = self._decode_lines(lines, fast, torn, cands, slots)
+        taken = store.take(cands) if cands else {}
+        if taken is None:   # the block as dicts: what the reader always did
+            del self.problems[problems:], self.events[events:]
+            ends = self._decode_lines(lines, fast, torn)
+            self._slots.append(np.arange(events, len(self.events), dtype=np.int64))
+            return ends
+        block = np.array(slots, dtype=np.int64)
+        if taken:
+            first = {code: store.add(code, *taken[code])[0] if len(taken[code][1]) else 0 for code in taken}
+            cand = ~block[block < 0]             # candidate numbers, in order
+            code_of, index_in = self._cand_codes, self._cand_index
+            firsts = np.array([first[c] for c in code_of], dtype=np.int64)
+            block[block < 0] = -1 - (firsts + np.array(index_in, dtype=np.int64))[cand]
+        self._slots.append(block)
+        return ends
+
+    def _decode_lines(self, lines: List[bytes], fast: bool, torn: bool,
+                      cands: Optional[Dict[int, List[dict]]] = None, slots: Optional[List[int]] = None) -> List[tuple]:
+        """Decode whole lines into `events` (and `problems`); returns (position in
+        `lines`, event) of the history_end events. With `cands`: step events the
+        store may keep are listed there by layout instead (`slots`: per event kept,
+        its index in `events`, or ~ its number among the candidates)."""
         loads = _orjson_loads if fast else self._decode
         strings, events, first = self._strings.setdefault, self.events, self.lines
         ends = []   # (position in `lines`, event) of history_end events: the digest before each
+        if cands is not None:
+            layout, add_slot = self.store.layout, slots.append
+            self._cand_codes, self._cand_index = codes, index = [], []
         for i, line in enumerate(lines):
             try:
                 e = loads(line)
@@ -327,6 +392,17 @@ class HistoryReader:
                 if e is not _SKIP:
                     self.problems.append(f"line {first + i + 1}: {'torn last line dropped' if torn else 'unreadable'}")
                 continue
+            if cands is not None and e.get("kind") == "step":
+                code = layout(tuple(e))
+                if code is not None:
+                    mine = cands.get(code)
+                    if mine is None:
+                        mine = cands[code] = []
+                    add_slot(~len(codes))
+                    codes.append(code)
+                    index.append(len(mine))
+                    mine.append(e)
+                    continue
             bad = _bad_field(e)
             if bad is not None:   # what every reader sorts and compares by has the type the writer gives it
                 self.problems.append(f"line {first + i + 1}: {bad} is not what ftharness writes there; event dropped")
@@ -359,16 +435,18 @@ class HistoryReader:
                 ends.append((i, e))
             elif "_digest_before" in e:
                 del e["_digest_before"]
+            if slots is not None:
+                add_slot(len(events))
             events.append(e)
-        at, done = 0, 0
-        for i, e in ends:
-            upto = at + sum(len(line) + 1 for line in lines[done:i])
-            self.digest.update(body[at:upto])
-            at, done = upto, i
-            e["_digest_before"] = self.digest.hexdigest()
-            self.ends.append(e)
-        self.digest.update(body[at:] if at else body)
-        self.lines += len(lines)
+        return ends
+
+    def columns(self):
+        """The events read, as ftharness.history.columns.Events (a reader made with `columnar`)."""
+        from ftharness.history.columns import Events
+
+        self.store.finish()
+        slots = np.concatenate(self._slots) if self._slots else np.zeros(0, dtype=np.int64)
+        return Events(self.events, slots, self.store)
 
 
 class LiveHistory:
@@ -425,11 +503,15 @@ class LiveHistory:
         return self.events, self.model
 
 
-def _integrity_in_order(events: List[Dict[str, Any]]) -> Optional[List[str]]:
+def _integrity_in_order(events) -> Optional[List[str]]:
     """`integrity_problems(events)` for a history whose seqs are 1, 2, 3 ... in
     file order (a whole one, as written), in one pass; None for any other."""
     if not events:
         return None
+    from ftharness.history.columns import Events
+
+    if isinstance(events, Events):
+        return _integrity_in_order_columns(events)
     seqs = [e.get("seq") for e in events]
     if seqs != list(range(1, len(seqs) + 1)):
         return None
@@ -444,25 +526,99 @@ def _integrity_in_order(events: List[Dict[str, Any]]) -> Optional[List[str]]:
     for emitter, nums in by_emitter.items():
         if nums != list(range(1, len(nums) + 1)):
             problems += _emitter_gaps([{"seq": 1, "emitter": emitter, "eseq": n} for n in nums])
-    end = events[-1]
+    counts: Dict[str, int] = {}
+    for i, emitter, _ in emitted:
+        if emitter is not None and i < len(events) - 1:
+            counts[emitter] = counts.get(emitter, 0) + 1
+    end = _end_problems(events[-1], events, counts, len(events) - 1)
+    return None if end is None else problems + end
+
+
+def _end_problems(end: Dict[str, Any], others: Iterable[Dict[str, Any]], counts: Dict[str, int],
+                  before: int) -> Optional[List[str]]:
+    """The manifest's and run_end's problems of an in-order history whose last event is `end`;
+    `others`: its events that may be of another kind than step (ftharness.history.columns.non_steps)."""
+    problems: List[str] = []
     if end.get("kind") != "history_end":
-        if any(e.get("kind") == "history_end" for e in events):
+        if any(e.get("kind") == "history_end" for e in others):
             return None   # events after history_end: the general check
         problems.append(NO_END)
     else:   # the last history_end, and the only one a check reads: every other event came before it
-        counts: Dict[str, int] = {}
-        for i, emitter, _ in emitted:
-            if emitter is not None and i < len(events) - 1:
-                counts[emitter] = counts.get(emitter, 0) + 1
-        problems += _manifest_checks(end, counts, len(events) - 1, after=False)
-    if not any(e.get("kind") == "run_end" for e in reversed(events)):   # (near the end, when there)
+        problems += _manifest_checks(end, counts, before, after=False)
+    if not any(e.get("kind") == "run_end" for e in reversed(others)):   # (near the end, when there)
         problems.append("no run_end: no fit() outcome was recorded")
     return problems
 
 
+def _integrity_in_order_columns(events) -> Optional[List[str]]:
+    """`_integrity_in_order` over ftharness.history.columns.Events: the same problems, in the same
+    order, from the columns of the stored steps and the dicts of the other events."""
+    n = len(events)
+    seqs = events.seqs()
+    if seqs is None or not np.array_equal(seqs, np.arange(1, n + 1, dtype=np.int64)):
+        return None
+    store, slots = events.store, events.slots
+    names: Dict[str, int] = {}
+    code = np.full(n, -1, dtype=np.int64)       # emitter number (-1: no emitter key or None)
+    eseq = np.zeros(n, dtype=np.int64)
+    odd: Dict[int, Any] = {}                    # position -> an eseq that is no int of 64 bits
+    rows = slots < 0
+    if rows.any() and store.has("emitter").any():
+        ctx = store.cols["ctx"][-1 - slots[rows]]
+        ctx_code = np.array([-1 if v is None else names.setdefault(v, len(names))
+                             for v in store.ctx_values("emitter")] or [-1], dtype=np.int64)
+        has_eseq = store.has("eseq")
+        code[rows] = ctx_code[ctx]
+        eseq[rows] = store.cols["eseq"][-1 - slots[rows]]
+        missing = rows.copy()
+        missing[rows] = ~has_eseq[ctx] & (ctx_code[ctx] >= 0)
+        for p in np.flatnonzero(missing).tolist():
+            odd[p] = None   # the layout has an emitter but no eseq: e.get("eseq") is None
+    dict_pos = np.flatnonzero(~rows).tolist()
+    for p, e in zip(dict_pos, events.dicts):
+        if "emitter" in e:
+            emitter = e.get("emitter")
+            if emitter is None:
+                continue
+            if type(emitter) is not str:
+                return None
+            code[p] = names.setdefault(emitter, len(names))
+            v = e.get("eseq")
+            if type(v) is int and _INT64[0] <= v <= _INT64[1]:
+                eseq[p] = v
+            else:
+                odd[p] = v
+    problems: List[str] = []
+    if names:
+        where = np.flatnonzero(code >= 0)
+        order = where[np.argsort(code[where], kind="stable")]
+        groups = np.split(order, np.flatnonzero(np.diff(code[order])) + 1)
+        firsts = sorted((int(g[0]), g) for g in groups if len(g))   # emitters in order of first appearance
+        by_code = {c: name for name, c in names.items()}
+        for _, g in firsts:
+            nums = eseq[g]
+            if any(int(p) in odd for p in g.tolist()) if odd else False:
+                listed = [odd[p] if p in odd else int(eseq[p]) for p in g.tolist()]
+                if listed != list(range(1, len(listed) + 1)):
+                    problems += _emitter_gaps([{"seq": 1, "emitter": by_code[int(code[g[0]])], "eseq": v}
+                                               for v in listed])
+            elif not np.array_equal(nums, np.arange(1, len(g) + 1, dtype=np.int64)):
+                problems += _emitter_gaps([{"seq": 1, "emitter": by_code[int(code[g[0]])], "eseq": v}
+                                           for v in nums.tolist()])
+    counts: Dict[str, int] = {}
+    if names:
+        tally = np.bincount(code[:n - 1][code[:n - 1] >= 0], minlength=len(names))
+        counts = {name: int(tally[c]) for name, c in names.items() if tally[c]}
+    end = _end_problems(events[n - 1], events.dicts, counts, n - 1)
+    return None if end is None else problems + end
+
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
 def read_events(path: str) -> List[Dict[str, Any]]:
-    """Only the events of a history file, in `seq` order (see `read_history`)."""
-    return read_history(path).events
+    """Only the events of a history file, in `seq` order (see `read_history`), as a list."""
+    return list(read_history(path).events)
 
 
 def _int(v: Any) -> int:

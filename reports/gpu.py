@@ -19,6 +19,7 @@ import html
 import os
 from typing import Any, Dict, Iterable, List, Optional
 
+from ftharness.history.columns import Events
 from ftharness.history.model import History
 
 MIB = 1 << 20
@@ -98,7 +99,7 @@ def gpu_summary(events: Iterable[Dict[str, Any]]) -> Dict[str, Any]:
     """summary.json's `gpu`: devices, backend, set-up per recovery, memory, zombie findings
     ({"error": ...} for a history these facts cannot be read from: they never fail a summary)."""
     try:
-        return _gpu_summary(list(events))
+        return _gpu_summary(events if isinstance(events, Events) else list(events))
     except Exception as e:  # noqa: BLE001 - malformed facts show as such
         return {"error": f"{type(e).__name__}: {str(e)[:200]}"}
 

@@ -21,6 +21,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ftharness.errors import ScenarioError
+from ftharness.history.columns import non_steps
 
 import yaml
 
@@ -39,7 +40,7 @@ def _read_json(path: str) -> Dict[str, Any]:
 def scenario_history_mismatch(scenario, events: List[Dict[str, Any]]) -> Optional[str]:
     """Where the history's own record of its faults contradicts scenario.yaml, or None:
     another scenario.yaml swapped in would relabel what was injected."""
-    for e in events:
+    for e in non_steps(events):
         kind = e.get("kind")
         if kind in ("fault_injected", "fault_skipped") and type(e.get("fault")) is int:
             i, recorded = e["fault"], e.get("fault_kind")
@@ -76,7 +77,7 @@ def pinned(expect: Dict[str, Any]) -> List[str]:
 
 def _outcome_from_history(events: List[Dict[str, Any]]) -> Dict[str, Any]:
     """The last fit()'s outcome as its run_end recorded it (return value, metrics, all of it)."""
-    ends = [e for e in events if e.get("kind") == "run_end"]
+    ends = [e for e in non_steps(events) if e.get("kind") == "run_end"]
     last = ends[-1] if ends else {}
     keep = ("outcome", "error", "error_type", "return_value", "metrics", "checkpoint", "agents")
     return {k: last.get(k) for k in keep if k in last or k in ("outcome", "error", "error_type", "return_value")}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
+from ftharness.history.columns import non_steps
 from ftharness.history.model import History, as_history, charged
 from ftharness.history.records import gc_paused
 from ftharness.scenarios.policy_model import TORCHRUN_BUDGET
@@ -41,7 +42,7 @@ def recovery_times(events: Events) -> List[float]:
 
 def final_step(outcome: Dict[str, Any], events: List[Dict[str, Any]] = ()) -> Optional[int]:
     """The step a run that stopped on its deadline ended at (its return value)."""
-    step = (returned(list(events), outcome) or {}).get("step")
+    step = (returned(events, outcome) or {}).get("step")
     return int(step) if isinstance(step, (int, float)) and not isinstance(step, bool) else None
 
 
@@ -52,7 +53,7 @@ def returned(events: List[Dict[str, Any]], outcome: Dict[str, Any]) -> Optional[
         return outcome["return_value"]
     if outcome.get("outcome") != "succeeded":
         return None
-    ends = [e for e in events if e.get("kind") == "worker_end" and e.get("rank") == 0 and "return_value" in e]
+    ends = [e for e in non_steps(events) if e.get("kind") == "worker_end" and e.get("rank") == 0 and "return_value" in e]
     value = ends[-1]["return_value"] if ends else None
     return value if isinstance(value, dict) else None
 
@@ -61,14 +62,14 @@ def final_state(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[
     """The reference workload's accumulators against what a fault-free run ends with."""
     if scenario.workload.kind != "reference":
         return None
-    start = next((e for e in events if e.get("kind") == "run_start"), None)
+    start = next((e for e in non_steps(events) if e.get("kind") == "run_start"), None)
     if start is None:
         return None
     cfg = WorkloadConfig(**start["workload"]).ended_at(final_step(outcome, events))
     if cfg.stop_at is not None and final_step(outcome, events) is None:
         expected = None      # stopped on a deadline without saying where: nothing exact to compare
     elif cfg.data == "ray_data":
-        sizes = {e.get("world_size") for e in events if e.get("kind") == "worker_group_started"}
+        sizes = {e.get("world_size") for e in non_steps(events) if e.get("kind") == "worker_group_started"}
         expected = expected_accumulators_ray_data(cfg, sizes.pop()) if len(sizes) == 1 else None
     else:
         expected = expected_accumulators(cfg)
@@ -126,7 +127,7 @@ def recorded(events: Iterable[Dict[str, Any]]) -> Dict[str, Any]:
     the faults it injected (`run_end.fault_specs` of the last fit that has them). A key is
     absent when the history does not hold it (an older ftharness)."""
     out: Dict[str, Any] = {}
-    for e in events:
+    for e in non_steps(events):
         kind = e.get("kind")
         if kind == "run_start" and "run_start" not in out:
             out["run_start"] = e
@@ -189,7 +190,7 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None, facts
         "recovery_bound_s": scenario.expect.recovery_bound_s,
         "max_lost_steps": scenario.expect.max_lost_steps,
         "monotonic": list(scenario.expect.monotonic or []),
-        "injected": [e for e in events if e.get("kind") == "fault_injected"],
+        "injected": [e for e in non_steps(events) if e.get("kind") == "fault_injected"],
         "expected_budgets": expected_budgets,
         "landed": [{"index": f["index"], "kind": f["kind"], "failure_seq": f["failure_seq"]}
                    for f in faults or [] if f["landed"]],
@@ -281,7 +282,7 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
     violated, unknown = [], [f"history: {p}" for p in history_problems or []]
     unknown += [f"fault {f['index']} ({f['kind']}) did not land: {f['evidence']}" for f in faults if not f["landed"]]
     unknown += _recorded_mismatches(scenario, facts_, fault_specs) + _unrecorded(scenario, events, facts_, faults)
-    if facts_.get("soak") is not None and not any(e.get("kind") == "fault_injected" for e in events):
+    if facts_.get("soak") is not None and not any(e.get("kind") == "fault_injected" for e in non_steps(events)):
         unknown.append("the soak injected no fault: it tested nothing (a longer --duration or a shorter --mtbf)")
     evidence_complete = not unknown
     outcome_mismatch = []
@@ -362,7 +363,7 @@ def _unrecorded(scenario: Scenario, events: List[Dict[str, Any]], facts_: Dict[s
     """Facts a verdict needs that an older history lacks: INCONCLUSIVE, never a silent skip."""
     out = []
     known = {f["index"] for f in faults}
-    extra = sorted({e.get("fault") for e in events if e.get("kind") in ("fault_injected", "fault_skipped")
+    extra = sorted({e.get("fault") for e in non_steps(events) if e.get("kind") in ("fault_injected", "fault_skipped")
                     and type(e.get("fault")) is int and e.get("fault") not in known})
     if extra:   # an old soak's (its faults came from its plan), or a scenario.yaml with faults left out
         out.append(f"fault(s) {', '.join(map(str, extra))} were injected but neither the history "

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Dict, List, Optional, Tuple
 
+from ftharness.history.columns import non_steps
 from ftharness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, Fit, History, as_history
 from ftharness.scenarios import policy_model
 from ftharness.scenarios.properties.base import (CheckResult, Events, always, failure_text, not_judged,
@@ -93,7 +94,7 @@ def _budget_hints(h: History, context: dict, findings: List[str]) -> Dict[int, T
     hinted = [(idx, _normal_budget(f.get("budget")), f.get("kind")) for idx, f in injected
               if _normal_budget(f.get("budget"))]
     failures = [f for fit in h.fits.values() for f in fit.failures]
-    done = {e.get("fault"): e for e in h.events if e.get("kind") == "fault_injected"}
+    done = {e.get("fault"): e for e in non_steps(h.events) if e.get("kind") == "fault_injected"}
     if not done:
         return {f["seq"]: (b, kind) for (_, b, kind), f in zip(hinted, failures)}
     hints: Dict[int, Tuple[str, str]] = {}
@@ -201,7 +202,7 @@ def _outcome_violations(h: History, fit: Fit, context: dict, findings: List[str]
 def _controller_killed(h: History, context: dict) -> Optional[bool]:
     """Whether a kill_controller fault was injected; None when nothing says."""
     kinds = [f.get("kind") for f in context.get("injected") or []]
-    kinds += [e.get("fault_kind") for e in h.events if e.get("kind") == "fault_injected"]
+    kinds += [e.get("fault_kind") for e in non_steps(h.events) if e.get("kind") == "fault_injected"]
     if not kinds and context.get("injected") is None:
         return None
     return "kill_controller" in kinds
@@ -288,7 +289,7 @@ def _own_failure(h: History, f: dict, hint, context: dict) -> str:
     if not hint:
         return ""
     index = hint[2] if len(hint) > 2 else None
-    hits = [e for e in h.events if e.get("kind") == "fault_injected"
+    hits = [e for e in non_steps(h.events) if e.get("kind") == "fault_injected"
             and (index is None or e.get("fault") == index) and e.get("fault_kind") == hint[1]]
     for e in hits:
         hit = e.get("target_hit") or {}

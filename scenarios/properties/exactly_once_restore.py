@@ -66,7 +66,7 @@ def _reported_digests(h: History) -> Dict[str, Dict[str, str]]:
 def _unstarted(h: History, att: Attempt) -> List[str]:
     """Ranks that recorded steps in `att` without a worker_start: what they restored is unknown."""
     started = {e.get("rank") for e in att.worker_starts}
-    stepped = sorted({e.get("rank") for e in att.steps} - started, key=str)
+    stepped = sorted(set(h.column(att, "rank")) - started, key=str)
     if not stepped:
         return []
     return [f"{h.label(att.key)} rank{'s' if len(stepped) > 1 else ''} {', '.join(map(str, stepped))} recorded "

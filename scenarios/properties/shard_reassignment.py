@@ -9,6 +9,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from ftharness.history.columns import EventsAt, non_steps
 from ftharness.history.model import History, Key, _all_int, as_history
 from ftharness.scenarios.properties.base import (CheckResult, Events, Facts, lineage, not_judged, result, segments,
                                        workload_config)
@@ -50,7 +51,7 @@ ROW_ID_HINT = ("set `workload.row_id: COLUMN` (a column of workload.datasets hol
 
 def _how_to_record(h: History, context: dict) -> str:
     """For a user job that read Ray Data without a row-id column: how to get it judged ('' otherwise)."""
-    read = sorted({str(e.get("dataset")) for e in h.events
+    read = sorted({str(e.get("dataset")) for e in non_steps(h.events)
                    if e.get("kind") == "dataset_shard" and e.get("row_id") is None})
     if read:
         return (f": the job read {', '.join(read)} through get_dataset_shard, but no row-id column is "
@@ -268,10 +269,12 @@ def _drop_findings(h: History, cfg: Optional[WorkloadConfig]) -> List[str]:
 class _Table:
     """An attempt's step events as arrays (in its order)."""
 
-    def __init__(self, steps: list, ranks: list, ws: list, epochs: list, rows: np.ndarray):
-        self.step_list, self.ranks, self.ws, self.epoch_list = steps, ranks, ws, epochs
-        self.steps = np.array(steps, dtype=np.int64)
-        self.epochs = np.array(epochs, dtype=np.int64)
+    def __init__(self, steps, ranks, ws, epochs, rows: np.ndarray):
+        """Columns of ints (lists, or arrays of stored steps) and the rows, one line per event."""
+        self.steps = np.asarray(steps, dtype=np.int64)
+        self.epochs = np.asarray(epochs, dtype=np.int64)
+        self.ranks = np.asarray(ranks, dtype=np.int64)
+        self.ws = np.asarray(ws, dtype=np.int64)
         self.rows = rows
 
     def distinct_by_epoch(self) -> bool:
@@ -286,10 +289,10 @@ class _Table:
         sampler's batch, and the epoch of its step (nothing for `_slice_violations`
         to report); False when that is not sure."""
         try:
-            size, n = self.ws[0], len(self.ws)
-            if size <= 0 or self.ws != [size] * n or min(self.step_list) < 1:
+            size = int(self.ws[0])
+            if size <= 0 or (self.ws != size).any() or int(self.steps.min()) < 1:
                 return False
-            if min(self.ranks) < 0 or max(self.ranks) >= size:
+            if int(self.ranks.min()) < 0 or int(self.ranks.max()) >= size:
                 return False
             b, spe = cfg.batch_size, cfg.steps_per_epoch
             if type(b) is not int or type(spe) is not int or b <= 0 or spe <= 0 or b % size:
@@ -300,7 +303,7 @@ class _Table:
             epoch, i = np.divmod(self.steps - 1, spe)
             if not np.array_equal(epoch, self.epochs):
                 return False
-            start = i * b + np.array(self.ranks, dtype=np.int64) * width
+            start = i * b + self.ranks * width
             for e in np.unique(epoch):
                 perm = epoch_permutation(cfg, int(e))
                 mine = epoch == e
@@ -314,6 +317,8 @@ class _Table:
 
 def _table(h: History, att) -> Optional[_Table]:
     """The attempt's steps as a _Table, or None when they are not all plain (see above)."""
+    if isinstance(att.steps, EventsAt):   # built again from the stored columns: all of them would not fit
+        return _make_table(h, att)
     tables = h.memo.setdefault("shard_tables", {})
     if att.key not in tables:
         tables[att.key] = _make_table(h, att)
@@ -324,6 +329,10 @@ def _make_table(h: History, att) -> Optional[_Table]:
     if not att.steps:
         return None
     names = ("step", "rank", "world_size", "epoch")
+    if isinstance(att.steps, EventsAt):
+        stored = _stored_table(att.steps, names)
+        if stored is not None:
+            return stored
     if not all(h.all_int(att, name) for name in names):
         return None
     steps, ranks, ws, epochs = (h.column(att, name) for name in names)
@@ -336,6 +345,21 @@ def _make_table(h: History, att) -> Optional[_Table]:
     except Exception:  # noqa: BLE001 - ints beyond 64 bits and the like: no table
         return None
     return table if array.ndim == 2 and array.dtype.kind == "i" else None
+
+
+def _stored_table(steps: EventsAt, names) -> Optional[_Table]:
+    """`_make_table` from the columns of stored steps (None: not all stored, or not all alike)."""
+    columns = [steps.array(name) for name in names]
+    spans = steps.rows()
+    if any(c is None or c.dtype.kind != "i" for c in columns) or spans is None:
+        return None
+    starts, ends = spans
+    width = int(ends[0] - starts[0])
+    if width <= 0 or ((ends - starts) != width).any():
+        return None
+    flat = steps.events.store.cols["rows"]
+    rows = flat[starts[:, None] + np.arange(width)].astype(np.int64)
+    return _Table(*columns, rows)
 
 
 def _distinct_ints(ids: np.ndarray) -> bool:
@@ -354,17 +378,16 @@ def _lineage_whole(h: History, kept: Dict[int, Optional[Key]], cfg: Optional[Wor
     lineage's rows are distinct and, in an epoch kept whole, every row; False
     when that is not sure."""
     try:
-        tables = {}
-        for att in h.ordered():
-            if att.steps:
-                tables[att.key] = _table(h, att)
-                if tables[att.key] is None:
-                    return False
         steps_of: Dict[Optional[Key], List[int]] = defaultdict(list)   # attempt -> its steps in the lineage
         for s, key in kept.items():
             steps_of[key].append(s)
         by_epoch: Dict[int, List[np.ndarray]] = defaultdict(list)
-        for key, table in tables.items():
+        for att in h.ordered():   # one attempt's table at a time (a long history's would not all fit)
+            if not att.steps:
+                continue
+            key, table = att.key, _table(h, att)
+            if table is None:
+                return False
             mine = steps_of.get(key)
             if not mine:
                 continue
