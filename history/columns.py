@@ -1,42 +1,49 @@
-"""Step events held as columns, not dicts: what keeps a long history in bounded memory.
+"""The bulk of a history's events held as columns, not dicts: a long history in bounded memory.
 
-A step event is ~9 of 10 events of a history and, as a dict of 16-19 keys with a
-list of row ids, takes about a kilobyte; a 10^7-event day of soak would not fit.
-`read_history` therefore files each step event whose fields are all ones the
-store knows, with the types ftharness writes (`StepStore.FIELDS`), as one row of
-numpy columns plus a `context` (the fields that stay the same for a worker:
-run, attempt, attempt id, rank, node, pid, emitter ..., and the event's key
-order). Every other event stays the dict it was decoded as.
+Steps are ~9 of 10 events of a history and reports most of the rest; as dicts of
+16-19 keys (a list of row ids, a dict of metrics) they take about a kilobyte
+each, and a 10^7-event day of soak would not fit. `read_history` therefore
+files each step, report and written-checkpoint event whose fields are all ones
+a store knows (`STORED_KINDS`, `_FIELDS`), with values of one type per field,
+as one row of numpy columns of its kind's `Store` plus a `context` (the fields
+that stay the same for a worker: run, attempt, attempt id, rank, node, pid,
+emitter ..., and the event's key order). Every other event stays the dict it
+was decoded as.
 
 `Events` is the history as a sequence in file (then seq) order: indexing it
-gives the very dict for a kept event and, for a stored step, a new dict equal to
+gives the very dict for a kept event and, for a stored one, a new dict equal to
 the one decoded (same keys in the same order, same values and types), so code
-that reads events one by one works unchanged. Readers that only look for other
-kinds skip the steps (`non_steps`); the model and the properties read the
-columns (`EventsAt.column`) and build dicts only on their slow paths.
+that reads events one by one works unchanged. Readers that look only for other
+kinds skip the stored ones (`non_steps`); the model and the properties read
+the columns (`EventsAt.column`, `.array`) and build dicts only on slow paths.
 """
 
 from __future__ import annotations
 
 from itertools import chain
 from operator import itemgetter
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+
+from collections.abc import Sequence
 
 import numpy as np
 
-#: fields of a step event kept per row, and the Python type each must have (else the event stays a dict)
-ROW_FIELDS: Dict[str, type] = {"seq": int, "t": float, "step": int, "epoch": int, "loss": float,
-                               "n_rows": int, "eseq": int, "rows": list}
+#: the kinds kept in stores, each in its own (the number is the store's in a slot)
+STORED_KINDS = ("step", "report", "checkpoint_written")
+_PART = {k: i for i, k in enumerate(STORED_KINDS)}
 #: fields that stay the same for one worker, kept once per distinct combination (`context`);
 #: ints or None, strings or None (what the reader's bookkeeping checks allow)
 CONTEXT_INTS = ("fit_index", "attempt", "rank", "world_size", "pid")
 CONTEXT_STRS = ("source", "run", "attempt_id", "node_id", "emitter")
-_KNOWN = frozenset(ROW_FIELDS) | frozenset(CONTEXT_INTS) | frozenset(CONTEXT_STRS) | {"kind"}
-_INT64 = (-(1 << 63), (1 << 63) - 1)
-_NONE = -(1 << 63)   # an int context field that is absent or None, in ctx_ints
+#: fields kept per row: ints, floats, strings (or None), the row ids (ints), the metrics (scalars)
+ROW_FIELDS = ("seq", "t", "step", "epoch", "loss", "n_rows", "eseq", "rows", "checkpoint", "digest",
+              "local_path", "metrics")
+_FIELDS = frozenset(CONTEXT_INTS) | frozenset(CONTEXT_STRS) | frozenset(ROW_FIELDS) | {"kind"}
+#: the reader's int bookkeeping fields: kept as ints only (a None or a float: the event stays a dict)
+_INT_ONLY = frozenset({"seq", "eseq", "step"})
 _INT32 = (-(1 << 31), (1 << 31) - 1)
-_DTYPES = {"seq": np.int64, "t": np.float64, "step": np.int64, "epoch": np.int64, "loss": np.float64,
-           "n_rows": np.int64, "eseq": np.int64}
+_NONE = -(1 << 63)   # an int context field that is absent or None, in ctx_ints
+_SCALARS = {int: "i", float: "f", str: "s", type(None): "s", bool: "s"}
 
 
 class _Codes(dict):
@@ -48,134 +55,173 @@ class _Codes(dict):
 
 
 class Layout:
-    """One key order of step events: which fields are per row, which per context."""
+    """One key order (and metrics key order) of a kind's events, and each row column's type."""
 
-    def __init__(self, keys: Tuple[str, ...]):
-        self.keys = keys
-        self.row = tuple(k for k in keys if k in ROW_FIELDS)
-        self.ctx = tuple(k for k in keys if k not in ROW_FIELDS and k != "kind")
+    def __init__(self, keys: Tuple[str, ...], metrics: Optional[Tuple[str, ...]], sample: dict):
+        self.keys, self.metrics = keys, metrics
+        self.ctx = tuple(k for k in keys if k in CONTEXT_INTS or k in CONTEXT_STRS)
+        self.row = tuple(k for k in keys if k in ROW_FIELDS and k != "metrics")
         self.get_row = itemgetter(*self.row) if self.row else None
         self.get_ctx = itemgetter(*self.ctx) if self.ctx else None
+        self.get_metrics = itemgetter(*metrics) if metrics else None
+        #: column name -> "i" | "f" | "s" | "l" (row ids); metrics columns are named "metrics.<key>"
+        self.types: Dict[str, str] = {}
+        for k in self.row:
+            self.types[k] = "l" if k == "rows" else _SCALARS.get(type(sample[k]), "?")
+        for k in metrics or ():
+            self.types["metrics." + k] = _SCALARS.get(type(sample["metrics"][k]), "?")
+        self.ok = "?" not in self.types.values() and all(self.types[k] == "i" for k in _INT_ONLY if k in self.types) \
+            and self.types.get("t", "f") == "f" and (self.types.get("rows", "l") == "l")
 
 
-def layout_of(keys: Tuple[str, ...]) -> Optional[Layout]:
-    """The layout of a step event's keys, or None when one of them is no field the store keeps."""
-    if "seq" not in keys or not _KNOWN.issuperset(keys) or len(set(keys)) != len(keys):
-        return None
-    return Layout(keys)
+class Store:
+    """The stored events of one kind: numpy columns per row field, one context per row."""
 
-
-class StepStore:
-    """The stored step events: numpy columns per row field, one context per row."""
-
-    def __init__(self):
+    def __init__(self, kind: str):
+        self.kind = kind
         self.layouts: List[Layout] = []
-        self._layout_codes: Dict[Tuple[str, ...], int] = {}
+        self._layout_codes: Dict[tuple, Optional[int]] = {}
         self._ctx_codes = _Codes()            # (layout number, context values) -> context number
         self.contexts: List[Tuple[int, tuple]] = []
-        self._chunks: Dict[str, List[np.ndarray]] = {k: [] for k in (*ROW_FIELDS, "ctx", "nrows")}
+        self.strings = _Codes()               # (type, value) -> number, for the "s" columns
+        self.string_list: List[Any] = []
+        self._chunks: Dict[str, List[np.ndarray]] = {}
+        #: "name:type" -> the column (type "i", "f", "s": string numbers, "l": row ids), "ctx", "row_start"
         self.cols: Dict[str, np.ndarray] = {}
         self.n = 0
         self._memo: Dict[tuple, Any] = {}
 
     # -- building
-    def layout(self, keys: Tuple[str, ...]) -> Optional[int]:
-        code = self._layout_codes.get(keys, -1)
+    def layout(self, e: dict) -> Optional[int]:
+        keys = tuple(e)
+        m = e.get("metrics")
+        sig = (keys, tuple(m) if m.__class__ is dict else None)
+        code = self._layout_codes.get(sig, -1)
         if code == -1:
-            lay = layout_of(keys)
             code = None
-            if lay is not None and len(self.layouts) < 256:
-                code = len(self.layouts)
-                self.layouts.append(lay)
-            self._layout_codes[keys] = code
+            if "seq" in keys and _FIELDS.issuperset(keys) and len(self.layouts) < 256 and \
+                    ("metrics" not in keys or sig[1] is not None):
+                lay = Layout(keys, sig[1], e)
+                if lay.ok:
+                    code = len(self.layouts)
+                    self.layouts.append(lay)
+            self._layout_codes[sig] = code
         return code
 
-    def take(self, by_layout: Dict[int, List[dict]]) -> Optional[Dict[int, Tuple[np.ndarray, ...]]]:
+    def take(self, by_layout: Dict[int, List[dict]]) -> Optional[Dict[int, tuple]]:
         """Columns for a block's candidate events, grouped by layout; None when one of
-        them does not have the types the store keeps (then the block stays dicts)."""
+        them has a value of another type than its layout's (then the block stays dicts)."""
         out = {}
         for code, events in by_layout.items():
             lay = self.layouts[code]
-            cols = {}
-            rows = list(map(lay.get_row, events))
-            columns = list(zip(*rows)) if len(lay.row) > 1 else [rows]
-            for name, col in zip(lay.row, columns):
-                want = ROW_FIELDS[name]
-                if set(map(type, col)) != {want}:
+            cols: Dict[str, np.ndarray] = {}
+            named: List[Tuple[str, tuple]] = []
+            if lay.row:
+                rows = list(map(lay.get_row, events))
+                named += zip(lay.row, zip(*rows) if len(lay.row) > 1 else [rows])
+            if lay.metrics:
+                ms = list(map(lay.get_metrics, map(itemgetter("metrics"), events)))
+                if set(map(len, map(dict.keys, map(itemgetter("metrics"), events)))) != {len(lay.metrics)}:
+                    return None   # (keys past the layout's: the key tuple differs, never here)
+                named += zip(("metrics." + k for k in lay.metrics), zip(*ms) if len(lay.metrics) > 1 else [ms])
+            for name, col in named:
+                t = lay.types[name]
+                a = self._column(t, col, name)
+                if a is None:
                     return None
                 if name == "rows":
-                    lengths = np.fromiter(map(len, col), dtype=np.int64, count=len(col))
-                    flat = list(chain.from_iterable(col))
-                    if flat and set(map(type, flat)) != {int}:
-                        return None
-                    try:
-                        a = np.array(flat, dtype=np.int64)
-                    except OverflowError:
-                        return None
-                    cols["rows"], cols["nrows"] = a, lengths
-                    continue
-                try:
-                    a = np.array(col, dtype=_DTYPES[name])
-                except OverflowError:
-                    return None
-                if name == "t" and not np.isfinite(a).all():   # the reader refuses such a t
-                    return None
-                cols[name] = a
+                    cols["rows:l"], cols["nrows"] = a
+                else:
+                    cols[f"{name}:{t}"] = a
             if lay.ctx:
                 ctxs = list(map(lay.get_ctx, events))
                 if len(lay.ctx) == 1:
                     ctxs = [(c,) for c in ctxs]
-                for i, name in enumerate(lay.ctx):
+                for name, values in zip(lay.ctx, zip(*ctxs)):
                     allowed = {int, type(None)} if name in CONTEXT_INTS else {str, type(None)}
-                    if not set(map(type, (c[i] for c in ctxs))) <= allowed:
+                    if not set(map(type, values)) <= allowed:
                         return None
             else:
                 ctxs = [()] * len(events)
             out[code] = (cols, ctxs)
         return out
 
-    def add(self, code: int, cols: Dict[str, np.ndarray], ctxs: List[tuple]) -> np.ndarray:
-        """Append one layout's rows; returns their row numbers."""
+    def _column(self, kind: str, col: tuple, name: str):
+        types = set(map(type, col))
+        if kind == "i":
+            if types != {int}:
+                return None
+            try:
+                return np.array(col, dtype=np.int64)
+            except OverflowError:
+                return None
+        if kind == "f":
+            if types != {float}:
+                return None
+            a = np.array(col, dtype=np.float64)
+            if name == "t" and not np.isfinite(a).all():   # the reader refuses such a t
+                return None
+            return a
+        if kind == "s":
+            if not types <= {str, type(None), bool}:
+                return None
+            codes = self.strings
+            n = len(codes)
+            out = np.fromiter(map(codes.__getitem__, zip(map(type, col), col)), dtype=np.int32, count=len(col))
+            if len(codes) > n:
+                self.string_list = [v for _, v in codes]
+            return out
+        if types != {list}:   # "l": the row ids
+            return None
+        lengths = np.fromiter(map(len, col), dtype=np.int64, count=len(col))
+        flat = list(chain.from_iterable(col))
+        if flat and set(map(type, flat)) != {int}:
+            return None
+        try:
+            return np.array(flat, dtype=np.int64), lengths
+        except OverflowError:
+            return None
+
+    def add(self, code: int, cols: Dict[str, np.ndarray], ctxs: List[tuple]) -> int:
+        """Append one layout's rows; returns the first one's number."""
         n = len(ctxs)
         before = len(self._ctx_codes)
         codes = np.fromiter(map(self._ctx_codes.__getitem__, [(code, c) for c in ctxs]), dtype=np.int32, count=n)
         if len(self._ctx_codes) > before:
             self.contexts = list(self._ctx_codes)
-        for name in ROW_FIELDS:
-            if name == "rows":
-                if "rows" in cols:
-                    self._chunks["rows"].append(cols["rows"])
-                    self._chunks["nrows"].append(cols["nrows"])
-                else:
-                    self._chunks["nrows"].append(np.zeros(n, dtype=np.int64))
-            else:
-                self._chunks[name].append(cols[name] if name in cols else np.zeros(n, dtype=_DTYPES[name]))
-        self._chunks["ctx"].append(codes)
+        lay = self.layouts[code]
+        names = set(self._chunks) | {f"{k}:{t}" for k, t in lay.types.items()} | {"ctx"}
+        if "rows:l" in names:
+            names.add("nrows")
+        for name in names:
+            if name not in self._chunks:   # a column new with this layout: absent (zeros) in the rows before
+                self._chunks[name] = [np.zeros(self.n, dtype=_dtype(name))] if self.n and name != "rows:l" else []
+            if name == "ctx":
+                self._chunks[name].append(codes)
+            elif name in cols:
+                self._chunks[name].append(cols[name])
+            elif name != "rows:l":   # (row ids: only those of rows that have them)
+                self._chunks[name].append(np.zeros(n, dtype=_dtype(name)))
         first = self.n
         self.n += n
-        return np.arange(first, self.n, dtype=np.int64)
+        return first
+
 
     def finish(self) -> None:
-        """Join the chunks into one array per column (rows as int32 where they fit)."""
+        """Join the chunks into one array per column (small ints as int32)."""
         for name, chunks in self._chunks.items():
-            if name == "rows":
-                a = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
-                if len(a) and _INT32[0] <= a.min() and a.max() <= _INT32[1]:
-                    a = a.astype(np.int32)
-                self.cols["rows"] = a
-            elif name == "nrows":
+            if name == "nrows":
                 lengths = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
                 self.cols["row_start"] = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-            elif name == "ctx":
-                self.cols["ctx"] = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int32)
-            else:
-                dtype = _DTYPES[name]
-                a = np.concatenate(chunks) if chunks else np.zeros(0, dtype=dtype)
-                if dtype is np.int64 and name != "seq" and len(a) and _INT32[0] <= a.min() and a.max() <= _INT32[1]:
-                    a = a.astype(np.int32)
-                self.cols[name] = a
+                continue
+            a = np.concatenate(chunks) if chunks else np.zeros(0, dtype=_dtype(name))
+            if a.dtype == np.int64 and name != "seq:i" and len(a) and _INT32[0] <= a.min() and a.max() <= _INT32[1]:
+                a = a.astype(np.int32)
+            self.cols[name] = a
             chunks.clear()
+        self._chunks.clear()
         self.contexts = list(self._ctx_codes)
+        self.string_list = [v for _, v in self.strings]
 
     # -- reading
     def event(self, r: int) -> dict:
@@ -183,41 +229,50 @@ class StepStore:
         code, values = self.contexts[self.cols["ctx"][r]]
         lay = self.layouts[code]
         ctx = dict(zip(lay.ctx, values))
-        cols = self.cols
         out = {}
         for k in lay.keys:
             if k == "kind":
-                out[k] = "step"
+                out[k] = self.kind
             elif k in ctx:
                 out[k] = ctx[k]
-            elif k == "rows":
-                a, b = cols["row_start"][r], cols["row_start"][r + 1]
-                out[k] = cols["rows"][a:b].tolist()
+            elif k == "metrics":
+                out[k] = {m: self._value(lay, "metrics." + m, r) for m in lay.metrics}
             else:
-                out[k] = cols[k][r].item()
+                out[k] = self._value(lay, k, r)
         return out
 
-    def has(self, name: str) -> np.ndarray:
-        """Per context: whether its layout has the field `name`."""
-        key = ("has", name, len(self.contexts))
+    def _value(self, lay: Layout, name: str, r: int) -> Any:
+        t, cols = lay.types[name], self.cols
+        if t == "s":
+            return self.string_list[cols[name + ":s"][r]]
+        if t == "l":
+            a, b = cols["row_start"][r], cols["row_start"][r + 1]
+            return cols["rows:l"][a:b].tolist()
+        v = cols[f"{name}:{t}"][r].item()
+        return float(v) if t == "f" else int(v)
+
+    def has(self, name: str, kind: str = None) -> np.ndarray:
+        """Per context: whether its layout has the row field `name` (of type `kind`, when given)."""
+        key = ("has", name, kind, len(self.contexts))
         found = self._memo.get(key)
         if found is None:
-            found = self._memo[key] = np.array([name in self.layouts[code].keys for code, _ in self.contexts],
-                                               dtype=bool)
+            found = self._memo[key] = np.array(
+                [name in self.layouts[code].types and (kind is None or self.layouts[code].types[name] == kind)
+                 for code, _ in self.contexts], dtype=bool)
         return found
 
     def ctx_ints(self, name: str) -> Optional[np.ndarray]:
         """Per context: its int field `name` (_NONE where absent or None), or None when one is beyond 63 bits."""
         key = ("ints", name, len(self.contexts))
         if key not in self._memo:
-            values = [_NONE if v is None else v for v in self.ctx_values(name)]
+            values = self.ctx_values(name)
             try:
-                self._memo[key] = np.array(values or [_NONE], dtype=np.int64)
+                found = np.array([_NONE if v is None else v for v in values] or [_NONE], dtype=np.int64)
             except OverflowError:
-                self._memo[key] = None
-            else:
-                if any(v == _NONE for v in self.ctx_values(name) if v is not None):
-                    self._memo[key] = None   # a real value equal to the mark
+                found = None
+            if found is not None and any(v == _NONE for v in values if v is not None):
+                found = None   # a real value equal to the mark
+            self._memo[key] = found
         return self._memo[key]
 
     def ctx_values(self, name: str) -> List[Any]:
@@ -231,13 +286,28 @@ class StepStore:
         return found
 
 
+def _dtype(name: str):
+    return np.int32 if name == "ctx" or name.endswith(":s") else np.float64 if name.endswith(":f") else np.int64
+
+
+def slot_of(part: int, row: int) -> int:
+    """The slot (< 0) of row `row` of store `part`."""
+    return -1 - (row * 4 + part)
+
+
+def split_slots(slots: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(store number, row) of stored slots."""
+    code = -1 - slots
+    return code & 3, code >> 2
+
+
 class Events(Sequence):
-    """A history's events in order: dicts, and rows of a StepStore read back as dicts.
+    """A history's events in order: dicts, and rows of the stores read back as dicts.
 
-    `slots[i]` >= 0: event i is `dicts[slots[i]]`; < 0: it is store row -1 - slots[i]."""
+    `slots[i]` >= 0: event i is `dicts[slots[i]]`; < 0: a row of a store (`split_slots`)."""
 
-    def __init__(self, dicts: List[dict], slots: np.ndarray, store: StepStore):
-        self.dicts, self.slots, self.store = dicts, slots, store
+    def __init__(self, dicts: List[dict], slots: np.ndarray, stores: List[Store]):
+        self.dicts, self.slots, self.stores = dicts, slots, stores
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -248,30 +318,54 @@ class Events(Sequence):
         return self._at(int(self.slots[i]))
 
     def _at(self, s: int) -> dict:
-        return self.dicts[s] if s >= 0 else self.store.event(-1 - s)
+        if s >= 0:
+            return self.dicts[s]
+        code = -1 - s
+        return self.stores[code & 3].event(code >> 2)
 
     def __iter__(self) -> Iterator[dict]:
-        dicts, event = self.dicts, self.store.event
+        at = self._at
         for s in self.slots.tolist():
-            yield dicts[s] if s >= 0 else event(-1 - s)
+            yield at(s)
 
     def __eq__(self, other) -> bool:
         return list(self) == list(other) if isinstance(other, (list, Events)) else NotImplemented
 
     __hash__ = None
 
-    def non_steps(self) -> List[dict]:
-        """The events that are not stored steps, in order (every event but steps of the store)."""
-        return self.dicts
+    @property
+    def stored(self) -> int:
+        return sum(s.n for s in self.stores)
 
-    def is_row(self) -> np.ndarray:
-        return self.slots < 0
+    def non_steps(self) -> List[dict]:
+        """The events kept as dicts, in order: all but the stored steps, reports and written checkpoints."""
+        return self.dicts
 
     def sort_by(self, keys: List[Any]) -> None:
         """Reorder by one key per event (a stable sort, as list.sort)."""
         order = sorted(range(len(keys)), key=keys.__getitem__)
         slots = self.slots[np.array(order, dtype=np.int64)] if order else self.slots
         self.slots, self.dicts = _renumber(slots, self.dicts)
+
+    def stored_column(self, name: str, positions: np.ndarray) -> np.ndarray:
+        """The int column `name` ("seq:i", "eseq:i" ...) of the stored events at `positions`."""
+        part, row = split_slots(self.slots[positions])
+        out = np.zeros(len(positions), dtype=np.int64)
+        for p, store in enumerate(self.stores):
+            mine = part == p
+            if mine.any():
+                out[mine] = store.cols[name][row[mine]] if name in store.cols else 0
+        return out
+
+    def stored_ctx(self, positions: np.ndarray, values_of) -> List[np.ndarray]:
+        """Per stored event at `positions`: values_of(store)[its context], as an int64 array."""
+        part, row = split_slots(self.slots[positions])
+        out = np.zeros(len(positions), dtype=np.int64)
+        for p, store in enumerate(self.stores):
+            mine = part == p
+            if mine.any():
+                out[mine] = values_of(store)[store.cols["ctx"][row[mine]]]
+        return out
 
     def seqs(self, missing: Any = None) -> Optional[np.ndarray]:
         """Every event's seq (`missing` where a dict has none) as an int64 array, or None when
@@ -286,7 +380,7 @@ class Events(Sequence):
         out = np.empty(len(self.slots), dtype=np.int64)
         rows = self.slots < 0
         out[~rows] = ds[self.slots[~rows]]
-        out[rows] = self.store.cols["seq"][-1 - self.slots[rows]]
+        out[rows] = self.stored_column("seq:i", np.flatnonzero(rows))
         return out
 
 
@@ -301,14 +395,17 @@ def _renumber(slots: np.ndarray, dicts: List[dict]) -> Tuple[np.ndarray, List[di
 
 
 class EventsAt(Sequence):
-    """The events at some positions of an Events (an attempt's steps), with their columns."""
+    """The events at some positions of an Events (an attempt's steps, reports ...), with their columns."""
 
     def __init__(self, events: Events, positions: np.ndarray):
         self.events, self.positions = events, positions
         slots = events.slots[positions]
-        self._rows = slots < 0
-        self.all_rows = bool(self._rows.all())
-        self._store_rows = -1 - slots if self.all_rows else None
+        self.store: Optional[Store] = None   # when all are rows of one store
+        self._rows = None
+        if len(slots) and (slots < 0).all():
+            part, rows = split_slots(slots)
+            if (part == part[0]).all():
+                self.store, self._rows = events.stores[int(part[0])], rows
 
     def __len__(self) -> int:
         return len(self.positions)
@@ -332,57 +429,46 @@ class EventsAt(Sequence):
     __hash__ = None
 
     def array(self, name: str) -> Optional[np.ndarray]:
-        """Field `name` of every event as an array, when all are stored rows whose layout has it
-        (and, for a context field, whose value is an int)."""
-        if not self.all_rows or name == "rows" or name not in _KNOWN or name == "kind":
+        """Field `name` of every event as an int or float array, when all are rows of one store
+        whose layouts have it as such (for a context field: an int in every one)."""
+        store = self.store
+        if store is None:
             return None
-        store = self.events.store
-        ctx = store.cols["ctx"][self._store_rows]
-        if name in ROW_FIELDS:
-            if not store.has(name)[ctx].all():
+        ctx = store.cols["ctx"][self._rows]
+        if name in CONTEXT_INTS:
+            values = store.ctx_ints(name)
+            if values is None:
                 return None
-            return store.cols[name][self._store_rows]
-        if name not in CONTEXT_INTS:
+            out = values[ctx]
+            return None if (out == _NONE).any() else out
+        if name not in ROW_FIELDS or name in ("rows", "metrics"):
             return None
-        values = store.ctx_ints(name)
-        if values is None:
-            return None
-        out = values[ctx]
-        return None if (out == _NONE).any() else out
-
-    def ctx_array(self, name: str) -> Optional[List[Any]]:
-        """A context field of every event, when all are stored rows (None where its layout lacks it)."""
-        if not self.all_rows or name in ROW_FIELDS:
-            return None
-        store = self.events.store
-        values = store.ctx_values(name)
-        ctx = store.cols["ctx"][self._store_rows]
-        return [values[c] for c in ctx.tolist()], ctx, values
+        for t in ("i", "f"):
+            if store.has(name, t)[ctx].all():
+                return store.cols[f"{name}:{t}"][self._rows]
+        return None
 
     def column(self, name: str) -> List[Any]:
         """`e.get(name)` of each event, in order."""
         a = self.array(name)
         if a is not None:
             return a.tolist()
-        if self.all_rows and name not in ROW_FIELDS and name != "kind":
-            return self.ctx_array(name)[0]
+        if self.store is not None and (name in CONTEXT_STRS or name in CONTEXT_INTS):
+            values = self.store.ctx_values(name)
+            return [values[c] for c in self.store.cols["ctx"][self._rows].tolist()]
         return [e.get(name) for e in self]
 
-    def rows(self) -> Optional[Tuple[np.ndarray, np.ndarray]]:
-        """(flat row ids, start of each event's rows) when all are stored rows with `rows`."""
-        if not self.all_rows:
+    def rows(self) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """(row ids of all, start and end of each event's) when all are stored rows with row ids."""
+        store = self.store
+        if store is None or not store.has("rows", "l")[store.cols["ctx"][self._rows]].all():
             return None
-        store = self.events.store
-        ctx = store.cols["ctx"][self._store_rows]
-        if not store.has("rows")[ctx].all():
-            return None
-        r = self._store_rows
-        starts, ends = store.cols["row_start"][r], store.cols["row_start"][r + 1]
-        return starts, ends
+        r = self._rows
+        return store.cols["rows:l"], store.cols["row_start"][r], store.cols["row_start"][r + 1]
 
 
 def non_steps(events: Iterable[dict]) -> Iterable[dict]:
-    """Every event of `events` that may be of a kind other than `step`, in order: for an
-    Events, its dicts (stored rows are steps only); any other iterable as it is. For scans
-    that look for other kinds, or for a field no stored step has (`fault`, `fault_kind` ...)."""
+    """Every event of `events` that may be of a kind other than the stored ones (STORED_KINDS), in
+    order: for an Events, its dicts; any other iterable as it is. For scans that look for other
+    kinds, or for a field no stored event has (`fault`, `fault_kind`, `decision` ...)."""
     return events.non_steps() if isinstance(events, Events) else events

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
-from ftharness.history.columns import Events, EventsAt
+from ftharness.history.columns import STORED_KINDS, Events, EventsAt, split_slots
 
 
 class Placed:
@@ -72,28 +72,31 @@ class Merged:
 def file_columnar(h, ev: Events) -> None:
     """File all of `ev` (in seq order; the model empty) into History `h`."""
     n = len(ev)
-    slots, store = ev.slots, ev.store
+    slots = ev.slots
     is_row = slots < 0
     row_pos = np.flatnonzero(is_row)
-    row_ctx = store.cols["ctx"][-1 - slots[row_pos]] if len(row_pos) else np.zeros(0, dtype=np.int32)
-    # per context: the number of its attempt id, or -1 (a worker the model cannot file by its id)
-    sources, aids = store.ctx_values("source"), store.ctx_values("attempt_id")
+    # per stored event: the number of its attempt id, or -1 (a worker the model cannot file by its id)
     aid_numbers: Dict[str, int] = {}
-    ctx_aid = np.array([aid_numbers.setdefault(a, len(aid_numbers)) if s == "worker" and a is not None else -1
-                        for s, a in zip(sources, aids)] or [-1], dtype=np.int64)
-    row_aid = ctx_aid[row_ctx] if len(row_pos) else np.zeros(0, dtype=np.int64)
+
+    def ctx_aid(store):
+        return np.array([aid_numbers.setdefault(a, len(aid_numbers)) if s == "worker" and a is not None else -1
+                         for s, a in zip(store.ctx_values("source"), store.ctx_values("attempt_id"))] or [-1],
+                        dtype=np.int64)
+
+    row_aid = ev.stored_ctx(row_pos, ctx_aid)
+    row_part = split_slots(slots[row_pos])[0]
     one_by_one = row_aid < 0
     filed_ids = np.flatnonzero(~one_by_one)
     _, first = np.unique(row_aid[filed_ids], return_index=True)
-    one_by_one[filed_ids[first]] = True   # the first step of each attempt id files it
+    one_by_one[filed_ids[first]] = True   # the first stored event of each attempt id files it
     special = row_pos[one_by_one]
     order = np.sort(np.concatenate([np.flatnonzero(~is_row), special]))
 
     codes = np.zeros(n, dtype=np.int32)
     table: List[Tuple[int, Any]] = []
     numbers: Dict[Any, int] = {}
-    general_steps: List[int] = []             # positions of the steps filed one by one
     events_at: Dict[Any, List[int]] = {}      # attempt key -> positions of its events filed one by one
+    general: Dict[str, List[int]] = {k: [] for k in STORED_KINDS}   # positions filed one by one, by kind
     kinds, filing, attempts = h._kinds, h._filing, h.attempts
     for i in order.tolist():
         e = ev[i]
@@ -108,19 +111,15 @@ def file_columnar(h, ev: Events) -> None:
                     to[0](e)
                     to[1 if kind == "step" else 2 if kind == "report" else 3](e)
                     placement = to[4]
-                    key = placement[1]
-                    events_at.setdefault(key, []).append(i)
-                    if kind == "step":
-                        general_steps.append(i)
-                    else:
-                        kinds[kind].append(i)
+                    events_at.setdefault(placement[1], []).append(i)
+                    general[kind].append(i)
         if placement is None:
             placement = h._add(e)
             key = placement[1]
             if key is not None:   # _add filed it (or, for a failure, its copy) in that attempt
                 events_at.setdefault(key, []).append(i)
-            if kind == "step":
-                general_steps.append(i)
+            if kind in general:
+                general[kind].append(i)
             else:
                 try:
                     kinds.setdefault(kind, []).append(i)
@@ -133,9 +132,9 @@ def file_columnar(h, ev: Events) -> None:
             c = numbers[placement] = len(table)
             table.append(placement)
         codes[i] = c
-    # every other stored step: to the attempt of its id, as `_filing` would have put it
+    # every other stored event: to the attempt of its id, as `_filing` would have put it
     rest = row_pos[~one_by_one]
-    rest_aid = row_aid[~one_by_one]
+    rest_aid, rest_part = row_aid[~one_by_one], row_part[~one_by_one]
     by_number = {v: k for k, v in aid_numbers.items()}
     target_code = np.zeros(len(aid_numbers) or 1, dtype=np.int32)
     target_key: List[Any] = [None] * len(target_code)
@@ -148,19 +147,29 @@ def file_columnar(h, ev: Events) -> None:
         target_code[number], target_key[number] = c, placement[1]
     codes[rest] = target_code[rest_aid]
     h.placed = Placed(table, codes)
-    general = np.array(general_steps, dtype=np.int64)
-    if len(rest) or len(general):
-        kinds["step"] = np.sort(np.concatenate([general, rest]))
-    # each attempt's steps and events: those filed one by one, and its share of the rest
-    grouped = np.argsort(rest_aid, kind="stable")
-    bounds = np.flatnonzero(np.diff(rest_aid[grouped])) + 1
-    rest_of: Dict[Any, np.ndarray] = {}
-    for part in np.split(grouped, bounds) if len(grouped) else []:
-        rest_of[target_key[int(rest_aid[part[0]])]] = rest[part]
     empty = np.zeros(0, dtype=np.int64)
-    step_key = h.placed.codes[general] if len(general) else general
+    lists = {"step": "steps", "report": "reports", "checkpoint_written": "written"}
+    rest_by_key: Dict[Any, np.ndarray] = {}
+    for part, kind in enumerate(STORED_KINDS):
+        filed = np.array(general[kind], dtype=np.int64)
+        mine = rest_part == part
+        theirs, their_aid = rest[mine], rest_aid[mine]
+        if len(theirs) or len(filed):
+            kinds[kind] = np.sort(np.concatenate([filed, theirs]))
+        # each attempt's events of this kind: those filed one by one, and its share of the rest
+        grouped = np.argsort(their_aid, kind="stable")
+        bounds = np.flatnonzero(np.diff(their_aid[grouped])) + 1
+        share: Dict[Any, np.ndarray] = {}
+        for group in np.split(grouped, bounds) if len(grouped) else []:
+            share[target_key[int(their_aid[group[0]])]] = theirs[group]
+        filed_key = codes[filed] if len(filed) else filed
+        for key, att in attempts.items():
+            c = numbers.get((key[0], key))
+            one = filed[filed_key == c] if c is not None and len(filed) else empty
+            got = share.get(key, empty)
+            if len(got):
+                rest_by_key[key] = np.concatenate([rest_by_key.get(key, empty), got])
+            if len(got) or len(one) or isinstance(getattr(att, lists[kind]), list):
+                setattr(att, lists[kind], EventsAt(ev, np.sort(np.concatenate([one, got]))))
     for key, att in attempts.items():
-        mine = rest_of.get(key, empty)
-        filed = general[step_key == numbers[(key[0], key)]] if (key[0], key) in numbers and len(general) else empty
-        att.steps = EventsAt(ev, np.sort(np.concatenate([filed, mine])))
-        att.events = Merged(ev, att.events, events_at.get(key, []), mine)
+        att.events = Merged(ev, att.events, events_at.get(key, []), rest_by_key.get(key, empty))

@@ -304,7 +304,7 @@ class History:
         self._filing: Dict[Any, tuple] = {}
         #: every event's seq (0 when missing) is an int: each list of events in the model ascends in it
         self.int_seqs = True
-        if isinstance(events, Events) and events.store.n and _ascending(events):
+        if isinstance(events, Events) and events.stored and _ascending(events):
             self._add_columns(events)
         else:
             self._add_all(self._in_order(events))
@@ -892,10 +892,9 @@ def _stored_step_values(events: Events, positions) -> Tuple[List[Any], np.ndarra
     rows = slots < 0
     dicts = events.dicts
     values = [dicts[s].get("step") for s in slots[~rows].tolist()]
-    store = events.store
-    r = -1 - slots[rows]
-    has = store.has("step")[store.cols["ctx"][r]] if len(r) else np.zeros(0, dtype=bool)
-    return values, store.cols["step"][r[has]], bool(has.all())
+    stored = positions[rows]
+    has = events.stored_ctx(stored, lambda store: store.has("step", "i")).astype(bool)
+    return values, events.stored_column("step:i", stored[has]), bool(has.all())
 
 
 class _Steps:

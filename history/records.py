@@ -242,13 +242,14 @@ class HistoryReader:
 
     def __init__(self, path: str, columnar: bool = False):
         self.path = history_path(path)
-        #: with `columnar`, step events go to a StepStore (ftharness.history.columns) and
-        #: `columns()` gives all the events; `events` holds the others
-        self.store = None
+        #: with `columnar`, steps, reports and written checkpoints go to stores
+        #: (ftharness.history.columns), `columns()` gives all the events; `events` holds the others
+        self.stores = None
         if columnar:
-            from ftharness.history.columns import StepStore
+            from ftharness.history.columns import STORED_KINDS, Store
 
-            self.store = StepStore()
+            self.stores = [Store(kind) for kind in STORED_KINDS]
+            self._parts = {kind: i for i, kind in enumerate(STORED_KINDS)}
         self._slots: List[Any] = []
         self.offset = 0                     # bytes of whole lines consumed
         self.lines = 0
@@ -333,7 +334,7 @@ class HistoryReader:
         lines = body.split(b"\n")
         lines.pop()   # after the last newline
         fast = _orjson_loads is not None and not _long_number(body)   # else line by line
-        if self.store is not None:
+        if self.stores is not None:
             ends = self._columnar(lines, fast, torn)
         else:
             ends = self._decode_lines(lines, fast, torn)
@@ -351,11 +352,18 @@ class HistoryReader:
         """`_decode_lines`, with the block's step events filed in the store (see
         ftharness.history.columns): all of them or, when one has a field of a type the
         store does not keep, none (the block is decoded again, as dicts)."""
-        problems, events, store = len(self.problems), len(self.events), self.store
-        cands: Dict[int, List[dict]] = {}
+        problems, events, stores = len(self.problems), len(self.events), self.stores
+        cands: Dict[tuple, List[dict]] = {}
         slots: List[int] = []
         ends = self._decode_lines(lines, fast, torn, cands, slots)
-        taken = store.take(cands) if cands else {}
+        taken = {}
+        for part, store in enumerate(stores):
+            mine = {code: found for (p, code), found in cands.items() if p == part}
+            got = store.take(mine) if mine else {}
+            if got is None:
+                taken = None
+                break
+            taken.update({(part, code): value for code, value in got.items()})
         if taken is None:   # the block as dicts: what the reader always did
             del self.problems[problems:], self.events[events:]
             ends = self._decode_lines(lines, fast, torn)
@@ -363,11 +371,12 @@ class HistoryReader:
             return ends
         block = np.array(slots, dtype=np.int64)
         if taken:
-            first = {code: store.add(code, *taken[code])[0] if len(taken[code][1]) else 0 for code in taken}
+            first = {key: stores[key[0]].add(key[1], *value) for key, value in taken.items()}
             cand = ~block[block < 0]             # candidate numbers, in order
-            code_of, index_in = self._cand_codes, self._cand_index
-            firsts = np.array([first[c] for c in code_of], dtype=np.int64)
-            block[block < 0] = -1 - (firsts + np.array(index_in, dtype=np.int64))[cand]
+            firsts = np.array([first[k] for k in self._cand_keys], dtype=np.int64)
+            parts = np.array([k[0] for k in self._cand_keys], dtype=np.int64)
+            rows = firsts + np.array(self._cand_index, dtype=np.int64)
+            block[block < 0] = (-1 - (rows * 4 + parts))[cand]
         self._slots.append(block)
         return ends
 
@@ -381,8 +390,8 @@ class HistoryReader:
         strings, events, first = self._strings.setdefault, self.events, self.lines
         ends = []   # (position in `lines`, event) of history_end events: the digest before each
         if cands is not None:
-            layout, add_slot = self.store.layout, slots.append
-            self._cand_codes, self._cand_index = codes, index = [], []
+            parts, stores, add_slot = self._parts, self.stores, slots.append
+            self._cand_keys, self._cand_index = keys, index = [], []
         for i, line in enumerate(lines):
             try:
                 e = loads(line)
@@ -392,14 +401,16 @@ class HistoryReader:
                 if e is not _SKIP:
                     self.problems.append(f"line {first + i + 1}: {'torn last line dropped' if torn else 'unreadable'}")
                 continue
-            if cands is not None and e.get("kind") == "step":
-                code = layout(tuple(e))
+            part = parts.get(e.get("kind"), -1) if cands is not None else -1
+            if part >= 0:
+                code = stores[part].layout(e)
                 if code is not None:
-                    mine = cands.get(code)
+                    key = (part, code)
+                    mine = cands.get(key)
                     if mine is None:
-                        mine = cands[code] = []
-                    add_slot(~len(codes))
-                    codes.append(code)
+                        mine = cands[key] = []
+                    add_slot(~len(keys))
+                    keys.append(key)
                     index.append(len(mine))
                     mine.append(e)
                     continue
@@ -444,9 +455,10 @@ class HistoryReader:
         """The events read, as ftharness.history.columns.Events (a reader made with `columnar`)."""
         from ftharness.history.columns import Events
 
-        self.store.finish()
+        for store in self.stores:
+            store.finish()
         slots = np.concatenate(self._slots) if self._slots else np.zeros(0, dtype=np.int64)
-        return Events(self.events, slots, self.store)
+        return Events(self.events, slots, self.stores)
 
 
 class LiveHistory:
@@ -557,23 +569,26 @@ def _integrity_in_order_columns(events) -> Optional[List[str]]:
     seqs = events.seqs()
     if seqs is None or not np.array_equal(seqs, np.arange(1, n + 1, dtype=np.int64)):
         return None
-    store, slots = events.store, events.slots
+    slots = events.slots
     names: Dict[str, int] = {}
     code = np.full(n, -1, dtype=np.int64)       # emitter number (-1: no emitter key or None)
     eseq = np.zeros(n, dtype=np.int64)
     odd: Dict[int, Any] = {}                    # position -> an eseq that is no int of 64 bits
     rows = slots < 0
-    if rows.any() and store.has("emitter").any():
-        ctx = store.cols["ctx"][-1 - slots[rows]]
-        ctx_code = np.array([-1 if v is None else names.setdefault(v, len(names))
+    where = np.flatnonzero(rows)
+    if len(where):
+        def emitter_codes(store):
+            return np.array([-1 if v is None else names.setdefault(v, len(names))
                              for v in store.ctx_values("emitter")] or [-1], dtype=np.int64)
-        has_eseq = store.has("eseq")
-        code[rows] = ctx_code[ctx]
-        eseq[rows] = store.cols["eseq"][-1 - slots[rows]]
-        missing = rows.copy()
-        missing[rows] = ~has_eseq[ctx] & (ctx_code[ctx] >= 0)
-        for p in np.flatnonzero(missing).tolist():
-            odd[p] = None   # the layout has an emitter but no eseq: e.get("eseq") is None
+
+        def eseq_missing(store):   # a layout with an emitter but no (int) eseq: e.get("eseq") is None
+            return np.array([not lay_has_eseq for lay_has_eseq in _layouts_with(store, "eseq")] or [True])
+
+        code[where] = events.stored_ctx(where, emitter_codes)
+        eseq[where] = events.stored_column("eseq:i", where)
+        missing = events.stored_ctx(where, eseq_missing).astype(bool) & (code[where] >= 0)
+        for p in where[missing].tolist():
+            odd[p] = None
     dict_pos = np.flatnonzero(~rows).tolist()
     for p, e in zip(dict_pos, events.dicts):
         if "emitter" in e:
@@ -614,6 +629,11 @@ def _integrity_in_order_columns(events) -> Optional[List[str]]:
 
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def _layouts_with(store, name: str) -> List[bool]:
+    """Per context of a store: whether its layout has the int field `name`."""
+    return store.has(name, "i").tolist()
 
 
 def read_events(path: str) -> List[Dict[str, Any]]:

@@ -353,11 +353,10 @@ def _stored_table(steps: EventsAt, names) -> Optional[_Table]:
     spans = steps.rows()
     if any(c is None or c.dtype.kind != "i" for c in columns) or spans is None:
         return None
-    starts, ends = spans
+    flat, starts, ends = spans
     width = int(ends[0] - starts[0])
     if width <= 0 or ((ends - starts) != width).any():
         return None
-    flat = steps.events.store.cols["rows"]
     rows = flat[starts[:, None] + np.arange(width)].astype(np.int64)
     return _Table(*columns, rows)
 
