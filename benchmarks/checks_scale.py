@@ -2,7 +2,7 @@
 
 For each size N it plays a synthetic run of the reference workload
 (`ftharness.scenarios.synthetic`) with 4 ranks, a checkpoint every 10 steps and a fault
-(worker kills and preemptions in turn, all retried) every ~25,000 events, sized
+(worker kills and preemptions in turn, all retried) every ~25,000 events (at most 100), sized
 to reach about N events; writes it as a complete, sealed `history.jsonl`; and
 then, in a fresh child process, does what a run does after fit() returns:
 `ftharness.history.records.read_history` and `ftharness.scenarios.verdict.evaluate` (fault
@@ -53,6 +53,9 @@ BATCH = 32
 EVENTS_PER_FAULT = 25_000
 #: a day of soak (issue 24): this many events read and judged within these seconds and this peak RSS
 TARGET_EVENTS, TARGET_S, TARGET_MB = 10_000_000, 30.0, 2_000
+#: the most steps and faults a scenario file may ask for (ftharness.scenarios.schema): beyond
+#: 2.5 million events the faults come further apart than every EVENTS_PER_FAULT
+MAX_SCENARIO_STEPS, MAX_SCENARIO_FAULTS = 1_000_000, 100
 
 
 def plan_for(n: int, epochs: int):
@@ -62,7 +65,7 @@ def plan_for(n: int, epochs: int):
 
     per_step = WORKERS + (2 + WORKERS) / CHECKPOINT_EVERY   # steps, and written+registered+reports
     steps = max(2 * CHECKPOINT_EVERY, int(n / per_step))
-    faults = max(3, n // EVENTS_PER_FAULT)
+    faults = min(MAX_SCENARIO_FAULTS, max(3, n // EVENTS_PER_FAULT))
     every = max(CHECKPOINT_EVERY + 1, steps // (faults + 1))
     plan_faults = [Fault("worker_group" if i % 2 == 0 else "preemption", after_steps=every + 3 + (i % 7),
                          recovery_s=1.0 + (i % 5) * 0.5) for i in range(faults)]
@@ -149,7 +152,11 @@ def judge(folder: str) -> dict:
     from ftharness.scenarios.verdict import evaluate
 
     with open(os.path.join(folder, "scenario.json")) as f:
-        scenario = parse_scenario(json.load(f))
+        data = json.load(f)
+    # a day of soak runs more steps than a scenario file may ask for (workload.steps <= 10^6): the
+    # verdict reads the workload from the history's run_start, the scenario's only has to validate
+    data["workload"]["steps"] = min(data["workload"]["steps"], MAX_SCENARIO_STEPS)
+    scenario = parse_scenario(data)
     with open(os.path.join(folder, "outcome.json")) as f:
         outcome = json.load(f)
     t0, c0 = time.perf_counter(), time.process_time()

@@ -724,6 +724,37 @@ class History:
     def _step_spans_by_attempt(self) -> List[StepSpan]:
         """`_step_spans_all` one attempt at a time, where every attempt key and
         step is an int (it raises otherwise)."""
+        groups, last_rank = self._span_groups()
+        out: List[StepSpan] = []
+        for i, ((fit, attempt), steps_in_order, latest, seconds) in enumerate(groups):
+            out += [StepSpan(fit, attempt, n, begin, end, span_s, i < last_rank[n])
+                    for n, begin, end, span_s in zip(steps_in_order, [None] + latest[:-1], latest, seconds)]
+        return out
+
+    def _span_totals(self) -> Tuple[int, Any, Any]:
+        """(lost steps, the sum of their seconds, the sum of the seconds of the others): what
+        `lost_work` and `ettr` add up over `step_spans()`, in its order, without a StepSpan
+        per step (a long history has millions)."""
+        if self._spans is None and History._step_spans_by_attempt is _SPANS_BY_ATTEMPT:
+            try:
+                groups, last_rank = self._span_groups()
+            except Exception:  # noqa: BLE001 - the general pass decides (below)
+                groups = None
+            if groups is not None:
+                def spans():   # (lost, seconds) per span, in step_spans' order
+                    for i, (_, steps, _, seconds) in enumerate(groups):
+                        for n, span_s in zip(steps, seconds):
+                            yield i < last_rank[n], span_s
+                return (sum(1 for was, _ in spans() if was), sum(v for was, v in spans() if was and v is not None),
+                        sum(v for was, v in spans() if not was and v is not None))
+        spans = self.step_spans()
+        lost = [s for s in spans if s.lost]
+        return (len(lost), sum(s.seconds for s in lost if s.seconds is not None),
+                sum(s.seconds for s in spans if not s.lost and s.seconds is not None))
+
+    def _span_groups(self):
+        """Per attempt with steps, in key order: (key, its distinct steps ascending, each one's
+        latest time, seconds since the previous one), and step -> the last group that has it."""
         groups: List[Tuple[Key, List[int], List[Any], List[Any]]] = []   # attempts with steps, in key order:
         for key in sorted(self.attempts):                                   # steps ascending, their ends, seconds
             if type(key[0]) is not int or type(key[1]) is not int:
@@ -753,11 +784,7 @@ class History:
         last_rank: Dict[int, int] = {}
         for i, (_, steps_in_order, _, _) in enumerate(groups):
             last_rank.update(dict.fromkeys(steps_in_order, i))
-        out: List[StepSpan] = []
-        for i, ((fit, attempt), steps_in_order, latest, seconds) in enumerate(groups):
-            out += [StepSpan(fit, attempt, n, begin, end, span_s, i < last_rank[n])
-                    for n, begin, end, span_s in zip(steps_in_order, [None] + latest[:-1], latest, seconds)]
-        return out
+        return groups, last_rank
 
     def _step_spans_all(self) -> List[StepSpan]:
         ends: Dict[Tuple[int, int, int], float] = {}
@@ -782,9 +809,8 @@ class History:
         """Steps computed and thrown away (computed again by a later attempt), and
         their seconds. Work of a step cut off by the failure is not a step and is
         not counted; it is part of the recovery time instead."""
-        lost = [s for s in self.step_spans() if s.lost]
-        return {"lost_steps": len(lost),
-                "lost_step_s": round(float(sum(s.seconds for s in lost if s.seconds is not None)), 6)}
+        lost, lost_s, _ = self._span_totals()
+        return {"lost_steps": lost, "lost_step_s": round(float(lost_s), 6)}
 
     def ettr(self) -> Dict[str, Any]:
         """Effective training time ratio: productive step time over wall time.
@@ -802,8 +828,7 @@ class History:
         Here productive time is the `seconds` of the steps not lost (step_spans),
         and wall time is `wall_time`.
         """
-        productive = round(float(sum(s.seconds for s in self.step_spans()
-                                     if not s.lost and s.seconds is not None)), 6)
+        productive = round(float(self._span_totals()[2]), 6)
         wall = self._wall_time()
         return {"productive_s": productive, "wall_time_s": wall,
                 "ettr": round(productive / wall, 6) if wall else None}
@@ -895,6 +920,9 @@ def _stored_step_values(events: Events, positions) -> Tuple[List[Any], np.ndarra
     stored = positions[rows]
     has = events.stored_ctx(stored, lambda store: store.has("step", "i")).astype(bool)
     return values, events.stored_column("step:i", stored[has]), bool(has.all())
+
+
+_SPANS_BY_ATTEMPT = History._step_spans_by_attempt
 
 
 class _Steps:
