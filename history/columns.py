@@ -54,6 +54,19 @@ class _Codes(dict):
         return n
 
 
+class _Strings(dict):
+    """(type, value) -> its number, and `values_`: the values by number."""
+
+    def __init__(self):
+        super().__init__()
+        self.values_: List[Any] = []
+
+    def __missing__(self, key):
+        n = self[key] = len(self.values_)
+        self.values_.append(key[1])
+        return n
+
+
 class Layout:
     """One key order (and metrics key order) of a kind's events, and each row column's type."""
 
@@ -83,8 +96,7 @@ class Store:
         self._layout_codes: Dict[tuple, Optional[int]] = {}
         self._ctx_codes = _Codes()            # (layout number, context values) -> context number
         self.contexts: List[Tuple[int, tuple]] = []
-        self.strings = _Codes()               # (type, value) -> number, for the "s" columns
-        self.string_list: List[Any] = []
+        self.strings = _Strings()             # (type, value) -> number, for the "s" columns
         self._chunks: Dict[str, List[np.ndarray]] = {}
         #: "name:type" -> the column (type "i", "f", "s": string numbers, "l": row ids), "ctx", "row_start"
         self.cols: Dict[str, np.ndarray] = {}
@@ -152,7 +164,7 @@ class Store:
             if types != {int}:
                 return None
             try:
-                return np.array(col, dtype=np.int64)
+                return _small(np.array(col, dtype=np.int64))
             except OverflowError:
                 return None
         if kind == "f":
@@ -166,11 +178,7 @@ class Store:
             if not types <= {str, type(None), bool}:
                 return None
             codes = self.strings
-            n = len(codes)
-            out = np.fromiter(map(codes.__getitem__, zip(map(type, col), col)), dtype=np.int32, count=len(col))
-            if len(codes) > n:
-                self.string_list = [v for _, v in codes]
-            return out
+            return np.fromiter(map(codes.__getitem__, zip(map(type, col), col)), dtype=np.int32, count=len(col))
         if types != {list}:   # "l": the row ids
             return None
         lengths = np.fromiter(map(len, col), dtype=np.int64, count=len(col))
@@ -178,7 +186,7 @@ class Store:
         if flat and set(map(type, flat)) != {int}:
             return None
         try:
-            return np.array(flat, dtype=np.int64), lengths
+            return _small(np.array(flat, dtype=np.int64)), lengths
         except OverflowError:
             return None
 
@@ -214,14 +222,12 @@ class Store:
                 lengths = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
                 self.cols["row_start"] = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
                 continue
-            a = np.concatenate(chunks) if chunks else np.zeros(0, dtype=_dtype(name))
-            if a.dtype == np.int64 and name != "seq:i" and len(a) and _INT32[0] <= a.min() and a.max() <= _INT32[1]:
-                a = a.astype(np.int32)
-            self.cols[name] = a
-            chunks.clear()
+            if name == "seq:i":   # (seqs compare with the dicts': int64 throughout)
+                chunks[:] = [c.astype(np.int64) for c in chunks]
+            self.cols[name] = np.concatenate(chunks) if chunks else np.zeros(0, dtype=_dtype(name))
+            chunks.clear()   # (each column's chunks freed before the next is joined: a bounded peak)
         self._chunks.clear()
         self.contexts = list(self._ctx_codes)
-        self.string_list = [v for _, v in self.strings]
 
     # -- reading
     def event(self, r: int) -> dict:
@@ -244,7 +250,7 @@ class Store:
     def _value(self, lay: Layout, name: str, r: int) -> Any:
         t, cols = lay.types[name], self.cols
         if t == "s":
-            return self.string_list[cols[name + ":s"][r]]
+            return self.strings.values_[cols[name + ":s"][r]]
         if t == "l":
             a, b = cols["row_start"][r], cols["row_start"][r + 1]
             return cols["rows:l"][a:b].tolist()
@@ -284,6 +290,13 @@ class Store:
                                        if name in self.layouts[code].ctx else None
                                        for code, values in self.contexts]
         return found
+
+
+def _small(a: np.ndarray) -> np.ndarray:
+    """An int64 array as int32 when its values fit (a block's; blocks of both join as int64)."""
+    if len(a) and _INT32[0] <= a.min() and a.max() <= _INT32[1]:
+        return a.astype(np.int32)
+    return a
 
 
 def _dtype(name: str):
@@ -405,7 +418,7 @@ class EventsAt(Sequence):
         if len(slots) and (slots < 0).all():
             part, rows = split_slots(slots)
             if (part == part[0]).all():
-                self.store, self._rows = events.stores[int(part[0])], rows
+                self.store, self._rows = events.stores[int(part[0])], _small(rows)
 
     def __len__(self) -> int:
         return len(self.positions)

@@ -46,13 +46,24 @@ class Merged:
     """An attempt's events: the dicts the one-by-one pass filed (copies included, as
     `_add` files them) merged by position with its stored steps."""
 
-    def __init__(self, events: Events, filed: List[dict], filed_at: List[int], rows_at: np.ndarray):
-        at = np.concatenate([np.array(filed_at, dtype=np.int64), rows_at])
-        self._order = np.argsort(at, kind="stable")
-        self._at, self._filed, self._events, self._n = at, filed, events, len(filed)
+    def __init__(self, events: Events, filed: List[dict], filed_at: List[int], rows_at: List[np.ndarray]):
+        """`rows_at`: positions of its stored events (made into one order when first read: nothing
+        reads an attempt's `events` while judging, and a long history's would take memory)."""
+        self._parts = (filed_at, rows_at)
+        self._filed, self._events, self._n = filed, events, len(filed)
+        self._len = len(filed) + sum(len(r) for r in rows_at)
+
+    @property
+    def _order(self) -> np.ndarray:
+        if self._parts is not None:
+            filed_at, rows_at = self._parts
+            self._at = np.concatenate([np.array(filed_at, dtype=np.int64), *rows_at])
+            self._ord = np.argsort(self._at, kind="stable")
+            self._parts = None
+        return self._ord
 
     def __len__(self) -> int:
-        return len(self._order)
+        return self._len
 
     def _one(self, j: int) -> dict:
         return self._filed[j] if j < self._n else self._events[int(self._at[j])]
@@ -147,9 +158,10 @@ def file_columnar(h, ev: Events) -> None:
         target_code[number], target_key[number] = c, placement[1]
     codes[rest] = target_code[rest_aid]
     h.placed = Placed(table, codes)
+    del row_aid, row_part, one_by_one, filed_ids, special, order
     empty = np.zeros(0, dtype=np.int64)
     lists = {"step": "steps", "report": "reports", "checkpoint_written": "written"}
-    rest_by_key: Dict[Any, np.ndarray] = {}
+    rest_by_key: Dict[Any, List[np.ndarray]] = {}
     for part, kind in enumerate(STORED_KINDS):
         filed = np.array(general[kind], dtype=np.int64)
         mine = rest_part == part
@@ -168,8 +180,8 @@ def file_columnar(h, ev: Events) -> None:
             one = filed[filed_key == c] if c is not None and len(filed) else empty
             got = share.get(key, empty)
             if len(got):
-                rest_by_key[key] = np.concatenate([rest_by_key.get(key, empty), got])
-            if len(got) or len(one) or isinstance(getattr(att, lists[kind]), list):
-                setattr(att, lists[kind], EventsAt(ev, np.sort(np.concatenate([one, got]))))
+                rest_by_key.setdefault(key, []).append(got)
+            setattr(att, lists[kind], EventsAt(ev, np.sort(np.concatenate([one, got])) if len(one) else got))
+        del share, grouped, theirs, their_aid
     for key, att in attempts.items():
-        att.events = Merged(ev, att.events, events_at.get(key, []), rest_by_key.get(key, empty))
+        att.events = Merged(ev, att.events, events_at.get(key, []), rest_by_key.get(key, []))

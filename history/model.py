@@ -986,6 +986,11 @@ class _AttemptSteps(_Steps):
             for key, att in h.attempts.items():
                 if not att.steps:
                     continue
+                stored = att.steps.array("t") if isinstance(att.steps, EventsAt) else None
+                if stored is not None and stored.dtype.kind == "f" and not np.isnan(stored).any():
+                    if (stored[1:] >= stored[:-1]).all():   # as a list of floats would be: sorted, no NaN
+                        by_key[key] = (stored, att.steps)
+                        continue
                 ts = h.column(att, "t")
                 if not set(map(type, ts)) <= {int, float} or not all(map(eq, ts, ts)):   # numbers, no NaN
                     break
