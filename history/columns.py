@@ -102,6 +102,7 @@ class Store:
         self.cols: Dict[str, np.ndarray] = {}
         self.n = 0
         self._memo: Dict[tuple, Any] = {}
+        self.trim = None   # called after each column is joined (the reader's heap trim)
 
     # -- building
     def layout(self, e: dict) -> Optional[int]:
@@ -226,6 +227,8 @@ class Store:
                 chunks[:] = [c.astype(np.int64) for c in chunks]
             self.cols[name] = np.concatenate(chunks) if chunks else np.zeros(0, dtype=_dtype(name))
             chunks.clear()   # (each column's chunks freed before the next is joined: a bounded peak)
+            if self.trim is not None:
+                self.trim()
         self._chunks.clear()
         self.contexts = list(self._ctx_codes)
 
@@ -466,9 +469,24 @@ class EventsAt(Sequence):
         a = self.array(name)
         if a is not None:
             return a.tolist()
-        if self.store is not None and (name in CONTEXT_STRS or name in CONTEXT_INTS):
-            values = self.store.ctx_values(name)
-            return [values[c] for c in self.store.cols["ctx"][self._rows].tolist()]
+        store = self.store
+        if store is not None and (name in CONTEXT_STRS or name in CONTEXT_INTS):
+            values = store.ctx_values(name)
+            return [values[c] for c in store.cols["ctx"][self._rows].tolist()]
+        if store is not None and name in ROW_FIELDS and name not in ("rows", "metrics"):
+            ctx = store.cols["ctx"][self._rows]
+            out: List[Any] = [None] * len(ctx)   # None where the layout has no such key
+            for t in ("i", "f", "s"):
+                mine = np.flatnonzero(store.has(name, t)[ctx])
+                if not len(mine):
+                    continue
+                got = store.cols[f"{name}:{t}"][self._rows[mine]].tolist()
+                if t == "s":
+                    strings = store.strings.values_
+                    got = [strings[c] for c in got]
+                for i, v in zip(mine.tolist(), got):
+                    out[i] = v
+            return out
         return [e.get(name) for e in self]
 
     def rows(self) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -478,6 +496,14 @@ class EventsAt(Sequence):
             return None
         r = self._rows
         return store.cols["rows:l"], store.cols["row_start"][r], store.cols["row_start"][r + 1]
+
+
+def having(events, name: str) -> List[dict]:
+    """The events of `events` (a list, or an EventsAt) whose field `name` is truthy
+    (`e.get(name)`), in order: for stored ones read from the column, and only those made dicts."""
+    if isinstance(events, EventsAt):
+        return [events[i] for i, v in enumerate(events.column(name)) if v]
+    return [e for e in events if e.get(name)]
 
 
 def non_steps(events: Iterable[dict]) -> Iterable[dict]:

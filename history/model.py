@@ -736,6 +736,8 @@ class History:
         `lost_work` and `ettr` add up over `step_spans()`, in its order, without a StepSpan
         per step (a long history has millions)."""
         if self._spans is None and History._step_spans_by_attempt is _SPANS_BY_ATTEMPT:
+            if "span_totals" in self.memo:
+                return self.memo["span_totals"]
             try:
                 groups, last_rank = self._span_groups()
             except Exception:  # noqa: BLE001 - the general pass decides (below)
@@ -745,8 +747,10 @@ class History:
                     for i, (_, steps, _, seconds) in enumerate(groups):
                         for n, span_s in zip(steps, seconds):
                             yield i < last_rank[n], span_s
-                return (sum(1 for was, _ in spans() if was), sum(v for was, v in spans() if was and v is not None),
-                        sum(v for was, v in spans() if not was and v is not None))
+                found = self.memo["span_totals"] = (
+                    sum(1 for was, _ in spans() if was), sum(v for was, v in spans() if was and v is not None),
+                    sum(v for was, v in spans() if not was and v is not None))
+                return found
         spans = self.step_spans()
         lost = [s for s in spans if s.lost]
         return (len(lost), sum(s.seconds for s in lost if s.seconds is not None),
@@ -760,10 +764,20 @@ class History:
             if type(key[0]) is not int or type(key[1]) is not int:
                 raise TypeError("not an int key")
             att = self.attempts[key]
-            numbers, ts = self.column(att, "step"), self.column(att, "t")
-            if numbers and self.all_int(att, "step") and set(map(type, ts)) == {float} and min(ts) > 0:
+            steps = times = None
+            if isinstance(att.steps, EventsAt):   # stored: the columns as they are (floats without NaN)
+                steps, times = att.steps.array("step"), att.steps.array("t")
+                if steps is None or times is None or steps.dtype.kind != "i" or times.dtype.kind != "f" \
+                        or not len(steps) or np.isnan(times).any() or not times.min() > 0:
+                    steps = times = None
+                else:
+                    steps, times = steps.astype(np.int64), times.astype(np.float64)
+            if steps is None:
+                numbers, ts = self.column(att, "step"), self.column(att, "t")
+                if numbers and self.all_int(att, "step") and set(map(type, ts)) == {float} and min(ts) > 0:
+                    steps, times = np.array(numbers, dtype=np.int64), np.array(ts, dtype=np.float64)
+            if steps is not None:
                 # numpy: each step's latest time (no NaN, no -0.0: the max is the one value max() keeps)
-                steps, times = np.array(numbers, dtype=np.int64), np.array(ts, dtype=np.float64)
                 order = np.argsort(steps, kind="stable")
                 distinct, first = np.unique(steps[order], return_index=True)
                 latest = np.maximum.reduceat(times[order], first)

@@ -249,6 +249,8 @@ class HistoryReader:
             from ftharness.history.columns import STORED_KINDS, Store
 
             self.stores = [Store(kind) for kind in STORED_KINDS]
+            for store in self.stores:
+                store.trim = _trim
             self._parts = {kind: i for i, kind in enumerate(STORED_KINDS)}
         self._slots: List[Any] = []
         self.offset = 0                     # bytes of whole lines consumed
@@ -457,6 +459,7 @@ class HistoryReader:
 
         for store in self.stores:
             store.finish()
+            _trim()
         slots = np.concatenate(self._slots) if self._slots else np.zeros(0, dtype=np.int64)
         return Events(self.events, slots, self.stores)
 
@@ -513,6 +516,24 @@ class LiveHistory:
         elif self.model is None or not self.model.extend(new):
             self.model = History(self.events)
         return self.events, self.model
+
+
+def _trim() -> None:
+    """Hand the heap's free pages back (glibc's malloc_trim): the blocks' chunks of the stores,
+    joined, leave holes that would otherwise count in the process's memory until it ends."""
+    global _TRIM
+    if _TRIM is None:
+        try:
+            import ctypes
+
+            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):   # not glibc: nothing to do
+            _TRIM = False
+    if _TRIM:
+        _TRIM(0)
+
+
+_TRIM = None
 
 
 def _integrity_in_order(events) -> Optional[List[str]]:

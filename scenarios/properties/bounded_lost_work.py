@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+from ftharness.history.columns import having
 from ftharness.history.model import Attempt, History, as_history
 from ftharness.scenarios.properties.base import (MAX_SHOWN, CheckResult, Events, Facts, failure_text, not_judged,
                                                  result, workload_config)
@@ -87,8 +88,10 @@ class _Checkpoints:
     their registrations."""
 
     def __init__(self, h: History):
-        self.reports = sorted((e for a in h.ordered() for e in a.reports), key=lambda e: e.get("seq", 0))
-        self.reported = [e for e in self.reports if e.get("checkpoint")]
+        self._h = h
+        # (a stable sort: those with a checkpoint in the order all the reports sort in)
+        self.reported = sorted((e for a in h.ordered() for e in having(a.reports, "checkpoint")),
+                               key=lambda e: e.get("seq", 0))
         self.registered = bool(h.registered)
         self.registered_at: Dict[str, int] = {}
         self.step_of: Dict[str, int] = {}
@@ -99,6 +102,13 @@ class _Checkpoints:
                 self.step_of.setdefault(e.get("checkpoint"), e["step"])
         steps = sorted({e["step"] for e in self.reported if _is_step(e.get("step"))})
         self.gap = max((b - a for a, b in zip([0] + steps, steps)), default=None)
+
+    @property
+    def reports(self) -> List[dict]:
+        """Every report, in seq order (made when first read: a long history has many)."""
+        if not hasattr(self, "_reports"):
+            self._reports = sorted((e for a in self._h.ordered() for e in a.reports), key=lambda e: e.get("seq", 0))
+        return self._reports
 
 
 def _bound(ckpts: _Checkpoints, context: dict) -> Tuple[Optional[int], str]:

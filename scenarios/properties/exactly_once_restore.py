@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ftharness.history.columns import having
 from ftharness.history.model import Attempt, History, Key, as_history
 from ftharness.scenarios.properties.base import (CheckResult, Events, always, lineage, not_judged, segments,
                                                  unknown_or_result, workload_config)
@@ -57,8 +58,8 @@ def _reported_digests(h: History) -> Dict[str, Dict[str, str]]:
     """checkpoint name -> {rank (as text): the digest its report recorded}."""
     out: Dict[str, Dict[str, str]] = defaultdict(dict)
     for att in h.ordered():
-        for e in att.reports:
-            if e.get("checkpoint") and e.get("digest"):
+        for e in having(att.reports, "checkpoint"):
+            if e.get("digest"):
                 out[str(e["checkpoint"])].setdefault(str(e.get("rank")), e["digest"])
     return out
 

@@ -9,6 +9,7 @@ import bisect
 from collections import defaultdict
 from typing import Dict, List
 
+from ftharness.history.columns import having
 from ftharness.history.model import Attempt, History, _seq, as_history
 from ftharness.scenarios.properties.base import CheckResult, Events, Facts, not_judged, result
 
@@ -84,9 +85,8 @@ def _after(e: dict, end: dict) -> bool:
 def _dead_registrations(h: History) -> List[str]:
     reporters: Dict[str, List[Attempt]] = defaultdict(list)
     for att in h.ordered():
-        for e in att.reports:
-            if e.get("checkpoint"):
-                reporters[e["checkpoint"]].append(att)
+        for e in having(att.reports, "checkpoint"):
+            reporters[e["checkpoint"]].append(att)
     out = []
     for reg in h.registered:
         atts = reporters.get(reg.get("checkpoint"), [])
