@@ -15,7 +15,9 @@ emitter, `emitter` and `eseq` (1, 2, 3 ... per emitter). So:
   missing anyway.
 
 `read_history(path)` returns the events with the list of problems; a history
-with any problem cannot support a PASS (design.md: INCONCLUSIVE).
+with any problem cannot support a PASS (design.md: INCONCLUSIVE). A long one's
+steps, reports and written checkpoints are kept as columns
+(ftharness.history.columns), read back as the same dicts.
 
 A damaged or hostile results folder is read in bounded time and memory: only a
 regular file is read (a FIFO, a device or a symlink to one is refused, never
@@ -108,6 +110,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 @dataclass
 class HistoryRead:
+    #: a list of dicts; for a long history (COLUMNS_FROM events or more) an
+    #: ftharness.history.columns.Events, a read-only sequence of the same dicts
     events: List[Dict[str, Any]]
     problems: List[str] = field(default_factory=list)
 
