@@ -131,13 +131,10 @@ def file_columnar(h, ev: Events) -> None:
                 events_at.setdefault(key, []).append(i)
             if kind in general:
                 general[kind].append(i)
+                if kind == "step" or kind == "report" or kind == "checkpoint_written":
+                    h._file_fast(e, kind)
             else:
-                try:
-                    kinds.setdefault(kind, []).append(i)
-                except TypeError:   # an unhashable kind is no kind we look for
-                    pass
-            if kind == "step" or kind == "report" or kind == "checkpoint_written":
-                h._file_fast(e, kind)
+                h._indexed(kinds, kind, i, e)
         c = numbers.get(placement)
         if c is None:
             c = numbers[placement] = len(table)

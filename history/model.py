@@ -379,12 +379,7 @@ class History:
                         to[5 if kind == "step" else 6 if kind == "report" else 7](i)
                         continue
             add_placed(self._add(e))
-            try:
-                kinds.setdefault(kind, []).append(i)
-            except TypeError:   # an unhashable kind is no kind we look for
-                pass
-            if kind == "step" or kind == "report" or kind == "checkpoint_written":
-                self._file_fast(e, kind)
+            self._indexed(kinds, kind, i, e)
         self._registered_seqs = [e.get("seq", 0) for e in self.registered]
         self._registered_sorted = all(type(q) is int for q in self._registered_seqs)
 
@@ -418,6 +413,16 @@ class History:
         return found
 
     # -- building
+    def _indexed(self, kinds: Dict[Any, List[int]], kind: Any, i: int, e: dict) -> None:
+        """Event `i`, already added, noted under its kind (and filed for its attempt's fast
+        paths if it is a step, a report or a written checkpoint)."""
+        try:
+            kinds.setdefault(kind, []).append(i)
+        except TypeError:   # an unhashable kind is no kind we look for
+            pass
+        if kind == "step" or kind == "report" or kind == "checkpoint_written":
+            self._file_fast(e, kind)
+
     def _file_fast(self, e: dict, kind: str) -> None:
         """After `_add` filed `e` (a step, report or written checkpoint): when
         its attempt id names an attempt with a first seq, the next events of
