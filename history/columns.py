@@ -44,6 +44,8 @@ _INT_ONLY = frozenset({"seq", "eseq", "step"})
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 _NONE = -(1 << 63)   # an int context field that is absent or None, in ctx_ints
 _SCALARS = {int: "i", float: "f", str: "s", type(None): "s", bool: "s"}
+#: events built at a time when iterating over stored rows
+_CHUNK = 4096
 
 
 class _Codes(dict):
@@ -220,13 +222,11 @@ class Store:
         """Join the chunks into one array per column (small ints as int32)."""
         for name, chunks in self._chunks.items():
             if name == "nrows":
-                lengths = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+                lengths = join(chunks, np.int64)
                 self.cols["row_start"] = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
                 continue
-            if name == "seq:i":   # (seqs compare with the dicts': int64 throughout)
-                chunks[:] = [c.astype(np.int64) for c in chunks]
-            self.cols[name] = np.concatenate(chunks) if chunks else np.zeros(0, dtype=_dtype(name))
-            chunks.clear()   # (each column's chunks freed before the next is joined: a bounded peak)
+            # (seqs compare with the dicts': int64 throughout)
+            self.cols[name] = join(chunks, np.int64 if name == "seq:i" else None, _dtype(name))
             if self.trim is not None:
                 self.trim()
         self._chunks.clear()
@@ -249,6 +249,49 @@ class Store:
             else:
                 out[k] = self._value(lay, k, r)
         return out
+
+    def events(self, rows: np.ndarray) -> List[dict]:
+        """`[self.event(r) for r in rows]`, built a column at a time (a report's
+        dict costs ~20 us one by one: numpy scalars, one field after another)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out: List[Optional[dict]] = [None] * len(rows)
+        if not len(rows):
+            return out
+        ctx = self.cols["ctx"][rows]
+        codes = np.array([code for code, _ in self.contexts], dtype=np.int64)[ctx]
+        for code in np.unique(codes).tolist():
+            mine = np.flatnonzero(codes == code)
+            lay, mine_rows = self.layouts[code], rows[mine]
+            values = {k: self._values(lay, k, mine_rows) for k in lay.types}
+            ctxs = [self.contexts[c][1] for c in ctx[mine].tolist()]
+            parts = []   # per key, in order: its values for the rows
+            for k in lay.keys:
+                if k == "kind":
+                    parts.append([self.kind] * len(mine))
+                elif k in lay.ctx:
+                    parts.append([c[lay.ctx.index(k)] for c in ctxs])
+                elif k == "metrics":
+                    names = lay.metrics
+                    parts.append([dict(zip(names, vs)) for vs in zip(*(values["metrics." + m] for m in names))]
+                                 if names else [{} for _ in mine])
+                else:
+                    parts.append(values[k])
+            keys = lay.keys
+            for i, vs in zip(mine.tolist(), zip(*parts)):
+                out[i] = dict(zip(keys, vs))
+        return out
+
+    def _values(self, lay: Layout, name: str, rows: np.ndarray) -> List[Any]:
+        """`_value` for many rows at once."""
+        t, cols = lay.types[name], self.cols
+        if t == "s":
+            strings = self.strings.values_
+            return [strings[c] for c in cols[name + ":s"][rows].tolist()]
+        if t == "l":
+            start, ids = cols["row_start"], cols["rows:l"]
+            return [ids[a:b].tolist() for a, b in zip(start[rows].tolist(), start[rows + 1].tolist())]
+        got = cols[f"{name}:{t}"][rows]
+        return got.astype(np.float64).tolist() if t == "f" else got.astype(np.int64).tolist()
 
     def _value(self, lay: Layout, name: str, r: int) -> Any:
         t, cols = lay.types[name], self.cols
@@ -295,6 +338,23 @@ class Store:
         return found
 
 
+def join(chunks: List[np.ndarray], dtype=None, empty=np.int64) -> np.ndarray:
+    """np.concatenate(chunks), emptying the list as it copies: each chunk is
+    freed once copied, so the peak is the result and one chunk, not twice the
+    column (`dtype`: the result's, else the chunks' common type; `empty`: the
+    type of an empty result)."""
+    if not chunks:
+        return np.zeros(0, dtype=dtype or empty)
+    out = np.empty(sum(len(c) for c in chunks), dtype=dtype or np.result_type(*{c.dtype for c in chunks}))
+    chunks.reverse()
+    at = 0
+    while chunks:
+        c = chunks.pop()
+        out[at:at + len(c)] = c
+        at += len(c)
+    return out
+
+
 def _small(a: np.ndarray) -> np.ndarray:
     """An int64 array as int32 when its values fit (a block's; blocks of both join as int64)."""
     if len(a) and _INT32[0] <= a.min() and a.max() <= _INT32[1]:
@@ -330,8 +390,25 @@ class Events(Sequence):
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return [self._at(s) for s in self.slots[i].tolist()]
+            return self.at_slots(self.slots[i])
         return self._at(int(self.slots[i]))
+
+    def at_slots(self, slots: np.ndarray) -> List[dict]:
+        """The events of `slots`, in order; the stored ones built a store at a time."""
+        out: List[Any] = [None] * len(slots)
+        kept = np.flatnonzero(slots >= 0)
+        dicts = self.dicts
+        for i, s in zip(kept.tolist(), slots[kept].tolist()):
+            out[i] = dicts[s]
+        rows_at = np.flatnonzero(slots < 0)
+        if len(rows_at):
+            part, row = split_slots(slots[rows_at])
+            for p, store in enumerate(self.stores):
+                mine = np.flatnonzero(part == p)
+                if len(mine):
+                    for i, e in zip(rows_at[mine].tolist(), store.events(row[mine])):
+                        out[i] = e
+        return out
 
     def _at(self, s: int) -> dict:
         if s >= 0:
@@ -340,9 +417,8 @@ class Events(Sequence):
         return self.stores[code & 3].event(code >> 2)
 
     def __iter__(self) -> Iterator[dict]:
-        at = self._at
-        for s in self.slots.tolist():
-            yield at(s)
+        for start in range(0, len(self.slots), _CHUNK):
+            yield from self.at_slots(self.slots[start:start + _CHUNK])
 
     def __eq__(self, other) -> bool:
         return list(self) == list(other) if isinstance(other, (list, Events)) else NotImplemented
@@ -431,13 +507,13 @@ class EventsAt(Sequence):
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return [self.events[p] for p in self.positions[i].tolist()]
+            return self.events.at_slots(self.events.slots[self.positions[i]])
         return self.events[int(self.positions[i])]
 
     def __iter__(self) -> Iterator[dict]:
-        events = self.events
-        for p in self.positions.tolist():
-            yield events[p]
+        slots = self.events.slots
+        for start in range(0, len(self.positions), _CHUNK):
+            yield from self.events.at_slots(slots[self.positions[start:start + _CHUNK]])
 
     def __eq__(self, other) -> bool:
         return list(self) == list(other) if isinstance(other, (list, EventsAt)) else NotImplemented
@@ -502,7 +578,8 @@ def having(events, name: str) -> List[dict]:
     """The events of `events` (a list, or an EventsAt) whose field `name` is truthy
     (`e.get(name)`), in order: for stored ones read from the column, and only those made dicts."""
     if isinstance(events, EventsAt):
-        return [events[i] for i, v in enumerate(events.column(name)) if v]
+        chosen = np.array([i for i, v in enumerate(events.column(name)) if v], dtype=np.int64)
+        return events.events.at_slots(events.events.slots[events.positions[chosen]])
     return [e for e in events if e.get(name)]
 
 

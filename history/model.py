@@ -744,6 +744,13 @@ class History:
             if "span_totals" in self.memo:
                 return self.memo["span_totals"]
             try:
+                found = self._span_totals_arrays()
+            except Exception:  # noqa: BLE001 - the pass below decides
+                found = None
+            if found is not None:
+                self.memo["span_totals"] = found
+                return found
+            try:
                 groups, last_rank = self._span_groups()
             except Exception:  # noqa: BLE001 - the general pass decides (below)
                 groups = None
@@ -761,7 +768,34 @@ class History:
         return (len(lost), sum(s.seconds for s in lost if s.seconds is not None),
                 sum(s.seconds for s in spans if not s.lost and s.seconds is not None))
 
-    def _span_groups(self):
+    def _span_totals_arrays(self) -> Optional[Tuple[int, Any, Any]]:
+        """`_span_totals` where every attempt's steps are stored rows (their columns: no list
+        or dict per step, which for a day of soak would be the peak of judging); None otherwise.
+        The seconds are added by `sum` in the same order, so the floats are the same."""
+        groups = self._span_groups(arrays=True)
+        if groups is None:
+            return None
+        if not groups:
+            return 0, 0, 0
+        steps = np.concatenate([g[1] for g in groups])
+        group = np.repeat(np.arange(len(groups)), [len(g[1]) for g in groups])
+        order = np.lexsort((group, steps))   # by step, then group: each step's last group ends its run
+        s = steps[order]
+        ends = np.flatnonzero(np.append(s[1:] != s[:-1], True))
+        last = np.empty(len(steps), dtype=np.int64)
+        last[order] = np.repeat(group[order][ends], np.diff(np.append(-1, ends)))
+        lost = group < last
+        del steps, group, order, s, last
+
+        def seconds(want: bool):   # the spans' seconds (the first of each attempt has none), in order
+            at = 0
+            for _, _, latest in groups:
+                mine = lost[at + 1:at + len(latest)]
+                yield from np.diff(latest)[mine if want else ~mine].tolist()
+                at += len(latest)
+        return int(lost.sum()), sum(seconds(True)), sum(seconds(False))
+
+    def _span_groups(self, arrays: bool = False):
         """Per attempt with steps, in key order: (key, its distinct steps ascending, each one's
         latest time, seconds since the previous one), and step -> the last group that has it."""
         groups: List[Tuple[Key, List[int], List[Any], List[Any]]] = []   # attempts with steps, in key order:
@@ -770,6 +804,8 @@ class History:
                 raise TypeError("not an int key")
             att = self.attempts[key]
             steps = times = None
+            if arrays and att.steps and not isinstance(att.steps, EventsAt):
+                return None   # (`arrays`: (key, distinct steps, latest times) as arrays, or None)
             if isinstance(att.steps, EventsAt):   # stored: the columns as they are (floats without NaN)
                 steps, times = att.steps.array("step"), att.steps.array("t")
                 if steps is None or times is None or steps.dtype.kind != "i" or times.dtype.kind != "f" \
@@ -777,6 +813,8 @@ class History:
                     steps = times = None
                 else:
                     steps, times = steps.astype(np.int64), times.astype(np.float64)
+            if steps is None and arrays and att.steps:
+                return None
             if steps is None:
                 numbers, ts = self.column(att, "step"), self.column(att, "t")
                 if numbers and self.all_int(att, "step") and set(map(type, ts)) == {float} and min(ts) > 0:
@@ -786,7 +824,9 @@ class History:
                 order = np.argsort(steps, kind="stable")
                 distinct, first = np.unique(steps[order], return_index=True)
                 latest = np.maximum.reduceat(times[order], first)
-                if len(distinct):
+                if len(distinct) and arrays:
+                    groups.append((key, distinct, latest))
+                elif len(distinct):
                     groups.append((key, distinct.tolist(), latest.tolist(), [None] + np.diff(latest).tolist()))
                 continue
             if not _all_int([n for n in numbers if n is not None]):
@@ -800,6 +840,8 @@ class History:
                 latest = [ends[n] for n in steps_in_order]
                 groups.append((key, steps_in_order, latest,
                                [None] + [b - a for a, b in zip(latest, latest[1:])]))
+        if arrays:
+            return groups
         last_rank: Dict[int, int] = {}
         for i, (_, steps_in_order, _, _) in enumerate(groups):
             last_rank.update(dict.fromkeys(steps_in_order, i))

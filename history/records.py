@@ -196,6 +196,8 @@ _SHARED = ("kind", "source", "run", "attempt_id", "node_id", "emitter", "checkpo
 _SKIP = object()   # a blank line
 #: the bytes read at a time
 _BLOCK = 1 << 22
+#: the most line shapes (ftharness.history.shapes) a reader tries on each line
+MAX_SHAPES = 16
 
 
 def _std_loads(line: bytes, keys: Dict[str, str]) -> Any:
@@ -256,6 +258,9 @@ class HistoryReader:
             for store in self.stores:
                 store.trim = _trim
             self._parts = {kind: i for i, kind in enumerate(STORED_KINDS)}
+        #: (Shape, its key) per layout seen: ftharness.history.shapes; `_shaped`: the keys that have one
+        self._shapes: List[tuple] = []
+        self._shaped: Dict[tuple, Any] = {}
         self._slots: List[Any] = []
         self.offset = 0                     # bytes of whole lines consumed
         self.lines = 0
@@ -339,7 +344,9 @@ class HistoryReader:
         line that had none in the file)."""
         lines = body.split(b"\n")
         lines.pop()   # after the last newline
-        fast = _orjson_loads is not None and not _long_number(body)   # else line by line
+        # orjson for the whole block when it has no long number, else line by line (also when most
+        # lines will match a shape: the others are few, and the check costs a pass over the block)
+        fast = _orjson_loads is not None and not self._shapes and not _long_number(body)
         if self.stores is not None:
             ends = self._columnar(lines, fast, torn)
         else:
@@ -359,17 +366,24 @@ class HistoryReader:
         ftharness.history.columns): all of them or, when one has a field of a type the
         store does not keep, none (the block is decoded again, as dicts)."""
         problems, events, stores = len(self.problems), len(self.events), self.stores
-        cands: Dict[tuple, List[dict]] = {}
+        cands: Dict[tuple, List[Any]] = {}
         slots: List[int] = []
         ends = self._decode_lines(lines, fast, torn, cands, slots)
         taken = {}
         for part, store in enumerate(stores):
-            mine = {code: found for (p, code), found in cands.items() if p == part}
+            mine = {key[1]: found for key, found in cands.items() if key[0] == part and len(key) == 2}
             got = store.take(mine) if mine else {}
             if got is None:
                 taken = None
                 break
             taken.update({(part, code): value for code, value in got.items()})
+        for key, found in cands.items():   # lines matched by a shape: their groups, not dicts
+            if taken is not None and len(key) == 3:
+                got = self._shaped[key].columns(found)
+                if got is None:
+                    taken = None
+                    break
+                taken[key] = got
         if taken is None:   # the block as dicts: what the reader always did
             del self.problems[problems:], self.events[events:]
             ends = self._decode_lines(lines, fast, torn)
@@ -395,10 +409,30 @@ class HistoryReader:
         loads = _orjson_loads if fast else self._decode
         strings, events, first = self._strings.setdefault, self.events, self.lines
         ends = []   # (position in `lines`, event) of history_end events: the digest before each
+        shapes, last, match = (), None, None
         if cands is not None:
             parts, stores, add_slot = self._parts, self.stores, slots.append
             self._cand_keys, self._cand_index = keys, index = [], []
+            add_key, add_index = keys.append, index.append
+            shapes = self._shapes
         for i, line in enumerate(lines):
+            if shapes:   # a line as ftharness writes a stored layout's: its values, no dict
+                m = match(line) if match is not None else None
+                if m is None:
+                    for shape in shapes:
+                        if shape is not last:
+                            m = shape[0](line)
+                            if m is not None:
+                                last, match, shaped_key = shape, shape[0], shape[1]
+                                matched = cands.setdefault(shaped_key, [])
+                                add_groups = matched.append
+                                break
+                if m is not None:
+                    add_slot(~len(keys))
+                    add_key(shaped_key)
+                    add_index(len(matched))
+                    add_groups(m.groups())
+                    continue
             try:
                 e = loads(line)
             except ValueError:   # orjson's refusal (the standard library decides) or a blank line
@@ -412,6 +446,9 @@ class HistoryReader:
                 code = stores[part].layout(e)
                 if code is not None:
                     key = (part, code)
+                    if (part, code, 1) not in self._shaped and len(self._shapes) < MAX_SHAPES:
+                        self._add_shape(part, code)
+                        shapes = self._shapes
                     mine = cands.get(key)
                     if mine is None:
                         mine = cands[key] = []
@@ -457,14 +494,22 @@ class HistoryReader:
             events.append(e)
         return ends
 
+    def _add_shape(self, part: int, code: int) -> None:
+        from ftharness.history.shapes import Shape
+
+        key = (part, code, 1)
+        shape = self._shaped[key] = Shape(self.stores[part], code)
+        self._shapes.append((shape.match, key))
+
     def columns(self):
         """The events read, as ftharness.history.columns.Events (a reader made with `columnar`)."""
-        from ftharness.history.columns import Events
+        from ftharness.history.columns import Events, join
 
         for store in self.stores:
             store.finish()
             _trim()
-        slots = np.concatenate(self._slots) if self._slots else np.zeros(0, dtype=np.int64)
+        slots = join(self._slots, np.int64)
+        self._slots.append(slots)   # (the same array, for another call)
         return Events(self.events, slots, self.stores)
 
 

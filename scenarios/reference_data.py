@@ -105,20 +105,25 @@ def expected_accumulators(cfg: WorkloadConfig) -> List[float]:
     the last bit even where the sums pass 2**53."""
     total = np.zeros(4, dtype=np.float64)
     spe, b = cfg.steps_per_epoch, cfg.batch_size
-    per_step = []
+    chunk = max(1, _SUM_ROWS // max(1, b))   # steps summed at a time: float64 copies of a chunk, not an epoch
     for epoch in range(-(-cfg.steps // spe)):
         n = min(spe, cfg.steps - epoch * spe)     # steps of this epoch that the run takes
-        ids = epoch_permutation(cfg, epoch)[:n * b].reshape(n, b).astype(np.float64)
-        sums = np.empty((n, 4), dtype=np.float64)
-        sums[:, 0] = b
-        sums[:, 1] = ids.sum(axis=1)
-        sums[:, 2] = (ids * ids).sum(axis=1)
-        sums[:, 3] = (epoch * cfg.rows + ids).sum(axis=1)
-        per_step.append(sums)
-    if per_step:
-        steps = np.concatenate([total[None, :]] + per_step)
-        total = np.add.accumulate(steps, axis=0)[-1]   # left to right, as `total += ...` per step
+        perm = epoch_permutation(cfg, epoch)
+        for first in range(0, n, chunk):
+            m = min(chunk, n - first)
+            ids = perm[first * b:(first + m) * b].reshape(m, b).astype(np.float64)
+            sums = np.empty((m + 1, 4), dtype=np.float64)
+            sums[0] = total
+            sums[1:, 0] = b
+            sums[1:, 1] = ids.sum(axis=1)
+            sums[1:, 2] = (ids * ids).sum(axis=1)
+            sums[1:, 3] = (epoch * cfg.rows + ids).sum(axis=1)
+            total = np.add.accumulate(sums, axis=0)[-1]   # left to right, as `total += ...` per step
     return total.tolist()
+
+
+#: rows of ids that `expected_accumulators` holds as float64 at a time
+_SUM_ROWS = 1 << 20
 
 
 def expected_accumulators_ray_data(cfg: WorkloadConfig, world_size: int) -> Optional[List[float]]:
