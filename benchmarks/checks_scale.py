@@ -17,7 +17,10 @@ The seconds are what a run pays after fit() returns, wall clock: reading and
 verifying the file plus `evaluate`; CPU is their process time, split between
 the two. The MB are the peak RSS of the child
 (`resource.getrusage(RUSAGE_SELF).ru_maxrss`), which holds the events read
-from the file and everything judging them needs. Then the ratio of CPU time
+from the file and everything judging them needs; for a file read in two
+processes (ftharness.history.split), the second one's peak follows in brackets
+(it lives only while the file is read, and the first one's peak is later, while
+judging). Then the ratio of CPU time
 per event between consecutive sizes (1.0: linear; CPU time, since wall time
 also counts whatever else the machine runs), and the machine's load average
 before and after (wall time on a loaded machine is longer than the CPU time).
@@ -159,16 +162,23 @@ def judge(folder: str) -> dict:
     scenario = parse_scenario(data)
     with open(os.path.join(folder, "outcome.json")) as f:
         outcome = json.load(f)
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0, c0 = time.perf_counter(), time.process_time() + _children_cpu()
     read = read_history(folder)
-    t1, c1 = time.perf_counter(), time.process_time()
+    t1, c1 = time.perf_counter(), time.process_time() + _children_cpu()   # (with a split reader's)
     summary = evaluate(scenario, read.events, outcome, read.problems)
-    t2, c2 = time.perf_counter(), time.process_time()
+    t2, c2 = time.perf_counter(), time.process_time() + _children_cpu()
     json.dumps(summary, default=str)
     return {"events": len(read.events), "read_s": t1 - t0, "judge_s": t2 - t1, "judge_cpu_s": c2 - c1,
             "read_cpu_s": c1 - c0, "total_s": t2 - t0, "cpu_s": c2 - c0,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            # the process that read the second half of a long file (ftharness.history.split), if any
+            "child_peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
             "verdict": summary["verdict"], "why": (summary["mismatches"] + summary["inconclusive"])[:2]}
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def _child(*args: str) -> str:
@@ -205,7 +215,8 @@ def main(argv=None) -> int:
         rows.append(r)
         extra = f"; generated in {gen_s:.1f} s" if not a.histories else ""
         why = f" ({'; '.join(r['why'])[:200]})" if r["verdict"] != "PASS" else ""
-        print(f"{r['events']} events: {r['total_s']:.1f} s, {r['peak_mb']:.0f} MB  "
+        child = f" (+{r['child_peak_mb']:.0f} MB split reader)" if r.get("child_peak_mb") else ""
+        print(f"{r['events']} events: {r['total_s']:.1f} s, {r['peak_mb']:.0f} MB{child}  "
               f"(CPU {r['cpu_s']:.1f} s = read {r['read_cpu_s']:.1f} + judge {r['judge_cpu_s']:.1f}; "
               f"judge wall {r['judge_s']:.1f} s; verdict {r['verdict']}{why}{extra})", flush=True)
         budget_s = TARGET_S * r["events"] / TARGET_EVENTS   # the target's seconds, pro rata

@@ -218,6 +218,43 @@ class Store:
         return first
 
 
+    def extend(self, other: "Store") -> None:
+        """Append the rows of `other`, a finished store of the same kind read from a
+        later part of the file (ftharness.history.split): its layouts, strings and
+        contexts renumbered as this store numbers them."""
+        if not other.n:
+            return
+        codes = []   # other's layout number -> this store's
+        for lay in other.layouts:
+            sig = (lay.keys, lay.metrics)
+            code = self._layout_codes.get(sig)
+            if code is None or self.layouts[code].types != lay.types:
+                code = len(self.layouts)
+                self.layouts.append(lay)
+                self._layout_codes.setdefault(sig, code)
+            codes.append(code)
+        strings = np.array([self.strings[(type(v), v)] for v in other.strings.values_] or [0], dtype=np.int32)
+        before = len(self._ctx_codes)
+        ctx = np.array([self._ctx_codes[(codes[code], values)] for code, values in other.contexts] or [0],
+                       dtype=np.int32)
+        if len(self._ctx_codes) > before:
+            self.contexts = list(self._ctx_codes)
+        theirs = dict(other.cols)
+        if "row_start" in theirs:
+            theirs["nrows"] = np.diff(theirs.pop("row_start"))
+        for name in set(self._chunks) | set(theirs):
+            if name not in self._chunks:   # as `add`: absent (zeros) in the rows before
+                self._chunks[name] = [np.zeros(self.n, dtype=_dtype(name))] if self.n and name != "rows:l" else []
+            if name == "ctx":
+                self._chunks[name].append(ctx[theirs[name]])
+            elif name.endswith(":s") and name in theirs:
+                self._chunks[name].append(strings[theirs[name]])
+            elif name in theirs:
+                self._chunks[name].append(theirs[name])
+            elif name != "rows:l":
+                self._chunks[name].append(np.zeros(other.n, dtype=_dtype(name)))
+        self.n += other.n
+
     def finish(self) -> None:
         """Join the chunks into one array per column (small ints as int32)."""
         for name, chunks in self._chunks.items():
@@ -494,6 +531,7 @@ class EventsAt(Sequence):
         slots = events.slots[positions]
         self.store: Optional[Store] = None   # when all are rows of one store
         self._rows = None
+        self._ctx_rows = self._ctx_set = None
         if len(slots) and (slots < 0).all():
             part, rows = split_slots(slots)
             if (part == part[0]).all():
@@ -526,19 +564,31 @@ class EventsAt(Sequence):
         store = self.store
         if store is None:
             return None
-        ctx = store.cols["ctx"][self._rows]
         if name in CONTEXT_INTS:
             values = store.ctx_ints(name)
             if values is None:
                 return None
-            out = values[ctx]
-            return None if (out == _NONE).any() else out
+            if (values[self._contexts()] == _NONE).any():
+                return None
+            return values[self._ctx()]
         if name not in ROW_FIELDS or name in ("rows", "metrics"):
             return None
         for t in ("i", "f"):
-            if store.has(name, t)[ctx].all():
+            if store.has(name, t)[self._contexts()].all():
                 return store.cols[f"{name}:{t}"][self._rows]
         return None
+
+    def _ctx(self) -> np.ndarray:
+        """Each event's context number (kept: every column read asks for it)."""
+        if self._ctx_rows is None:
+            self._ctx_rows = self.store.cols["ctx"][self._rows]
+        return self._ctx_rows
+
+    def _contexts(self) -> np.ndarray:
+        """The distinct context numbers of the events."""
+        if self._ctx_set is None:
+            self._ctx_set = np.unique(self._ctx())
+        return self._ctx_set
 
     def column(self, name: str) -> List[Any]:
         """`e.get(name)` of each event, in order."""
@@ -548,9 +598,9 @@ class EventsAt(Sequence):
         store = self.store
         if store is not None and (name in CONTEXT_STRS or name in CONTEXT_INTS):
             values = store.ctx_values(name)
-            return [values[c] for c in store.cols["ctx"][self._rows].tolist()]
+            return [values[c] for c in self._ctx().tolist()]
         if store is not None and name in ROW_FIELDS and name not in ("rows", "metrics"):
-            ctx = store.cols["ctx"][self._rows]
+            ctx = self._ctx()
             out: List[Any] = [None] * len(ctx)   # None where the layout has no such key
             for t in ("i", "f", "s"):
                 mine = np.flatnonzero(store.has(name, t)[ctx])
@@ -568,7 +618,7 @@ class EventsAt(Sequence):
     def rows(self) -> Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """(row ids of all, start and end of each event's) when all are stored rows with row ids."""
         store = self.store
-        if store is None or not store.has("rows", "l")[store.cols["ctx"][self._rows]].all():
+        if store is None or not store.has("rows", "l")[self._contexts()].all():
             return None
         r = self._rows
         return store.cols["rows:l"], store.cols["row_start"][r], store.cols["row_start"][r + 1]

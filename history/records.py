@@ -38,7 +38,7 @@ import os
 import stat
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
@@ -154,7 +154,10 @@ def _read_history(path: str) -> HistoryRead:
     path = history_path(path)
     reader = HistoryReader(path, columnar=True)
     try:
-        reader.read(final=True)
+        from ftharness.history.split import read_split
+
+        if not read_split(reader):   # (a long file, in two processes: the same reader's state)
+            reader.read(final=True)
     except OSError as e:
         return HistoryRead([], [f"no history: {path} cannot be read ({e.strerror or e})"])
     events, problems = reader.columns(), list(reader.problems)
@@ -246,8 +249,13 @@ class HistoryReader:
     (the standard library's otherwise, and for every line orjson refuses or
     could read differently), with the same events either way."""
 
-    def __init__(self, path: str, columnar: bool = False):
+    def __init__(self, path: str, columnar: bool = False, hashing: bool = True):
         self.path = history_path(path)
+        #: without `hashing` (the second half of a split read, ftharness.history.split) no digest:
+        #: each history_end gets `_offset_before` (its line's offset) and `skipped` lists the
+        #: byte ranges of the long lines left out, so the parent hashes the range as this would have
+        self.hashing = hashing
+        self.skipped: List[Tuple[int, int]] = []
         #: with `columnar`, steps, reports and written checkpoints go to stores
         #: (ftharness.history.columns), `columns()` gives all the events; `events` holds the others
         self.stores = None
@@ -272,8 +280,9 @@ class HistoryReader:
         self._keys: Dict[str, str] = {}
         self._torn = False
 
-    def read(self, final: bool = False) -> List[Dict[str, Any]]:
-        """Decode what was appended since the last read; returns the new events."""
+    def read(self, final: bool = False, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """Decode what was appended since the last read (up to byte `limit`, a line's
+        start, when given); returns the new events."""
         if self._torn:
             raise ValueError("the history was already read to its torn end")
         start = len(self.events)
@@ -281,7 +290,7 @@ class HistoryReader:
             f.seek(self.offset)
             pending = b""
             while True:
-                block = f.read(_BLOCK)
+                block = f.read(_BLOCK if limit is None else max(0, min(_BLOCK, limit - f.tell())))
                 if not block:
                     break
                 if pending:
@@ -320,6 +329,7 @@ class HistoryReader:
                 break
             skipped += len(block)
         self.lines += 1
+        self.skipped.append((self.offset, self.offset + skipped))
         self.offset += skipped
         self.problems.append(f"line {self.lines}: longer than {MAX_LINE} bytes, skipped")
 
@@ -354,11 +364,15 @@ class HistoryReader:
         at, done = 0, 0
         for i, e in ends:
             upto = at + sum(len(line) + 1 for line in lines[done:i])
-            self.digest.update(body[at:upto])
+            if self.hashing:
+                self.digest.update(body[at:upto])
+                e["_digest_before"] = self.digest.hexdigest()
+            else:
+                e["_offset_before"] = self.offset + upto
             at, done = upto, i
-            e["_digest_before"] = self.digest.hexdigest()
             self.ends.append(e)
-        self.digest.update(body[at:] if at else body)
+        if self.hashing:
+            self.digest.update(body[at:] if at else body)
         self.lines += len(lines)
 
     def _columnar(self, lines: List[bytes], fast: bool, torn: bool) -> List[tuple]:

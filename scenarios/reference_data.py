@@ -61,7 +61,8 @@ class WorkloadConfig:
 
 
 def epoch_permutation(cfg: WorkloadConfig, epoch: int) -> np.ndarray:
-    """The order in which epoch `epoch` reads the rows (read-only: it is shared)."""
+    """The order in which epoch `epoch` reads the rows (read-only: it is shared; int32 where
+    the ids fit, `global_batch` gives int64)."""
     return _permutation(cfg.seed, cfg.rows, epoch)
 
 
@@ -70,6 +71,8 @@ def _permutation(seed: int, rows: int, epoch: int) -> np.ndarray:
     # One draw per epoch, not per step: a run, its checks and its synthetic
     # histories all ask for the batches of one epoch in turn.
     perm = np.random.default_rng([seed, epoch]).permutation(rows)
+    if rows <= np.iinfo(np.int32).max:   # kept as int32 (the same ids): a long run's epochs are large
+        perm = perm.astype(np.int32)
     perm.flags.writeable = False
     return perm
 
@@ -78,7 +81,7 @@ def global_batch(cfg: WorkloadConfig, step_index: int) -> np.ndarray:
     """Row ids of 0-based lineage step `step_index` (a fresh array the caller may keep)."""
     epoch, i = divmod(step_index, cfg.steps_per_epoch)
     perm = epoch_permutation(cfg, epoch)
-    return perm[i * cfg.batch_size:(i + 1) * cfg.batch_size].copy()
+    return perm[i * cfg.batch_size:(i + 1) * cfg.batch_size].astype(np.int64)
 
 
 def rank_slice(batch: np.ndarray, rank: int, world_size: int) -> np.ndarray:
