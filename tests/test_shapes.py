@@ -160,10 +160,17 @@ def _same(shaped, plain):
 
 
 def test_lines_as_ftharness_writes_them_are_read_through_shapes(tmp_path, monkeypatch):
+    from ftharness.history import shapes
+
     monkeypatch.setattr(records, "_BLOCK", records._BLOCK)
+    through = []
+    real = shapes.Shape.columns
+    monkeypatch.setattr(shapes.Shape, "columns", lambda self, groups: (through.append(len(groups)), real(self, groups))[1])
     shaped, plain = _both(_file(tmp_path, 1, 3000, odd=0.0), 1 << 16)
     _same(shaped, plain)
-    assert len(shaped._shapes) >= 3 and sum(s.n for s in shaped.stores) == 3000
+    assert sum(s.n for s in shaped.stores) == 3000
+    # every line but the first of each layout (decoded as a dict, to learn the layout) came through its shape
+    assert sum(through) == 3000 - len(shaped._shapes) and len(shaped._shapes) >= 3
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
