@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from itertools import chain
 from operator import itemgetter
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from collections.abc import Sequence
 
@@ -46,6 +46,12 @@ _NONE = -(1 << 63)   # an int context field that is absent or None, in ctx_ints
 _SCALARS = {int: "i", float: "f", str: "s", type(None): "s", bool: "s"}
 #: events built at a time when iterating over stored rows
 _CHUNK = 4096
+
+
+class Contexts(NamedTuple):
+    """The contexts of a run of rows: the distinct ones, and each row's number among them."""
+    values: List[tuple]
+    ids: np.ndarray
 
 
 class _Codes(dict):
@@ -193,11 +199,15 @@ class Store:
         except OverflowError:
             return None
 
-    def add(self, code: int, cols: Dict[str, np.ndarray], ctxs: List[tuple]) -> int:
-        """Append one layout's rows; returns the first one's number."""
-        n = len(ctxs)
+    def add(self, code: int, cols: Dict[str, np.ndarray], ctxs: Union[List[tuple], Contexts]) -> int:
+        """Append one layout's rows (`ctxs`: each one's context); returns the first one's number."""
         before = len(self._ctx_codes)
-        codes = np.fromiter(map(self._ctx_codes.__getitem__, [(code, c) for c in ctxs]), dtype=np.int32, count=n)
+        if isinstance(ctxs, Contexts):
+            n = len(ctxs.ids)
+            codes = np.array([self._ctx_codes[(code, c)] for c in ctxs.values] or [0], dtype=np.int32)[ctxs.ids]
+        else:
+            n = len(ctxs)
+            codes = np.fromiter(map(self._ctx_codes.__getitem__, [(code, c) for c in ctxs]), dtype=np.int32, count=n)
         if len(self._ctx_codes) > before:
             self.contexts = list(self._ctx_codes)
         lay = self.layouts[code]

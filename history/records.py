@@ -269,6 +269,7 @@ class HistoryReader:
         #: (Shape, its key) per layout seen: ftharness.history.shapes; `_shaped`: the keys that have one
         self._shapes: List[tuple] = []
         self._shaped: Dict[tuple, Any] = {}
+        self._programs: tuple = ()
         self._slots: List[Any] = []
         self.offset = 0                     # bytes of whole lines consumed
         self.lines = 0
@@ -286,33 +287,37 @@ class HistoryReader:
         if self._torn:
             raise ValueError("the history was already read to its torn end")
         start = len(self.events)
+        # one buffer for the whole read: a block, after the start of a line the last one cut
+        # (a new bytes object per block would fault its pages in anew: a third of the read's time)
+        buf = bytearray(_BLOCK + MAX_LINE)
+        view = memoryview(buf)
         with gc_paused(), open_regular(self.path) as f:
             f.seek(self.offset)
-            pending = b""
+            have = 0   # bytes of a line begun in the last block, at the buffer's start
             while True:
-                block = f.read(_BLOCK if limit is None else max(0, min(_BLOCK, limit - f.tell())))
-                if not block:
+                want = _BLOCK if limit is None else max(0, min(_BLOCK, limit - f.tell()))
+                got = f.readinto(view[have:have + want]) if want else 0
+                if not got:
                     break
-                if pending:
-                    block = pending + block
-                cut = block.rfind(b"\n") + 1
+                end = have + got
+                cut = buf.rfind(b"\n", 0, end) + 1
                 if cut == 0:
-                    if len(block) > MAX_LINE:   # no newline in sight: skip to the next one
-                        self._skip_long(f, len(block))
-                        pending = b""
-                        continue
-                    pending = block
+                    have = end
+                    if end > MAX_LINE:   # no newline in sight: skip to the next one
+                        self._skip_long(f, end)
+                        have = 0
                     continue
-                pending = block[cut:]
-                self._lines(block[:cut] if cut < len(block) else block)
+                self._lines(view[:cut])
                 self.offset += cut
-                if len(pending) > MAX_LINE:
-                    self._skip_long(f, len(pending))
-                    pending = b""
-            if final and pending:
+                have = end - cut
+                buf[:have] = view[cut:end]
+                if have > MAX_LINE:
+                    self._skip_long(f, have)
+                    have = 0
+            if final and have:
                 self._torn = True
-                self._lines(pending + b"\n", torn=True)
-                self.offset += len(pending)
+                self._lines(bytes(view[:have]) + b"\n", torn=True)
+                self.offset += have
         return self.events[start:]
 
     def _skip_long(self, f, consumed: int) -> None:
@@ -350,20 +355,30 @@ class HistoryReader:
             return None
 
     def _lines(self, body: bytes, torn: bool = False) -> None:
-        """Decode `body`, whole lines each ending with a newline (`torn`: one
+        """Decode `body` (bytes, or a view of them), whole lines each ending with a newline (`torn`: one
         line that had none in the file)."""
-        lines = body.split(b"\n")
-        lines.pop()   # after the last newline
-        # orjson for the whole block when it has no long number, else line by line (also when most
-        # lines will match a shape: the others are few, and the check costs a pass over the block)
-        fast = _orjson_loads is not None and not self._shapes and not _long_number(body)
-        if self.stores is not None:
-            ends = self._columnar(lines, fast, torn)
+        scanned = self._scan(body) if self._shapes else None
+        if scanned is not None:   # the lines that match a shape read in C, the others as dicts
+            ends, starts = self._columnar_scanned(body, scanned, torn)
+            count = len(starts) - 1
         else:
-            ends = self._decode_lines(lines, fast, torn)
+            body = bytes(body)
+            lines = body.split(b"\n")
+            lines.pop()   # after the last newline
+            count = len(lines)
+            # orjson for the whole block when it has no long number, else line by line (also when most
+            # lines will match a shape: the others are few, and the check costs a pass over the block)
+            fast = _orjson_loads is not None and not self._shapes and not _long_number(body)
+            if self.stores is not None:
+                ends = self._columnar(lines, fast, torn)
+            else:
+                ends = self._decode_lines(lines, fast, torn)
         at, done = 0, 0
         for i, e in ends:
-            upto = at + sum(len(line) + 1 for line in lines[done:i])
+            if scanned is not None:
+                upto = int(starts[i])
+            else:
+                upto = at + sum(len(line) + 1 for line in lines[done:i])
             if self.hashing:
                 self.digest.update(body[at:upto])
                 e["_digest_before"] = self.digest.hexdigest()
@@ -373,53 +388,129 @@ class HistoryReader:
             self.ends.append(e)
         if self.hashing:
             self.digest.update(body[at:] if at else body)
-        self.lines += len(lines)
+        self.lines += count
 
     def _columnar(self, lines: List[bytes], fast: bool, torn: bool) -> List[tuple]:
         """`_decode_lines`, with the block's step events filed in the store (see
         ftharness.history.columns): all of them or, when one has a field of a type the
         store does not keep, none (the block is decoded again, as dicts)."""
-        problems, events, stores = len(self.problems), len(self.events), self.stores
+        problems, events = len(self.problems), len(self.events)
         cands: Dict[tuple, List[Any]] = {}
         slots: List[int] = []
         ends = self._decode_lines(lines, fast, torn, cands, slots)
-        taken = {}
-        for part, store in enumerate(stores):
-            mine = {key[1]: found for key, found in cands.items() if key[0] == part and len(key) == 2}
-            got = store.take(mine) if mine else {}
-            if got is None:
-                taken = None
-                break
-            taken.update({(part, code): value for code, value in got.items()})
-        for key, found in cands.items():   # lines matched by a shape: their groups, not dicts
-            if taken is not None and len(key) == 3:
-                got = self._shaped[key].columns(found)
-                if got is None:
-                    taken = None
-                    break
-                taken[key] = got
+        taken = self._take(cands)
         if taken is None:   # the block as dicts: what the reader always did
             del self.problems[problems:], self.events[events:]
             ends = self._decode_lines(lines, fast, torn)
             self._slots.append(np.arange(events, len(self.events), dtype=np.int64))
             return ends
-        block = np.array(slots, dtype=np.int64)
-        if taken:
-            first = {key: stores[key[0]].add(key[1], *value) for key, value in taken.items()}
-            cand = ~block[block < 0]             # candidate numbers, in order
-            firsts = np.array([first[k] for k in self._cand_keys], dtype=np.int64)
-            parts = np.array([k[0] for k in self._cand_keys], dtype=np.int64)
-            rows = firsts + np.array(self._cand_index, dtype=np.int64)
-            block[block < 0] = (-1 - (rows * 4 + parts))[cand]
-        self._slots.append(block)
+        numbers: Dict[tuple, int] = {}
+        keys = np.array([numbers.setdefault(k, len(numbers)) for k in self._cand_keys], dtype=np.int64)
+        self._file(taken, np.array(slots, dtype=np.int64), list(numbers), keys,
+                   np.array(self._cand_index, dtype=np.int64))
         return ends
 
+    def _take(self, cands: Dict[tuple, List[Any]]) -> Optional[Dict[tuple, tuple]]:
+        """The columns of a block's candidates, per key: decoded events by (part, layout),
+        lines matched by a shape's regex by (part, layout, 1); None when one does not fit."""
+        taken: Dict[tuple, tuple] = {}
+        for part, store in enumerate(self.stores):
+            mine = {key[1]: found for key, found in cands.items() if key[0] == part and len(key) == 2}
+            got = store.take(mine) if mine else {}
+            if got is None:
+                return None
+            taken.update({(part, code): value for code, value in got.items()})
+        for key, found in cands.items():   # lines matched by a shape: their groups, not dicts
+            if len(key) == 3:
+                got = self._shaped[key].columns(found)
+                if got is None:
+                    return None
+                taken[key] = got
+        return taken
+
+    def _file(self, taken: Dict[tuple, tuple], block: np.ndarray, keys: List[tuple], key_of: np.ndarray,
+              index: np.ndarray) -> None:
+        """File a block's stored events (`taken`: per key, its columns) and keep its slots:
+        `block` per event, its index in `events` or ~ its number among the candidates, the
+        candidate's key (`keys[key_of[c]]`) and its row among its key's (`index[c]`)."""
+        if taken:
+            stores = self.stores
+            first = {key: stores[key[0]].add(key[1], *value) for key, value in taken.items()}
+            cand = ~block[block < 0]             # candidate numbers, in order
+            firsts = np.array([first[k] for k in keys], dtype=np.int64)[key_of]
+            parts = np.array([k[0] for k in keys], dtype=np.int64)[key_of]
+            block[block < 0] = (-1 - ((firsts + index) * 4 + parts))[cand]
+        self._slots.append(block)
+
+    def _scan(self, body: bytes):
+        """ftharness.history._linescan's reading of `body` (None without it, or without a store)."""
+        from ftharness.history import shapes
+
+        if shapes.linescan is None or self.stores is None:
+            return None
+        if len(self._programs) != len(self._shapes):
+            self._programs = tuple(self._shaped[key].program for _, key in self._shapes)
+        return shapes.linescan.scan(body, self._programs)
+
+    def _columnar_scanned(self, body: bytes, scanned: tuple, torn: bool) -> Tuple[List[tuple], np.ndarray]:
+        """`_columnar` for a block _linescan has read: the lines it matched come as
+        columns, the others are decoded here (as dicts, in the order of the file)."""
+        which = np.frombuffer(scanned[0], dtype=np.int8)
+        starts = np.frombuffer(scanned[1], dtype=np.int64)
+        problems, events = len(self.problems), len(self.events)
+        other = np.flatnonzero(which < 0).tolist()
+        lines = [bytes(body[starts[i]:starts[i + 1] - 1]) for i in other]
+        cands: Dict[tuple, List[Any]] = {}
+        slots: List[int] = []
+        slot_lines: List[int] = []
+        # (orjson for them all when none has a long number; their shapes were tried in C)
+        fast = _orjson_loads is not None and not _long_number(b"\n".join(lines))
+        ends = self._decode_lines(lines, fast, torn, cands, slots, at=other, slot_lines=slot_lines)
+        taken = self._take(cands)   # (a shape learned in this block matched its later lines by regex)
+        numbers: Dict[tuple, int] = {}
+        py_keys = [numbers.setdefault(k, len(numbers)) for k in self._cand_keys]
+        shaped = np.flatnonzero(which >= 0)
+        shape_of = which[shaped]
+        index = np.zeros(len(shaped), dtype=np.int64)
+        key_number = np.zeros(len(self._shapes), dtype=np.int64)
+        for k, (n, outs) in enumerate(scanned[2]):
+            if not n or taken is None:
+                continue
+            key = self._shapes[k][1]
+            got = self._shaped[key].scanned(n, outs)
+            if got is None:
+                taken = None
+                break
+            if key in taken:   # (its regex matched a line it did not: never, but then the block as dicts)
+                taken = None
+                break
+            taken[key] = got
+            key_number[k] = numbers.setdefault(key, len(numbers))
+            index[shape_of == k] = np.arange(n, dtype=np.int64)
+        if taken is None:   # the block as dicts: what the reader always did
+            del self.problems[problems:], self.events[events:]
+            lines = bytes(body).split(b"\n")
+            lines.pop()
+            ends = self._decode_lines(lines, False, torn)
+            self._slots.append(np.arange(events, len(self.events), dtype=np.int64))
+            return ends, starts
+        per_line = np.zeros(len(which), dtype=np.int64)
+        has = np.zeros(len(which), dtype=bool)
+        per_line[slot_lines], has[slot_lines] = slots, True
+        per_line[shaped], has[shaped] = ~(len(py_keys) + np.arange(len(shaped), dtype=np.int64)), True
+        key_of = np.concatenate([np.array(py_keys, dtype=np.int64), key_number[shape_of]])
+        index = np.concatenate([np.array(self._cand_index, dtype=np.int64), index])
+        self._file(taken, per_line[has], list(numbers), key_of, index)
+        return ends, starts
+
     def _decode_lines(self, lines: List[bytes], fast: bool, torn: bool,
-                      cands: Optional[Dict[int, List[dict]]] = None, slots: Optional[List[int]] = None) -> List[tuple]:
+                      cands: Optional[Dict[int, List[dict]]] = None, slots: Optional[List[int]] = None,
+                      at: Optional[List[int]] = None, slot_lines: Optional[List[int]] = None) -> List[tuple]:
         """Decode whole lines into `events` (and `problems`); returns (position in
         `lines`, event) of the history_end events. With `cands`: step events the
         store may keep are listed there by layout instead (`slots`: per event kept,
-        its index in `events`, or ~ its number among the candidates)."""
+        its index in `events`, or ~ its number among the candidates). With `at`:
+        each line's position in its block (and `slot_lines` gets each slot's)."""
         loads = _orjson_loads if fast else self._decode
         strings, events, first = self._strings.setdefault, self.events, self.lines
         ends = []   # (position in `lines`, event) of history_end events: the digest before each
@@ -428,8 +519,9 @@ class HistoryReader:
             parts, stores, add_slot = self._parts, self.stores, slots.append
             self._cand_keys, self._cand_index = keys, index = [], []
             add_key, add_index = keys.append, index.append
-            shapes = self._shapes
-        for i, line in enumerate(lines):
+            shapes = self._shapes if at is None else ()   # (with `at`: lines no shape matched)
+            add_line = slot_lines.append if slot_lines is not None else None
+        for i, line in (enumerate(lines) if at is None else zip(at, lines)):
             if shapes:   # a line as ftharness writes a stored layout's: its values, no dict
                 m = match(line) if match is not None else None
                 if m is None:
@@ -442,6 +534,8 @@ class HistoryReader:
                                 add_groups = matched.append
                                 break
                 if m is not None:
+                    if add_line is not None:
+                        add_line(i)
                     add_slot(~len(keys))
                     add_key(shaped_key)
                     add_index(len(matched))
@@ -466,6 +560,8 @@ class HistoryReader:
                     mine = cands.get(key)
                     if mine is None:
                         mine = cands[key] = []
+                    if add_line is not None:
+                        add_line(i)
                     add_slot(~len(keys))
                     keys.append(key)
                     index.append(len(mine))
@@ -504,6 +600,8 @@ class HistoryReader:
             elif "_digest_before" in e:
                 del e["_digest_before"]
             if slots is not None:
+                if add_line is not None:
+                    add_line(i)
                 add_slot(len(events))
             events.append(e)
         return ends

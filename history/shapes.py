@@ -20,6 +20,7 @@ same either way; only the cost differs.
 from __future__ import annotations
 
 import json
+import os
 import re
 import warnings
 from itertools import repeat
@@ -28,7 +29,14 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ftharness.history.columns import CONTEXT_INTS, CONTEXT_STRS, Layout, Store, _small
+try:   # the C twin of the regexes below (setup.py builds it where a C compiler is; FTHARNESS_LINESCAN=0: not used)
+    from ftharness.history import _linescan as linescan
+except ImportError:
+    linescan = None
+if os.environ.get("FTHARNESS_LINESCAN", "1") == "0":
+    linescan = None
+
+from ftharness.history.columns import CONTEXT_INTS, CONTEXT_STRS, Contexts, Layout, Store, _small
 
 _INT = rb"-?(?:0|[1-9][0-9]{0,17})"
 _FLOAT = rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)"
@@ -53,34 +61,51 @@ class Shape:
         self.fields: List[str] = []        # per group: the row column it fills ("" for a context span)
         self.spans: List[int] = []         # the groups that hold a run of context fields
         run: List[bytes] = []              # the context fields of the run being read
+        items: List[List[tuple]] = []      # per part: its ops (the parts joined by ", ")
+        span: List[tuple] = []             # the ops of the run of context fields being read
+
+        def close_run():
+            parts.append(b"(" + b", ".join(run) + b")")
+            j = len(self.fields)
+            items.append([("span", j), ("lit", span[0][1][2:])] + span[1:] + [("span_end", j)])   # (no ", " first)
+            self.spans.append(j)
+            self.fields.append("")
+            run.clear()
+            span.clear()
+
         for k in lay.keys:
             if k in lay.ctx:
                 run.append(_key(k) + (rb"(?:" + _INT + rb"|null)" if k in CONTEXT_INTS else rb"(?:" + _STR + rb"|null)"))
+                span += [("lit", b", " + _key_text(k)), ("ctx_int" if k in CONTEXT_INTS else "ctx_str",)]
                 continue
             if run:
-                parts.append(b"(" + b", ".join(run) + b")")
-                self.spans.append(len(self.fields))
-                self.fields.append("")
-                run = []
+                close_run()
             if k == "kind":
-                parts.append(re.escape(json.dumps(k).encode() + b": " + json.dumps(store.kind).encode()))
+                text = json.dumps(k).encode() + b": " + json.dumps(store.kind).encode()
+                parts.append(re.escape(text))
+                items.append([("lit", text)])
             elif k == "metrics":
-                inner = []
-                for m in lay.metrics:
-                    inner.append(_key(m) + b"(" + _SCALAR[lay.types["metrics." + m]] + b")")
+                inner, mine = [], [("lit", _key_text(k) + b"{")]
+                for i, m in enumerate(lay.metrics):
+                    t = lay.types["metrics." + m]
+                    inner.append(_key(m) + b"(" + _SCALAR[t] + b")")
+                    mine += [("lit", (b", " if i else b"") + _key_text(m)), (t, len(self.fields))]
                     self.fields.append("metrics." + m)
                 parts.append(_key(k) + rb"\{" + b", ".join(inner) + rb"\}")
-            elif lay.types[k] == "l":
-                parts.append(_key(k) + _LIST)
-                self.fields.append(k)
+                items.append(mine + [("lit", b"}")])
             else:
-                parts.append(_key(k) + b"(" + _SCALAR[lay.types[k]] + b")")
+                t = lay.types[k]
+                parts.append(_key(k) + (_LIST if t == "l" else b"(" + _SCALAR[t] + b")"))
+                items.append([("lit", _key_text(k)), (t, len(self.fields))])
                 self.fields.append(k)
         if run:
-            parts.append(b"(" + b", ".join(run) + b")")
-            self.spans.append(len(self.fields))
-            self.fields.append("")
+            close_run()
         self.match = re.compile(rb"\{" + b", ".join(parts) + rb"\}").fullmatch
+        ops: List[tuple] = [("lit", b"{")]
+        for i, item in enumerate(items):
+            ops += ([("lit", b", ")] if i else []) + item
+        ops.append(("lit", b"}"))
+        self.program = _program(ops)
         self._contexts: Dict[Any, tuple] = {}
         self._get_spans = itemgetter(*self.spans) if self.spans else None
 
@@ -119,16 +144,86 @@ class Shape:
         if self._get_spans is None:
             return cols, [()] * n
         spans = list(map(self._get_spans, groups)) if len(self.spans) > 1 else list(by_group[self.spans[0]])
-        known, ctx = self._contexts, lay.ctx
-        out = []
-        for s in spans:
-            c = known.get(s)
-            if c is None:
-                text = b", ".join(s) if len(self.spans) > 1 else s
-                d = json.loads(b"{" + text + b"}")
-                c = known[s] = tuple(d[k] for k in ctx)
-            out.append(c)
-        return cols, out
+        return cols, list(map(self._context, spans))
+
+    def _context(self, span) -> tuple:
+        """The context fields written in `span` (its bytes, a tuple of them for several runs)."""
+        c = self._contexts.get(span)
+        if c is None:
+            d = json.loads(b"{" + (b", ".join(span) if len(self.spans) > 1 else span) + b"}")
+            c = self._contexts[span] = tuple(d[k] for k in self.layout.ctx)
+        return c
+
+    def scanned(self, n: int, outs: list) -> Optional[Tuple[Dict[str, np.ndarray], Contexts]]:
+        """`columns`, for the `n` lines ftharness.history._linescan matched (`outs`:
+        its output per group; numbers as bytes, strings and spans numbered)."""
+        lay, cols = self.layout, {}
+        for j, name in enumerate(self.fields):
+            if not name:
+                continue
+            t, out = lay.types[name], outs[j]
+            if t == "i":
+                cols[f"{name}:i"] = _small(np.frombuffer(out, dtype=np.int64))
+            elif t == "f":
+                a = np.frombuffer(out, dtype=np.float64)
+                if name == "t" and not np.isfinite(a).all():
+                    return None
+                cols[f"{name}:f"] = a
+            elif t == "s":
+                ids, distinct = out
+                codes = self.store.strings
+                table = np.array([codes[(type(v), v)] for v in map(_string, distinct)] or [0], dtype=np.int32)
+                cols[f"{name}:s"] = table[np.frombuffer(ids, dtype=np.int32)]
+            else:
+                flat, lengths = out
+                cols["rows:l"], cols["nrows"] = _small(np.frombuffer(flat, dtype=np.int64)), \
+                    np.frombuffer(lengths, dtype=np.int64)
+        if not self.spans:
+            return cols, Contexts([()], np.zeros(n, dtype=np.int32))
+        if len(self.spans) == 1:
+            ids, distinct = outs[self.spans[0]]
+            return cols, Contexts(list(map(self._context, distinct)), np.frombuffer(ids, dtype=np.int32))
+        each = [outs[j] for j in self.spans]
+        rows, first, ids = np.unique(np.stack([np.frombuffer(i, dtype=np.int32) for i, _ in each], axis=1),
+                                     axis=0, return_index=True, return_inverse=True)
+        order = np.argsort(first)          # (numbered in order of first appearance, as `columns` does)
+        rank = np.empty(len(order), dtype=np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        values = [self._context(tuple(d[k] for (_, d), k in zip(each, row))) for row in rows[order].tolist()]
+        return cols, Contexts(values, rank[ids.reshape(-1)])
+
+
+def _key_text(name: str) -> bytes:
+    return json.dumps(name).encode() + b": "
+
+
+#: ftharness.history._linescan's op numbers (its enum)
+_OPS = {"lit": 1, "i": 2, "f": 3, "s": 4, "l": 5, "span": 6, "span_end": 7, "ctx_int": 8, "ctx_str": 9}
+_VALUE_OPS = {"i", "f", "s", "l", "ctx_int", "ctx_str"}
+
+
+def _program(ops: List[tuple]) -> bytes:
+    """`ops` as _linescan's program: adjacent literals joined. Its greedy scan of a
+    value is the regex's only where the literal after a value cannot continue it."""
+    merged: List[tuple] = []
+    for op in ops:
+        if op[0] == "lit" and merged and merged[-1][0] == "lit":
+            merged[-1] = ("lit", merged[-1][1] + op[1])
+        else:
+            merged.append(op)
+    out = bytearray()
+    for i, op in enumerate(merged):
+        out.append(_OPS[op[0]])
+        if op[0] == "lit":
+            assert len(op[1]) < 1 << 16
+            out += len(op[1]).to_bytes(2, "little") + op[1]
+        elif op[0] in _VALUE_OPS or op[0] in ("span", "span_end"):
+            if len(op) > 1:
+                out.append(op[1])
+        if op[0] in _VALUE_OPS:
+            after = next((o for o in merged[i + 1:] if o[0] == "lit"), ("lit", b""))[1]
+            assert after[:1] in (b",", b"}", b"]"), after   # (never a digit, sign, dot or exponent)
+    return bytes(out)
 
 
 def _string(token: bytes) -> Any:

@@ -184,17 +184,18 @@ def _hash_rest(reader, state: Dict[str, Any]) -> None:
     marks = sorted([(e.pop("_offset_before"), "end", e) for e in state["ends"]] +
                    [(a, "skip", b) for a, b in state["skipped"]], key=lambda m: m[0])
     at, stop = reader.offset, state["offset"]
+    view = memoryview(bytearray(1 << 22))   # (one buffer for every read: no pages to fault in each time)
     with open(reader.path, "rb") as f:
         f.seek(at)
 
         def upto(end: int) -> None:
             nonlocal at
             while at < end:
-                block = f.read(min(1 << 22, end - at))
-                if not block:
+                got = f.readinto(view[:min(len(view), end - at)])
+                if not got:
                     raise OSError("the history got shorter while it was read")
-                reader.digest.update(block)
-                at += len(block)
+                reader.digest.update(view[:got])
+                at += got
 
         for offset, what, x in marks:
             upto(offset)

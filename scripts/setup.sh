@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 PY="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 stamp=.venv/.ftharness-setup
-want="$( (cat pyproject.toml scripts/setup.sh; echo "${RAY_VERSION:-}") | sha256sum | cut -c1-16)"
+want="$( (cat pyproject.toml setup.py history/_linescan.c scripts/setup.sh; echo "${RAY_VERSION:-}") | sha256sum | cut -c1-16)"
 if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && .venv/bin/python -c "import ftharness, torch, ray" 2>/dev/null; then
   exit 0
 fi

@@ -14,6 +14,7 @@ import random
 import struct
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ftharness.history import records
@@ -159,13 +160,26 @@ def _same(shaped, plain):
     assert shaped.digest.hexdigest() == plain.digest.hexdigest()
 
 
-def test_lines_as_ftharness_writes_them_are_read_through_shapes(tmp_path, monkeypatch):
+@pytest.fixture(params=["linescan", "regex"])
+def matcher(request, monkeypatch):
+    """Lines matched by ftharness.history._linescan (where it was built) or by the shapes' regexes."""
+    from ftharness.history import shapes
+
+    if request.param == "linescan" and shapes.linescan is None:
+        pytest.skip("ftharness.history._linescan was not built (no C compiler at install)")
+    if request.param == "regex":
+        monkeypatch.setattr(shapes, "linescan", None)
+    return request.param
+
+
+def test_lines_as_ftharness_writes_them_are_read_through_shapes(tmp_path, monkeypatch, matcher):
     from ftharness.history import shapes
 
     monkeypatch.setattr(records, "_BLOCK", records._BLOCK)
     through = []
-    real = shapes.Shape.columns
-    monkeypatch.setattr(shapes.Shape, "columns", lambda self, groups: (through.append(len(groups)), real(self, groups))[1])
+    regex, scanned = shapes.Shape.columns, shapes.Shape.scanned
+    monkeypatch.setattr(shapes.Shape, "columns", lambda self, groups: (through.append(len(groups)), regex(self, groups))[1])
+    monkeypatch.setattr(shapes.Shape, "scanned", lambda self, n, outs: (through.append(n), scanned(self, n, outs))[1])
     shaped, plain = _both(_file(tmp_path, 1, 3000, odd=0.0), 1 << 16)
     _same(shaped, plain)
     assert sum(s.n for s in shaped.stores) == 3000
@@ -175,7 +189,7 @@ def test_lines_as_ftharness_writes_them_are_read_through_shapes(tmp_path, monkey
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10 ** 6), odd=st.sampled_from([0.02, 0.2, 0.7]), block=st.sampled_from([512, 4096, 1 << 16]))
-def test_changed_lines_read_as_the_plain_reader_reads_them(tmp_path, monkeypatch, seed, odd, block):
+def test_changed_lines_read_as_the_plain_reader_reads_them(tmp_path, monkeypatch, matcher, seed, odd, block):
     monkeypatch.setattr(records, "_BLOCK", records._BLOCK)
     shaped, plain = _both(_file(tmp_path, seed, 400, odd), block)
     _same(shaped, plain)
