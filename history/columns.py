@@ -284,10 +284,11 @@ class Store:
         """Row `r` as the dict it was decoded as."""
         return self.events(np.array([r], dtype=np.int64))[0]
 
-    def events(self, rows: np.ndarray) -> List[dict]:
+    def events(self, rows: np.ndarray, fields: Optional[frozenset] = None) -> List[dict]:
         """Rows `rows` as the dicts they were decoded as (same keys in the same order, same
         values and types), built a column at a time: one by one, numpy scalars field after
-        field, a report's dict cost ~20 us."""
+        field, a report's dict cost ~20 us. With `fields`: dicts of only those keys (the
+        ones a caller reads: a report's metrics are most of its cost)."""
         rows = np.asarray(rows, dtype=np.int64)
         out: List[Optional[dict]] = [None] * len(rows)
         if not len(rows):
@@ -297,10 +298,12 @@ class Store:
         for code in np.unique(codes).tolist():
             mine = np.flatnonzero(codes == code)
             lay, mine_rows = self.layouts[code], rows[mine]
-            values = {k: self._values(lay, k, mine_rows) for k in lay.types}
+            keys = lay.keys if fields is None else tuple(k for k in lay.keys if k in fields)
+            values = {k: self._values(lay, k, mine_rows) for k in lay.types
+                      if fields is None or k.split(".")[0] in fields}
             ctxs = [self.contexts[c][1] for c in ctx[mine].tolist()]
             parts = []   # per key, in order: its values for the rows
-            for k in lay.keys:
+            for k in keys:
                 if k == "kind":
                     parts.append([self.kind] * len(mine))
                 elif k in lay.ctx:
@@ -311,8 +314,7 @@ class Store:
                                  if names else [{} for _ in mine])
                 else:
                     parts.append(values[k])
-            keys = lay.keys
-            for i, vs in zip(mine.tolist(), zip(*parts)):
+            for i, vs in zip(mine.tolist(), zip(*parts) if parts else [()] * len(mine)):
                 out[i] = dict(zip(keys, vs))
         return out
 
@@ -409,6 +411,19 @@ class Events(Sequence):
 
     def __init__(self, dicts: List[dict], slots: np.ndarray, stores: List[Store]):
         self.dicts, self.slots, self.stores = dicts, slots, stores
+        self._split: Optional[Tuple[np.ndarray, np.ndarray]] = None
+
+    def split(self, positions: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """`split_slots(self.slots[positions])` (positions of stored events), from one split of all
+        the slots kept as int8 and int32: a long history's checks ask for it a few times, and each
+        split of 10^7 slots builds three arrays of 80 MB."""
+        if self._split is None:
+            code = -1 - self.slots
+            part = (code & 3).astype(np.int8)
+            code >>= 2
+            self._split = part, _small(code) if len(code) else code
+        part, row = self._split
+        return part[positions], row[positions]
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -418,8 +433,9 @@ class Events(Sequence):
             return self.at_slots(self.slots[i])
         return self._at(int(self.slots[i]))
 
-    def at_slots(self, slots: np.ndarray) -> List[dict]:
-        """The events of `slots`, in order; the stored ones built a store at a time."""
+    def at_slots(self, slots: np.ndarray, fields: Optional[frozenset] = None) -> List[dict]:
+        """The events of `slots`, in order; the stored ones built a store at a time (with
+        `fields`: of those keys only, see Store.events)."""
         out: List[Any] = [None] * len(slots)
         kept = np.flatnonzero(slots >= 0)
         dicts = self.dicts
@@ -431,7 +447,7 @@ class Events(Sequence):
             for p, store in enumerate(self.stores):
                 mine = np.flatnonzero(part == p)
                 if len(mine):
-                    for i, e in zip(rows_at[mine].tolist(), store.events(row[mine])):
+                    for i, e in zip(rows_at[mine].tolist(), store.events(row[mine], fields)):
                         out[i] = e
         return out
 
@@ -463,10 +479,11 @@ class Events(Sequence):
         order = sorted(range(len(keys)), key=keys.__getitem__)
         slots = self.slots[np.array(order, dtype=np.int64)] if order else self.slots
         self.slots, self.dicts = _renumber(slots, self.dicts)
+        self._split = None
 
     def stored_column(self, name: str, positions: np.ndarray) -> np.ndarray:
         """The int column `name` ("seq:i", "eseq:i" ...) of the stored events at `positions`."""
-        part, row = split_slots(self.slots[positions])
+        part, row = self.split(positions)
         out = np.zeros(len(positions), dtype=np.int64)
         for p, store in enumerate(self.stores):
             mine = part == p
@@ -476,7 +493,7 @@ class Events(Sequence):
 
     def stored_ctx(self, positions: np.ndarray, values_of) -> List[np.ndarray]:
         """Per stored event at `positions`: values_of(store)[its context], as an int64 array."""
-        part, row = split_slots(self.slots[positions])
+        part, row = self.split(positions)
         out = np.zeros(len(positions), dtype=np.int64)
         for p, store in enumerate(self.stores):
             mine = part == p
@@ -612,12 +629,14 @@ class EventsAt(Sequence):
         return store.cols["rows:l"], store.cols["row_start"][r], store.cols["row_start"][r + 1]
 
 
-def having(events, name: str) -> List[dict]:
+def having(events, name: str, fields: Optional[Iterable[str]] = None) -> List[dict]:
     """The events of `events` (a list, or an EventsAt) whose field `name` is truthy
-    (`e.get(name)`), in order: for stored ones read from the column, and only those made dicts."""
+    (`e.get(name)`), in order: for stored ones read from the column, and only those made dicts
+    (with `fields`, the keys the caller reads: a stored event's dict holds only those)."""
     if isinstance(events, EventsAt):
         chosen = np.array([i for i, v in enumerate(events.column(name)) if v], dtype=np.int64)
-        return events.events.at_slots(events.events.slots[events.positions[chosen]])
+        return events.events.at_slots(events.events.slots[events.positions[chosen]],
+                                      None if fields is None else frozenset(fields) | {name})
     return [e for e in events if e.get(name)]
 
 

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
-from ftharness.history.columns import STORED_KINDS, Events, EventsAt, split_slots
+from ftharness.history.columns import STORED_KINDS, Events, EventsAt
 
 
 class Placed:
@@ -95,7 +95,7 @@ def file_columnar(h, ev: Events) -> None:
                         dtype=np.int64)
 
     row_aid = ev.stored_ctx(row_pos, ctx_aid)
-    row_part = split_slots(slots[row_pos])[0]
+    row_part = ev.split(row_pos)[0]
     one_by_one = row_aid < 0
     filed_ids = np.flatnonzero(~one_by_one)
     _, first = np.unique(row_aid[filed_ids], return_index=True)

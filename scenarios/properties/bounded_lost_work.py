@@ -32,6 +32,8 @@ from ftharness.scenarios.properties.base import (MAX_SHOWN, CheckResult, Events,
 #: checkpoint intervals a restart may lose beyond the cadence by default: one checkpoint may be
 #: reported but not yet registered when the failure hits (`expect.max_lost_steps` overrides)
 REGISTRATION_ALLOWANCE = 1
+#: the fields of a report with a checkpoint this check reads (ftharness.history.columns.having)
+_REPORT_FIELDS = ("seq", "step")
 
 
 def applies(facts: Facts) -> bool:
@@ -90,7 +92,7 @@ class _Checkpoints:
     def __init__(self, h: History):
         self._h = h
         # (a stable sort: those with a checkpoint in the order all the reports sort in)
-        self.reported = sorted((e for a in h.ordered() for e in having(a.reports, "checkpoint")),
+        self.reported = sorted((e for a in h.ordered() for e in having(a.reports, "checkpoint", _REPORT_FIELDS)),
                                key=lambda e: e.get("seq", 0))
         self.registered = bool(h.registered)
         self.registered_at: Dict[str, int] = {}

@@ -58,7 +58,7 @@ def _reported_digests(h: History) -> Dict[str, Dict[str, str]]:
     """checkpoint name -> {rank (as text): the digest its report recorded}."""
     out: Dict[str, Dict[str, str]] = defaultdict(dict)
     for att in h.ordered():
-        for e in having(att.reports, "checkpoint"):
+        for e in having(att.reports, "checkpoint", ("digest", "rank")):
             if e.get("digest"):
                 out[str(e["checkpoint"])].setdefault(str(e.get("rank")), e["digest"])
     return out

@@ -85,7 +85,7 @@ def _after(e: dict, end: dict) -> bool:
 def _dead_registrations(h: History) -> List[str]:
     reporters: Dict[str, List[Attempt]] = defaultdict(list)
     for att in h.ordered():
-        for e in having(att.reports, "checkpoint"):
+        for e in having(att.reports, "checkpoint", ()):
             reporters[e["checkpoint"]].append(att)
     out = []
     for reg in h.registered:

@@ -366,8 +366,10 @@ def _distinct_ints(ids: np.ndarray) -> bool:
     if not ids.size:
         return True
     low, high = int(ids.min()), int(ids.max())
-    if low >= 0 and high < 4 * ids.size + 1024:   # a count per value
-        return int(np.bincount(ids).max()) <= 1
+    if low >= 0 and high < 4 * ids.size + 1024:   # a flag per value: as many set as there are ids
+        seen = np.zeros(high + 1, dtype=bool)
+        seen[ids] = True
+        return int(np.count_nonzero(seen)) == ids.size
     ids = np.sort(ids)
     return not (ids[1:] == ids[:-1]).any()
 
