@@ -553,6 +553,13 @@ class EventsAt(Sequence):
             return self.events.at_slots(self.events.slots[self.positions[i]])
         return self.events[int(self.positions[i])]
 
+    def seq_at(self, i: int) -> Any:
+        """`self[i].get("seq", 0)`, without the dict where the events are rows of one store
+        (every stored event has an int seq: Store.layout)."""
+        if self.store is not None:
+            return int(self.store.cols["seq:i"][self._rows[i]])
+        return self[i].get("seq", 0)
+
     def __iter__(self) -> Iterator[dict]:
         slots = self.events.slots
         for start in range(0, len(self.positions), _CHUNK):

@@ -1081,15 +1081,18 @@ class _AttemptSteps(_Steps):
             return scan()
         firsts = []
         for k, (ts, events) in self.by_key.items():
-            i = bisect.bisect_right(ts, since)
+            # (a time column: numpy's search; a stored event's seq from its column, the dict made for one only)
+            i = int(np.searchsorted(ts, since, side="right")) if isinstance(ts, np.ndarray) else \
+                bisect.bisect_right(ts, since)
             if i < len(ts):   # ties in time: the first in seq order (seqs are ints)
-                firsts.append((ts[i], events[i].get("seq", 0), k, events[i]))
+                seq = events.seq_at(i) if isinstance(events, EventsAt) else events[i].get("seq", 0)
+                firsts.append((ts[i], seq, k, events, i))
         firsts.sort(key=lambda c: c[:2])
         if any(a[:2] == b[:2] for a, b in zip(firsts, firsts[1:])):   # one seq twice: the order of the events decides
             return scan()
-        for _, _, k, e in firsts:   # attempts in the order a scan meets them; `test` once each
+        for _, _, k, events, i in firsts:   # attempts in the order a scan meets them; `test` once each
             if test(k):
-                return k, e
+                return k, events[i]
         return None, None
 
 

@@ -70,9 +70,14 @@ def epoch_permutation(cfg: WorkloadConfig, epoch: int) -> np.ndarray:
 def _permutation(seed: int, rows: int, epoch: int) -> np.ndarray:
     # One draw per epoch, not per step: a run, its checks and its synthetic
     # histories all ask for the batches of one epoch in turn.
-    perm = np.random.default_rng([seed, epoch]).permutation(rows)
+    rng = np.random.default_rng([seed, epoch])
     if rows <= np.iinfo(np.int32).max:   # kept as int32 (the same ids): a long run's epochs are large
-        perm = perm.astype(np.int32)
+        # (`permutation(rows)` is `shuffle(arange(rows))`, the same swaps whatever the dtype: an
+        # int32 shuffled in place is the same ids with half the memory to move)
+        perm = np.arange(rows, dtype=np.int32)
+        rng.shuffle(perm)
+    else:
+        perm = rng.permutation(rows)
     perm.flags.writeable = False
     return perm
 

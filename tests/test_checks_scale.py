@@ -59,6 +59,15 @@ def test_global_batch_is_a_copy_of_one_permutation_per_epoch():
     assert not epoch_permutation(cfg, 1).flags.writeable
 
 
+def test_each_epoch_is_numpys_permutation_of_its_rows():
+    # (an int32 arange shuffled in place: the very permutation numpy draws, whatever the size)
+    for rows in [1, 2, 3, 17, 1000, 65_537, 1_000_003]:
+        for seed, epoch in [(0, 0), (7, 3), (123, 11)]:
+            cfg = WorkloadConfig(steps=1, batch_size=rows, seed=seed, epochs=epoch + 1)
+            want = np.random.default_rng([seed, epoch]).permutation(rows)
+            assert np.array_equal(epoch_permutation(cfg, epoch), want)
+
+
 def test_first_step_after_is_what_a_scan_finds():
     rng = random.Random(3)
     for _ in range(200):
