@@ -20,7 +20,10 @@ the two. The MB are the peak RSS of the child
 from the file and everything judging them needs; for a file read in two
 processes (ftharness.history.split), the second one's peak follows in brackets
 (it lives only while the file is read, and the first one's peak is later, while
-judging). Then the ratio of CPU time
+judging), and for checks run in two processes (ftharness.scenarios.forked_checks)
+the forked child's peak RSS and its private memory at its end: its RSS counts
+the pages it reads of the parent's (shared, copy-on-write: not copied), the
+private MB are what it added. CPU counts both children. Then the ratio of CPU time
 per event between consecutive sizes (1.0: linear; CPU time, since wall time
 also counts whatever else the machine runs), and the machine's load average
 before and after (wall time on a loaded machine is longer than the CPU time).
@@ -151,6 +154,7 @@ def judge(folder: str) -> dict:
     """Read and judge one history, as a run does after fit() returns (run in a fresh process)."""
     from ftharness import faults  # noqa: F401 - imported by evaluate on first use; not the judging's cost
     from ftharness.history.records import read_history
+    from ftharness.scenarios import forked_checks
     from ftharness.scenarios.schema import parse_scenario
     from ftharness.scenarios.verdict import evaluate
 
@@ -165,6 +169,7 @@ def judge(folder: str) -> dict:
     t0, c0 = time.perf_counter(), time.process_time() + _children_cpu()
     read = read_history(folder)
     t1, c1 = time.perf_counter(), time.process_time() + _children_cpu()   # (with a split reader's)
+    reader_child_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024   # (the only child so far)
     summary = evaluate(scenario, read.events, outcome, read.problems)
     t2, c2 = time.perf_counter(), time.process_time() + _children_cpu()
     json.dumps(summary, default=str)
@@ -172,7 +177,8 @@ def judge(folder: str) -> dict:
             "read_cpu_s": c1 - c0, "total_s": t2 - t0, "cpu_s": c2 - c0,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             # the process that read the second half of a long file (ftharness.history.split), if any
-            "child_peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+            "child_peak_mb": reader_child_mb,
+            "checks_child": forked_checks.last_child_mb,
             "verdict": summary["verdict"], "why": (summary["mismatches"] + summary["inconclusive"])[:2]}
 
 
@@ -216,6 +222,9 @@ def main(argv=None) -> int:
         extra = f"; generated in {gen_s:.1f} s" if not a.histories else ""
         why = f" ({'; '.join(r['why'])[:200]})" if r["verdict"] != "PASS" else ""
         child = f" (+{r['child_peak_mb']:.0f} MB split reader)" if r.get("child_peak_mb") else ""
+        if r.get("checks_child"):
+            child += (f" (forked checks: {r['checks_child']['peak_rss']:.0f} MB RSS, "
+                      f"{r['checks_child']['private']:.0f} MB private)")
         print(f"{r['events']} events: {r['total_s']:.1f} s, {r['peak_mb']:.0f} MB{child}  "
               f"(CPU {r['cpu_s']:.1f} s = read {r['read_cpu_s']:.1f} + judge {r['judge_cpu_s']:.1f}; "
               f"judge wall {r['judge_s']:.1f} s; verdict {r['verdict']}{why}{extra})", flush=True)

@@ -66,7 +66,7 @@ def epoch_permutation(cfg: WorkloadConfig, epoch: int) -> np.ndarray:
     return _permutation(cfg.seed, cfg.rows, epoch)
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=8, typed=True)   # (typed: epoch 1.0 is no cached epoch 1, as numpy refuses it)
 def _permutation(seed: int, rows: int, epoch: int) -> np.ndarray:
     # One draw per epoch, not per step: a run, its checks and its synthetic
     # histories all ask for the batches of one epoch in turn.

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional
 
-from ftharness.history.model import as_history
-from ftharness.scenarios.properties import (bounded_lost_work, budget_accounting, exactly_once_restore, monotonic_counters,
-                                  no_zombie_writes, recovers, shard_reassignment)
+from ftharness.history.model import History, as_history
+from ftharness.scenarios import forked_checks as forked
+from ftharness.scenarios.properties import (bounded_lost_work, budget_accounting, exactly_once_restore,
+                                  monotonic_counters, no_zombie_writes, recovers, shard_reassignment)
 from ftharness.scenarios.properties.base import Check, CheckResult, Events, Facts, always, not_judged
 
 #: property name -> its module, in the order summaries list them
@@ -47,10 +48,30 @@ def run_checks(events: Events, context: Optional[dict] = None,
         events = as_history(events)
     except Exception:  # noqa: BLE001 - each check meets the malformed history on its own, below
         pass
-    results = {}
-    for name in names or CHECKS:
-        try:
-            results[name] = CHECKS[name](events, context or {})
-        except Exception as e:  # noqa: BLE001 - a history we cannot judge is judged by nobody
-            results[name] = not_judged(name, f"the check crashed ({type(e).__name__}: {str(e)[:200]})")
-    return results
+    names = list(names or CHECKS)
+    context = context or {}
+    # a long history: the costliest check in a forked child, beside the others (see forked.py)
+    apart = forked.split_names(names, len(getattr(events, "events", ()))) if isinstance(events, History) else []
+    pending = forked.start(lambda: {n: _run_one(n, events, context) for n in apart}) if apart else None
+    results: Dict[str, CheckResult] = {}
+    try:
+        for name in names:
+            if pending is None or name not in apart:
+                results[name] = _run_one(name, events, context)
+        theirs = pending.result() if pending is not None else None
+    except BaseException:
+        if pending is not None:
+            pending.cancel()
+        raise
+    for name in names:   # (the child's, or here when it sent none)
+        if name not in results:
+            got = (theirs or {}).get(name)
+            results[name] = got if isinstance(got, CheckResult) else _run_one(name, events, context)
+    return {name: results[name] for name in names}
+
+
+def _run_one(name: str, events: Events, context: dict) -> CheckResult:
+    try:
+        return CHECKS[name](events, context)
+    except Exception as e:  # noqa: BLE001 - a history we cannot judge is judged by nobody
+        return not_judged(name, f"the check crashed ({type(e).__name__}: {str(e)[:200]})")
