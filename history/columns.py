@@ -491,10 +491,10 @@ class Events(Sequence):
                 out[mine] = store.cols[name][row[mine]] if name in store.cols else 0
         return out
 
-    def stored_ctx(self, positions: np.ndarray, values_of) -> List[np.ndarray]:
-        """Per stored event at `positions`: values_of(store)[its context], as an int64 array."""
+    def stored_ctx(self, positions: np.ndarray, values_of, dtype=np.int64) -> np.ndarray:
+        """Per stored event at `positions`: values_of(store)[its context], as an array (int64 unless `dtype`)."""
         part, row = self.split(positions)
-        out = np.zeros(len(positions), dtype=np.int64)
+        out = np.zeros(len(positions), dtype=dtype)
         for p, store in enumerate(self.stores):
             mine = part == p
             if mine.any():
@@ -533,12 +533,11 @@ class EventsAt(Sequence):
 
     def __init__(self, events: Events, positions: np.ndarray):
         self.events, self.positions = events, positions
-        slots = events.slots[positions]
         self.store: Optional[Store] = None   # when all are rows of one store
         self._rows = None
         self._ctx_rows = self._ctx_set = None
-        if len(slots) and (slots < 0).all():
-            part, rows = split_slots(slots)
+        if len(positions) and (events.slots[positions] < 0).all():
+            part, rows = events.split(positions)
             if (part == part[0]).all():
                 self.store, self._rows = events.stores[int(part[0])], _small(rows)
 

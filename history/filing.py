@@ -94,12 +94,16 @@ def file_columnar(h, ev: Events) -> None:
                          for s, a in zip(store.ctx_values("source"), store.ctx_values("attempt_id"))] or [-1],
                         dtype=np.int64)
 
-    row_aid = ev.stored_ctx(row_pos, ctx_aid)
+    row_aid = ev.stored_ctx(row_pos, ctx_aid, np.int32)   # (int32: a day of soak has 10^7 rows)
     row_part = ev.split(row_pos)[0]
     one_by_one = row_aid < 0
-    filed_ids = np.flatnonzero(~one_by_one)
-    _, first = np.unique(row_aid[filed_ids], return_index=True)
-    one_by_one[filed_ids[first]] = True   # the first stored event of each attempt id files it
+    # the first stored event of each attempt id files it: the first of the runs of one id
+    # (an attempt's events come in a run or a few; no sort of all the rows)
+    if len(row_aid):
+        runs = np.flatnonzero(np.concatenate([[True], row_aid[1:] != row_aid[:-1]]))
+        runs = runs[row_aid[runs] >= 0]
+        _, first = np.unique(row_aid[runs], return_index=True)
+        one_by_one[runs[first]] = True
     special = row_pos[one_by_one]
     order = np.sort(np.concatenate([np.flatnonzero(~is_row), special]))
 
@@ -155,7 +159,7 @@ def file_columnar(h, ev: Events) -> None:
         target_code[number], target_key[number] = c, placement[1]
     codes[rest] = target_code[rest_aid]
     h.placed = Placed(table, codes)
-    del row_aid, row_part, one_by_one, filed_ids, special, order
+    del row_aid, row_part, one_by_one, special, order
     empty = np.zeros(0, dtype=np.int64)
     lists = {"step": "steps", "report": "reports", "checkpoint_written": "written"}
     rest_by_key: Dict[Any, List[np.ndarray]] = {}
@@ -165,12 +169,16 @@ def file_columnar(h, ev: Events) -> None:
         theirs, their_aid = rest[mine], rest_aid[mine]
         if len(theirs) or len(filed):
             kinds[kind] = np.sort(np.concatenate([filed, theirs]))
-        # each attempt's events of this kind: those filed one by one, and its share of the rest
-        grouped = np.argsort(their_aid, kind="stable")
-        bounds = np.flatnonzero(np.diff(their_aid[grouped])) + 1
+        # each attempt's events of this kind: those filed one by one, and its share of the rest (its
+        # runs of `theirs`, in order: an attempt's events come in a run or a few; no sort of them all)
         share: Dict[Any, np.ndarray] = {}
-        for group in np.split(grouped, bounds) if len(grouped) else []:
-            share[target_key[int(their_aid[group[0]])]] = theirs[group]
+        if len(theirs):
+            starts = np.flatnonzero(np.concatenate([[True], their_aid[1:] != their_aid[:-1]]))
+            runs: Dict[int, List[np.ndarray]] = {}
+            for a, b, aid in zip(starts.tolist(), starts[1:].tolist() + [len(theirs)], their_aid[starts].tolist()):
+                runs.setdefault(aid, []).append(theirs[a:b])
+            for aid, parts in runs.items():
+                share[target_key[aid]] = parts[0].copy() if len(parts) == 1 else np.concatenate(parts)
         filed_key = codes[filed] if len(filed) else filed
         for key, att in attempts.items():
             c = numbers.get((key[0], key))
@@ -179,6 +187,6 @@ def file_columnar(h, ev: Events) -> None:
             if len(got):
                 rest_by_key.setdefault(key, []).append(got)
             setattr(att, lists[kind], EventsAt(ev, np.sort(np.concatenate([one, got])) if len(one) else got))
-        del share, grouped, theirs, their_aid
+        del share, theirs, their_aid
     for key, att in attempts.items():
         att.events = Merged(ev, att.events, events_at.get(key, []), rest_by_key.get(key, []))

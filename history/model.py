@@ -589,6 +589,13 @@ class History:
             return max(steps, default=0)   # `or 0` and int() change no int
         return max((int(e.get("step") or 0) for e, _, _ in self._of("step")), default=0)
 
+    def forget_check_caches(self) -> None:
+        """Drop what the checks cached here (each attempt's columns as lists, the lineage, its
+        segments, the shard tables): hundreds of MB for a day of soak, and what reads them after
+        the checks builds them again."""
+        for key in ("columns", "lineage", "segments", "shard_tables", "all_int"):
+            self.memo.pop(key, None)
+
     def _step_values(self) -> Union[List[Any], Tuple[List[Any], np.ndarray, bool]]:
         """The `step` of every step event, in seq order; for a model of columns
         (the `step` of the steps kept as dicts, those of the stored ones that have one,
@@ -973,14 +980,23 @@ class History:
 def _stored_step_values(events: Events, positions) -> Tuple[List[Any], np.ndarray, bool]:
     """(`step` of the steps kept as dicts, `step` of the stored steps whose layout has
     it, whether all stored steps have it) for the steps at `positions`."""
-    positions = np.asarray(positions, dtype=np.int64)
+    positions = np.asarray(positions)
     slots = events.slots[positions]
     rows = slots < 0
     dicts = events.dicts
     values = [dicts[s].get("step") for s in slots[~rows].tolist()]
-    stored = positions[rows]
-    has = events.stored_ctx(stored, lambda store: store.has("step", "i")).astype(bool)
-    return values, events.stored_column("step:i", stored[has]), bool(has.all())
+    del slots
+    part, row = events.split(positions[rows])   # (int8, int32: a day of soak has 10^7 steps)
+    found, complete = [], True
+    for p, store in enumerate(events.stores):
+        mine = row[part == p]
+        if not len(mine):
+            continue
+        has = store.has("step", "i")[store.cols["ctx"][mine]]
+        complete = complete and bool(has.all())
+        if "step:i" in store.cols:
+            found.append(store.cols["step:i"][mine[has]])
+    return values, np.concatenate(found) if found else np.zeros(0, dtype=np.int64), complete
 
 
 _SPANS_BY_ATTEMPT = History._step_spans_by_attempt

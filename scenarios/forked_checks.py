@@ -24,9 +24,12 @@ import signal
 import threading
 from typing import Callable, Dict, List, Optional
 
+from ftharness.scenarios import reference_data
+
 #: histories this long or longer are judged in two processes (below: one, the fork costs more)
 FORK_FROM = 1_000_000
-#: the checks the child runs: on a long history about as long as all the others together
+#: the checks the child runs: on a long history about as long as all the others together (and
+#: the only readers of the epochs' permutations after final_state: the parent lets them go)
 CHILD_CHECKS = ("shard_reassignment",)
 #: the child's peak RSS and its private memory at the end, in MB, of the last fork (for benchmarks)
 last_child_mb: Optional[Dict[str, float]] = None
@@ -109,6 +112,9 @@ def start(run: Callable[[], dict]) -> Optional[Pending]:
         finally:
             os._exit(code)
     os.close(w)
+    # the epochs' permutations: only the child's check reads them from here on (final_state, which
+    # drew them, ran before); a parent that judges it after all, the child failing, draws them again
+    reference_data.forget_permutations()
     return Pending(pid, r)
 
 

@@ -82,6 +82,12 @@ def _permutation(seed: int, rows: int, epoch: int) -> np.ndarray:
     return perm
 
 
+def forget_permutations() -> None:
+    """Drop the cached epochs (a long run's are hundreds of MB): for a process whose
+    remaining readers of them are elsewhere (ftharness.scenarios.forked_checks)."""
+    _permutation.cache_clear()
+
+
 def global_batch(cfg: WorkloadConfig, step_index: int) -> np.ndarray:
     """Row ids of 0-based lineage step `step_index` (a fresh array the caller may keep)."""
     epoch, i = divmod(step_index, cfg.steps_per_epoch)

@@ -271,11 +271,13 @@ def evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str
 
 def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str, Any],
               history_problems: Optional[List[str]], fault_specs: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
-    state = _safe(lambda evs: final_state(scenario, evs, outcome), events, None)
     known = _safe(recorded, events, None)   # one pass for all its readers (None: each meets the damage)
     facts_ = {} if known is None else known
     faults = fault_landings(scenario, events, fault_specs, known)
     model = _safe(History, events, events)  # one model for all; on a malformed history each figure fails alone
+    # (after the model: the epochs final_state draws are kept for shard_reassignment, and a long
+    # history's model is built without them in memory)
+    state = _safe(lambda evs: final_state(scenario, evs, outcome), events, None)
     props = run_properties(scenario, events, outcome, state, faults, model, known)
     expected = expected_properties(scenario)
     gap = gap_kind(history_problems)

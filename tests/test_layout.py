@@ -24,7 +24,8 @@ PACKAGES = ("ftharness", "ftharness.harness", "ftharness.scenarios", "ftharness.
 LAYERS = [
     ("contracts", ("ftharness.errors", "ftharness.releases", "ftharness.safety", "ftharness.history")),
     ("doctor", ("ftharness.harness.doctor",)),  # a pure leaf: parses user scripts, imports only the errors
-    ("kinds", ("ftharness.faults", "ftharness.scenarios.properties", "ftharness.scenarios.reference_data", "ftharness.scenarios.policy_model")),
+    ("kinds", ("ftharness.faults", "ftharness.scenarios.properties", "ftharness.scenarios.forked_checks",
+               "ftharness.scenarios.reference_data", "ftharness.scenarios.policy_model")),
     ("simulator", ("ftharness.scenarios.simulator",)),
     ("language", ("ftharness.scenarios.schema", "ftharness.scenarios.strategies", "ftharness.scenarios.synthetic", "ftharness.scenarios.soak")),
     ("verdict", ("ftharness.scenarios.verdict",)),

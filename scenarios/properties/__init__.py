@@ -67,6 +67,8 @@ def run_checks(events: Events, context: Optional[dict] = None,
         if name not in results:
             got = (theirs or {}).get(name)
             results[name] = got if isinstance(got, CheckResult) else _run_one(name, events, context)
+    if isinstance(events, History):
+        events.forget_check_caches()
     return {name: results[name] for name in names}
 
 
