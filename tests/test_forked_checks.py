@@ -67,8 +67,7 @@ def test_a_child_that_sends_nothing_leaves_its_checks_to_the_parent(forking, mon
             if how == "dies":
                 os._exit(3)
             if how == "garbage":
-                os.write(1, b"")   # (nothing odd on stdout)
-                raise SystemExit(0)
+                raise SystemExit(0)   # (the child's exit code 1: nothing it sends is taken)
         return real(h, ctx)
 
     monkeypatch.setitem(CHECKS, "shard_reassignment", check)
@@ -102,5 +101,16 @@ def test_the_child_is_gone_when_the_parent_fails(forking, monkeypatch):
 
 
 def test_short_histories_and_threaded_processes_stay_in_one():
+    import threading
+
     assert not forked_checks.can_fork(forked_checks.FORK_FROM - 1)
+    assert forked_checks.can_fork(forked_checks.FORK_FROM)
     assert forked_checks.split_names(["shard_reassignment"], 10 ** 9) == []   # nothing to run beside it
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:   # another thread: a fork would copy one of them
+        assert not forked_checks.can_fork(10 ** 9)
+    finally:
+        stop.set()
+        t.join()
