@@ -5,7 +5,8 @@ On one embedded cluster it alternates, `--runs` times each:
            actor, controller callback, worker instrumentation, checks, summary);
   plain:   the same `train_loop` in a plain TorchTrainer, same cluster, same
            Train settings, no callbacks and no instrumentation.
-A first, uncounted pair warms up worker processes. It prints the cluster start
+A first, uncounted pair warms up worker processes; pairs alternate which runs first
+(ABBA), so a drifting machine does not favour one side. It prints the cluster start
 time, per-run wall times, medians and the ratio
 harness/plain (aim: <= 1.02), and the median of the per-pair ratios with its
 95% bootstrap interval, so a noisy machine shows as a wide interval.
@@ -82,17 +83,31 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(-1, args.runs):  # run -1 warms up worker processes and imports
-                t = time.time()
-                parts = harness_run(ScenarioRunner(scenario, cluster, RunOptions(out_dir=f"{tmp}/h{i}", progress=False)))
-                harness_s.append(time.time() - t)
-                t = time.time()
-                inner = ray.get(plain_fit.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-                    cluster.head_node_id(), soft=False)).remote(
-                    workload_config(scenario, False), args.workers, f"{tmp}/p", f"plain{i}", cluster.train_env()))
-                plain_s.append(time.time() - t)
-                label = "warm-up" if i < 0 else f"run {i + 1}"
+                def harness():
+                    t = time.time()
+                    parts = harness_run(ScenarioRunner(scenario, cluster,
+                                                       RunOptions(out_dir=f"{tmp}/h{i}", progress=False)))
+                    harness_s.append(time.time() - t)
+                    return parts
+
+                def plain():
+                    t = time.time()
+                    inner = ray.get(plain_fit.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+                        cluster.head_node_id(), soft=False)).remote(
+                        workload_config(scenario, False), args.workers, f"{tmp}/p", f"plain{i}", cluster.train_env()))
+                    plain_s.append(time.time() - t)
+                    return inner
+
+                # ABBA: odd pairs run plain first, so a machine that drifts (it does, by 10-20% over
+                # minutes here) does not always favour the one that runs second
+                if i % 2:
+                    inner, parts = plain(), harness()
+                else:
+                    parts, inner = harness(), plain()
+                label = "warm-up" if i < 0 else f"run {i + 1}{' (plain first)' if i % 2 else ''}"
                 print(f"{label}: harness {harness_s[-1]:.2f} s  plain {plain_s[-1]:.2f} s  "
-                      f"(harness: {'  '.join(f'{k} {v:.2f}' for k, v in parts.items())}; plain fit() {inner:.2f})")
+                      f"(harness: {'  '.join(f'{k} {v:.2f}' for k, v in parts.items())}; plain fit() {inner:.2f})",
+                      flush=True)
                 if i < 0:
                     harness_s.clear()
                     plain_s.clear()

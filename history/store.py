@@ -279,9 +279,13 @@ class HistoryBook:
             return self._seq
 
 
-@ray.remote(num_cpus=0, max_concurrency=1, concurrency_groups={"join": 16, "hold": 256})
+@ray.remote(num_cpus=0, max_concurrency=1, concurrency_groups={"join": 16, "hold": 256},
+            enable_task_events=False)
 class HistoryActor(HistoryBook):
-    """The book as a Ray actor: the history of a ray_train run, pinned to the driver's node."""
+    """The book as a Ray actor: the history of a ray_train run, pinned to the driver's node.
+
+    Its calls (an append per event) report no task events: they are the harness's plumbing,
+    not the job's work, and would fill the user's dashboard and Ray's event pipeline."""
 
 
 def actor_name(run_name: str) -> str:

@@ -275,7 +275,14 @@ def test_pyproject_installs_every_package():
 
     cfg = tomllib.load(open(os.path.join(ROOT, "pyproject.toml"), "rb"))["tool"]["setuptools"]
     folders = {m for m, p in MODULES.items() if p.endswith("__init__.py")}
-    assert set(cfg["packages"]) == folders
+    # data folders (the catalog, the report templates) are listed too, as setuptools asks,
+    # with their files in package-data
+    data = set(cfg["packages"]) - folders
+    assert data <= set(cfg["package-data"]), data
+    for name in data:
+        parent, _, leaf = name.rpartition(".")
+        assert os.path.isdir(os.path.join(ROOT, {v: k for k, v in FOLDERS.items()}[parent], leaf)), name
+    assert folders <= set(cfg["packages"])
     assert cfg["package-dir"] == {package: folder for folder, package in FOLDERS.items()}
 
 
