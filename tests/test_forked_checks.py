@@ -66,19 +66,26 @@ def test_a_child_that_sends_nothing_leaves_its_checks_to_the_parent(forking, mon
         if os.getpid() != parent:   # in the child
             if how == "dies":
                 os._exit(3)
-            if how == "garbage":
-                raise SystemExit(0)   # (the child's exit code 1: nothing it sends is taken)
-        return real(h, ctx)
+        return real(h, ctx)   # "garbage" and "not_a_result": the child judges, then sends what is patched below
 
     monkeypatch.setitem(CHECKS, "shard_reassignment", check)
     if how == "garbage":
         monkeypatch.setattr(forked_checks.pickle, "dumps", lambda *a, **k: b"not a pickle")
-    if how == "not_a_result":
-        monkeypatch.setattr(forked_checks.pickle, "dumps",
-                            lambda obj, **k: pickle.dumps({"results": {"shard_reassignment": "PASS"}}))
+    if how == "not_a_result":   # (pickle.dumps is patched: the payload is made with the real one)
+        payload = pickle.dumps({"results": {"shard_reassignment": "PASS"}})
+        monkeypatch.setattr(forked_checks.pickle, "dumps", lambda obj, **k: payload)
     if how == "refused":
         monkeypatch.setattr(forked_checks.os, "fork", lambda: (_ for _ in ()).throw(OSError("no")))
+    read, real_loads = [], pickle.loads
+
+    def loads(data, **k):
+        read.append(data)
+        return real_loads(data, **k)
+
+    monkeypatch.setattr(forked_checks.pickle, "loads", loads)
     assert _results(events, context) == want
+    # the child of "garbage" and "not_a_result" did send (so the parent refused what it read)
+    assert bool(read) == (how in ("garbage", "not_a_result")), read
 
 
 def test_the_child_is_gone_when_the_parent_fails(forking, monkeypatch):
