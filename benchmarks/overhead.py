@@ -1,8 +1,9 @@
 """Overhead of ftharness against a plain Ray Train run doing the same job.
 
 On one embedded cluster it alternates, `--runs` times each:
-  harness: `ScenarioRunner` with the reference workload, fault-free (history
-           actor, controller callback, worker instrumentation, checks, summary);
+  harness: `ScenarioRunner` with the reference workload, fault-free (its book in
+           the cluster's history service, which starts with the cluster as in every
+           run, controller callback, worker instrumentation, checks, summary);
   plain:   the same `train_loop` in a plain TorchTrainer, same cluster, same
            Train settings, no callbacks and no instrumentation.
 A first, uncounted pair warms up worker processes; pairs alternate which runs first

@@ -1,10 +1,10 @@
 """The durable, ordered history of a run: one JSON object per line.
 
 Every source (training workers, the Train controller callback, the fault
-injector, the harness itself) hands its events to one `HistoryActor` pinned to
-the driver's node. The actor stamps each event with a sequence number, appends
-it to `history.jsonl` and flushes before it acknowledges; emitters wait for that
-acknowledgement, so a process killed after `emit` returned loses nothing (a
+injector, the harness itself) hands its events to its run's book in the
+`HistoryService`, one Ray actor pinned to the driver's node. The book stamps
+each event with a sequence number, appends it to `history.jsonl` and flushes
+before it acknowledges; emitters wait for that acknowledgement, so a process killed after `emit` returned loses nothing (a
 streaming event no trigger can gate on is waited for by the emitter's next one:
 see `Emitter`).
 Every emitter numbers its events, and closing the history appends a
@@ -71,7 +71,7 @@ class HistoryBook:
     worker group, and a worker asks which attempt it belongs to (`join`, in its
     own thread group because it waits for that announcement).
 
-    A plain class, thread-safe on its own lock: Ray runs it as `HistoryActor`;
+    A plain class, thread-safe on its own lock: Ray serves it in `HistoryService`;
     a torchrun run (ftharness.harness.torchrun.collector) serves the same book from the
     harness process over loopback TCP, so both runtimes write one format.
     """
@@ -164,7 +164,6 @@ class HistoryBook:
                                                        "fit_index": self._fit_index}
             self._group_ready.notify_all()
 
-    @ray.method(concurrency_group="join")
     def join(self, pid: int, timeout_s: float = 30.0) -> Dict[str, Any]:
         """The attempt of the worker with this pid; waits for the group announcement."""
         deadline = time.time() + timeout_s
@@ -198,7 +197,6 @@ class HistoryBook:
             self._triggers.released[fault] = action
             self._released.notify_all()
 
-    @ray.method(concurrency_group="join")
     def gate(self, fault: int, timeout_s: float = 120.0) -> str:
         """Block the calling worker until the injector released this fault."""
         deadline = time.time() + timeout_s
@@ -208,7 +206,6 @@ class HistoryBook:
             return self._triggers.released.get(fault, "timeout")
 
     # -- the landing hold: a train function that returns waits here until every fault resolved
-    @ray.method(concurrency_group="hold")  # its own threads: held workers never starve `join`/`gate`
     def hold(self, pid: int, timeout_s: float) -> str:
         """Block a worker whose train function returned until `release_hold`."""
         deadline = time.time() + timeout_s
@@ -281,33 +278,160 @@ class HistoryBook:
 
 @ray.remote(num_cpus=0, max_concurrency=1, concurrency_groups={"join": 16, "hold": 256},
             enable_task_events=False)
-class HistoryActor(HistoryBook):
-    """The book as a Ray actor: the history of a ray_train run, pinned to the driver's node.
+class HistoryService:
+    """The books of every ray_train run of one harness process, served by one Ray actor pinned
+    to the driver's node (a `BookHandle` is one run's book in it).
 
-    Its calls (an append per event) report no task events: they are the harness's plumbing,
-    not the job's work, and would fill the user's dashboard and Ray's event pipeline."""
+    One process for all runs, started with the cluster, so a run starts no process of its
+    own: on a small machine that start competed with the Train controller's and the
+    workers' (benchmarks/overhead.py). Each book keeps its own lock and file; the default
+    group runs one call at a time, so the events of one emitter keep their order. Its calls
+    report no task events: they are the harness's plumbing, not the job's work, and would
+    fill the user's dashboard and Ray's event pipeline."""
+
+    def __init__(self):
+        self._books: Dict[str, HistoryBook] = {}
+
+    def open(self, run: str, path: str) -> None:
+        """A new book for `run` (a closed one of the same name, a resumed run's, is replaced)."""
+        old = self._books.get(run)
+        if old is not None:
+            old.close()
+        self._books[run] = HistoryBook(path)
+
+    def ping(self) -> int:
+        """This process's pid: the service is up (and which one it is)."""
+        return os.getpid()
+
+    # the book's calls, each with the run first (HistoryBook says what they do)
+    def append(self, run, event):
+        return self._books[run].append(event)
+
+    def attempt_of(self, run, attempt_id):
+        return self._books[run].attempt_of(attempt_id)
+
+    def announce_group(self, run, attempt_id, members):
+        return self._books[run].announce_group(attempt_id, members)
+
+    @ray.method(concurrency_group="join")
+    def join(self, run, pid, timeout_s=30.0):
+        return self._books[run].join(pid, timeout_s)
+
+    def arm(self, run, faults):
+        return self._books[run].arm(faults)
+
+    def take_pending(self, run):
+        return self._books[run].take_pending()
+
+    def claim(self, run, fault, nth=1):
+        return self._books[run].claim(fault, nth)
+
+    def release(self, run, fault, action="continue"):
+        return self._books[run].release(fault, action)
+
+    @ray.method(concurrency_group="join")
+    def gate(self, run, fault, timeout_s=120.0):
+        return self._books[run].gate(fault, timeout_s)
+
+    @ray.method(concurrency_group="hold")  # its own threads: held workers never starve `join`/`gate`
+    def hold(self, run, pid, timeout_s):
+        return self._books[run].hold(pid, timeout_s)
+
+    def release_hold(self, run):
+        return self._books[run].release_hold()
+
+    def progress(self, run):
+        return self._books[run].progress()
+
+    def merge_spooled(self, run, events):
+        return self._books[run].merge_spooled(events)
+
+    def close(self, run):
+        return self._books[run].close()
 
 
-def actor_name(run_name: str) -> str:
-    return f"ftharness-history-{run_name}"
+class BookHandle:
+    """One run's book in the `HistoryService`, called as an actor handle is:
+    `book.append.remote(event)` is `service.append.remote(run, event)`. Picklable, so the fit
+    task, the controller callback and every worker get it with the train function."""
+
+    def __init__(self, service, run: str):
+        self.service = service
+        self.run = run
+
+    def __getattr__(self, method: str):
+        if method.startswith("_"):
+            raise AttributeError(method)
+        return _BookMethod(getattr(self.service, method), self.run)
 
 
-def start_history(path: str, run_name: str, node_id: Optional[str] = None, wait: bool = True):
-    """Start the history actor for a run, pinned to `node_id` (default: this node). Without
-    `wait` it returns as soon as the actor is named: calls on it queue until it is up, so its
-    start overlaps whatever the caller does next (ScenarioRunner.submit waits for it there)."""
+class _BookMethod:
+    def __init__(self, method, run: str):
+        self._method, self._run = method, run
+
+    def remote(self, *args: Any, **kwargs: Any):
+        return self._method.remote(self._run, *args, **kwargs)
+
+
+def start_service(node_id: Optional[str] = None, wait: bool = True):
+    """Start the history service, pinned to `node_id` (default: this node, the driver's).
+    Without `wait` it returns at once: calls on it queue until it is up."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     node_id = node_id or ray.get_runtime_context().get_node_id()
-    handle = HistoryActor.options(
-        name=actor_name(run_name),
-        namespace=NAMESPACE,
-        lifetime=None,
+    service = HistoryService.options(
+        namespace=NAMESPACE, lifetime=None,
         scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-    ).remote(os.path.abspath(path))
+    ).remote()
     if wait:
-        ray.get(handle.progress.remote())
-    return handle
+        ray.get(service.ping.remote())
+    return service
+
+
+def open_book(service, path: str, run_name: str) -> BookHandle:
+    """A run's book in `service`, writing `path`; not waited for: the service does this
+    caller's calls in order, so it is open before any later call from here."""
+    service.open.remote(run_name, os.path.abspath(path))
+    return BookHandle(service, run_name)
+
+
+class ServiceSlot:
+    """The history service a cluster handle keeps for its runs: started with the cluster (or at
+    its first run), checked before each run and started again if it died, ended with the
+    driver (`ray.shutdown` ends the actors it owns)."""
+
+    PING_TIMEOUT_S = 30.0
+
+    def __init__(self):
+        self._service = None
+        self._node_id: Optional[str] = None
+
+    def get(self, node_id: Optional[str] = None):
+        if self._service is not None:
+            try:
+                ray.get(self._service.ping.remote(), timeout=self.PING_TIMEOUT_S)
+                return self._service
+            except Exception:  # noqa: BLE001 - died (or hung): a run gets a fresh one
+                self.end()
+        self._node_id = node_id or self._node_id
+        self._service = start_service(self._node_id)
+        return self._service
+
+    def end(self) -> None:
+        service, self._service = self._service, None
+        if service is not None:
+            try:
+                ray.kill(service)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+
+
+def start_history(path: str, run_name: str) -> BookHandle:
+    """A book in a service of its own, up when this returns (tests, tools: the runner shares
+    its cluster's service); `ray.kill(book.service)` ends it."""
+    service = start_service()
+    ray.get(service.open.remote(run_name, os.path.abspath(path)))
+    return BookHandle(service, run_name)
 
 
 class Emitter:
@@ -339,11 +463,11 @@ class Emitter:
 
     ack_timeout_s = 10.0
 
-    def __init__(self, run_name: str, source: str, base: Optional[Dict[str, Any]] = None):
-        self.run_name = run_name
+    def __init__(self, book: "BookHandle", source: str, base: Optional[Dict[str, Any]] = None):
+        self.run_name = book.run
         self.source = source
         self.base = dict(base or {})
-        self._handle = None
+        self._handle = book
         self.id = f"{source}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self._numbers = itertools.count(1)
         self._order = threading.Lock()
@@ -363,9 +487,7 @@ class Emitter:
             self._cut_ref = None
         return bool(done)
 
-    def handle(self):
-        if self._handle is None:
-            self._handle = ray.get_actor(actor_name(self.run_name), namespace=NAMESPACE)
+    def handle(self) -> "BookHandle":
         return self._handle
 
     def event(self, kind: str, **fields: Any) -> Dict[str, Any]:

@@ -74,6 +74,25 @@ def refuse_existing(out: str, force: bool) -> Optional[str]:
     return None
 
 
+def same_path(junit: Optional[str], out: str) -> Optional[str]:
+    """The error line when --junit names the --out folder the report is written to."""
+    if junit and os.path.abspath(junit) == os.path.abspath(out):
+        return f"--junit {junit[:120]}: is the --out folder; give a file (e.g. {os.path.join(out, 'junit.xml')[:120]})"
+    return None
+
+
+def overwrites_input(path: Optional[str], inputs: Sequence[str], flag: str) -> Optional[str]:
+    """The error line when an output file would replace a file of a results folder it reads."""
+    if not path:
+        return None
+    target = os.path.realpath(path)
+    for folder in inputs:
+        base = os.path.realpath(folder) if isinstance(folder, str) else None
+        if base and (target == base or target.startswith(base + os.sep)) and os.path.exists(target):
+            return f"{flag} {path[:120]}: would overwrite a file of the results folder {folder[:120]} it reads"
+    return None
+
+
 def resolve_journals(paths: Sequence[str]) -> List[str]:
     """A Chaos Toolkit journal stands for the results folder of its ftharness run."""
     out = []
@@ -84,7 +103,7 @@ def resolve_journals(paths: Sequence[str]) -> List[str]:
                     folder = (json.load(f).get("ftharness") or {}).get("results_dir")
             except (OSError, ValueError, AttributeError):
                 folder = None
-            out.append(folder or p)
+            out.append(folder if isinstance(folder, str) and folder else p)
         else:
             out.append(p)
     return out
@@ -96,7 +115,8 @@ def cmd_report(args) -> int:
 
     args.results = resolve_journals(args.results)
     error = (output_problem(args.out, "--out") or output_problem(args.junit, "--junit", folder=False)
-             or refuse_existing(args.out, args.force) or check_paths(args.results))
+             or refuse_existing(args.out, args.force) or check_paths(args.results)
+             or overwrites_input(args.junit, args.results, "--junit") or same_path(args.junit, args.out))
     if error:
         return _fail(error)
     try:

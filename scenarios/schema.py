@@ -409,16 +409,18 @@ class Scenario(_Strict):
 _UNION_LABEL = re.compile(r"(int|bool|float|str|tuple\[.*\]|literal\[.*\]|function-.*)")
 
 
-def _loc(loc: Tuple[Any, ...]) -> str:
-    """`faults[0].target.rank` from pydantic's ('faults', 0, 'kill_worker', 'target', 'rank')."""
+def _loc(loc: Tuple[Any, ...], key_last: bool = False) -> str:
+    """`faults[0].target.rank` from pydantic's ('faults', 0, 'kill_worker', 'target', 'rank').
+    `key_last`: the last part is a key of the file (an unknown one), kept even when it is
+    named like a union label (`int: 1`)."""
     loc = list(loc)
     if loc[:1] == ["faults"] and len(loc) > 2:
         del loc[2]  # the discriminated union's tag: the fault kind
     parts = []
-    for p in loc:
+    for i, p in enumerate(loc):
         if isinstance(p, int):
             parts.append(f"[{p}]")
-        elif not _UNION_LABEL.fullmatch(str(p)):
+        elif (key_last and i == len(loc) - 1) or not _UNION_LABEL.fullmatch(str(p)):
             parts.append(("." if parts else "") + str(p))
     return "".join(parts)
 
@@ -476,7 +478,8 @@ def _unknown_key(err: Dict[str, Any], loc: str) -> str:
 
 
 def _format_one(err: Dict[str, Any]) -> str:
-    loc, kind = _loc(err.get("loc", ())), err.get("type")
+    kind = err.get("type")
+    loc = _loc(err.get("loc", ()), key_last=kind == "extra_forbidden")
     if kind in ("union_tag_invalid", "union_tag_not_found"):  # the fault kind picks the spec model
         got = repr(err["input"].get("kind")) if isinstance(err.get("input"), dict) else ""
         got = got if len(got) <= 40 else got[:37] + "..."
@@ -504,13 +507,31 @@ def _format_one(err: Dict[str, Any]) -> str:
 def validation_problems(e: ValidationError, limit: int = MAX_ERRORS) -> List[str]:
     """Every error (up to `limit`), each as `field.path: what is wrong (got value)`."""
     out: List[str] = []
+    members: Dict[str, int] = {}   # field -> its line, for the members of one union (int | tuple)
     for err in e.errors(include_url=False):
         line = _format_one(err)
+        raw = err.get("loc", ())
+        if raw and err.get("type") != "extra_forbidden" and _UNION_LABEL.fullmatch(str(raw[-1])):
+            field = line.partition(": ")[0]
+            if field in members:   # one line per field: "a valid integer or a valid tuple"
+                out[members[field]] = _either(out[members[field]], line)
+                continue
+            members[field] = len(out)
         if line not in out:
             out.append(line)
         if len(out) >= limit:
             break
     return out
+
+
+def _either(first: str, other: str) -> str:
+    """Two union members' lines for one field as one: `f: A or B (got x)`."""
+    tail = re.search(r" \(got .*\)$", other)
+    tail = tail.group(0) if tail else ""
+    head = first[: -len(tail)] if tail and first.endswith(tail) else first
+    more = other.partition(": ")[2]
+    more = more[: -len(tail)] if tail and more.endswith(tail) else more
+    return f"{head} or {more.replace('Input should be ', '')}{tail}"
 
 
 def format_validation_error(e: ValidationError) -> str:
@@ -687,11 +708,13 @@ def parse_scenario(data: Any, source: str = "scenario", base_dir: Optional[str] 
         raise ScenarioError(f"{source}: must be a mapping with at least 'name'")
     if _depth(data, MAX_DEPTH) > MAX_DEPTH:
         raise ScenarioError(f"{source}: nested more than {MAX_DEPTH} levels deep")
+    if "base_dir" in data:   # set from the file's folder; a file that gives one would be overruled silently
+        raise ScenarioError(f"{source}: base_dir: unknown key (the scenario's folder, set by ftharness)")
     try:
         sc = Scenario.model_validate({**data, "base_dir": base_dir})
     except ValidationError as e:
         problems = [one_line(f"{source}: {p}") for p in validation_problems(e)]
-        raise scenario_error(problems[0], problems, e.error_count()) from None
+        raise scenario_error(problems[0], problems, len(problems) if len(problems) < MAX_ERRORS else e.error_count()) from None
     except (RecursionError, TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as e:
         raise ScenarioError(one_line(f"{source}: cannot be read as a scenario ({type(e).__name__})")) from None
     return sc
@@ -711,7 +734,10 @@ class _ScenarioLoader(_BaseLoader):
       into gigabytes (the 'billion laughs');
     - at most MAX_NODES values, MAX_ITEMS per list or mapping, MAX_SCALAR characters per
       value and MAX_DEPTH levels, checked on the composed nodes before any value is built;
-    - a key given twice is refused (YAML would keep the last one silently);
+    - a key given twice is refused (YAML would keep the last one silently), and so is a
+      merge key (`<<: {...}`), which lets a key be given twice unseen;
+    - YAML 1.2 numbers (`1e3`, `.5e3`) are numbers, as the published schema and editors take
+      them (YAML 1.1 would read them as strings);
     - numbers of more than MAX_NUMBER_CHARS characters are refused before conversion
       (sexagesimal `1:1:1...` and 4,000-digit integers cost minutes of CPU);
     - dates and times stay strings (`name: 2024-13-01` is a name, not a bad date);
@@ -764,7 +790,9 @@ class _ScenarioLoader(_BaseLoader):
         if isinstance(node, yaml.MappingNode):
             keys = set()
             for key_node, _ in node.value:
-                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag == "tag:yaml.org,2002:merge":
+                    _refuse(key_node, "merge keys (<<) are not allowed in scenarios; write the keys out")
+                if isinstance(key_node, yaml.ScalarNode):
                     k = (key_node.tag, key_node.value)
                     if k in keys:
                         _refuse(key_node, f"key {key_node.value[:60]!r} given twice (YAML would keep the last one)")
@@ -793,6 +821,9 @@ _ScenarioLoader.add_constructor("tag:yaml.org,2002:int", _ScenarioLoader.constru
 _ScenarioLoader.add_constructor("tag:yaml.org,2002:float", _ScenarioLoader.construct_yaml_float)
 _ScenarioLoader.add_constructor("tag:yaml.org,2002:timestamp", _ScenarioLoader.construct_yaml_timestamp)
 _ScenarioLoader.add_constructor("tag:yaml.org,2002:map", _BaseLoader.construct_yaml_map)
+_ScenarioLoader.add_implicit_resolver(   # YAML 1.2 exponents without a dot or a sign: 1e3, 6E2
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
 
 _NoAliasLoader = _ScenarioLoader   # the name older callers import
 

@@ -369,3 +369,113 @@ def test_another_scenario_yaml_cannot_relabel_the_history(tmp_path, capsys):
     text = open(os.path.join(REPO, "tests", "data", "kill-worker", "scenario.yaml")).read()
     folder = damaged(tmp_path, scenario=text.replace("- kind: kill_worker", "- kind: kill_node"))
     one_error(*cli(capsys, "check", folder), "fault 0 is kill_node in scenario.yaml, kill_worker in the history")
+
+
+# ------------------------------------------------- found by fuzzing the CLI (2026-12-02)
+ENTRYPOINTS = {   # module file (or None), entrypoint, words of the one line
+    "empty-module": (None, ":train", "must be 'module:function'"),
+    "relative": (None, ".pkg:train", "must be 'module:function'"),
+    "no-function": (None, "json:", "must be 'module:function'"),
+    "syntax-error": ("def train(:\n", "broken_job:train", "SyntaxError"),
+    "raises-on-import": ("raise RuntimeError('boom')\n", "broken_job:train", "RuntimeError: boom"),
+    "exits-on-import": ("import sys\nsys.exit(0)\n", "broken_job:train", "SystemExit: 0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ENTRYPOINTS))
+def test_an_entrypoint_that_cannot_be_imported_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, case):
+    import sys
+
+    source, ref, words = ENTRYPOINTS[case]
+    if source is not None:
+        (tmp_path / "broken_job.py").write_text(source)
+    (tmp_path / "s.yaml").write_text(f"name: n\nworkload: {{entrypoint: '{ref}'}}\n")
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    before = set(os.listdir(tmp_path))
+    code, err = cli(capsys, "validate", str(tmp_path / "s.yaml"))
+    one_error(code, err, "workload.entrypoint", words)
+    assert set(os.listdir(tmp_path)) == before   # nothing left beside it
+    sys.modules.pop("broken_job", None)
+
+
+def test_each_scenario_imports_its_own_module_of_a_shared_name(tmp_path, capsys):
+    import sys
+
+    for folder, body in (("a", "def train(config):\n    pass\n"), ("b", "x = 1\n")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "fth_shared_job.py").write_text(body)
+        (tmp_path / folder / "s.yaml").write_text("name: n\nworkload: {entrypoint: 'fth_shared_job:train'}\n")
+    try:
+        code, err = cli(capsys, "validate", str(tmp_path / "a" / "s.yaml"), str(tmp_path / "b" / "s.yaml"))
+    finally:
+        sys.modules.pop("fth_shared_job", None)
+    assert code == 2 and len(err) == 1, err
+    assert str(tmp_path / "b" / "s.yaml") in err[0] and "has no function 'train'" in err[0]
+
+
+SCHEMA_EDGES = {   # the file, and the words of its one line (None: valid)
+    "key-named-int": (b"name: n\n'int': 1\n", "int: unknown key"),
+    "key-named-str-in-workload": (b"name: n\nworkload: {str: 1}\n", "workload.str: unknown key"),
+    "union-field-once": (b"name: n\nworkload: {num_workers: '2'}\n", "a valid integer or a valid tuple"),
+    "bool-or-auto-once": (b"name: n\nworkload: {use_gpu: 'yes'}\n", "a valid boolean or must be one of 'auto'"),
+    "merge-key": (b"name: n\nworkload: {<<: {steps: 5}, steps: 6}\n", "merge keys"),
+    "base-dir-given": (b"name: n\nbase_dir: /etc\n", "base_dir"),
+    "yaml12-exponent": (b"name: n\ntimeout_s: 1e3\n", None),
+    "yaml12-dot-exponent": (b"name: n\ntimeout_s: .5e3\nworkload: {duration_s: 5e0}\n", None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCHEMA_EDGES))
+def test_schema_edges_are_one_line_naming_the_field(tmp_path, capsys, case):
+    raw, words = SCHEMA_EDGES[case]
+    (tmp_path / "s.yaml").write_bytes(raw)
+    code, err = cli(capsys, "validate", str(tmp_path / "s.yaml"))
+    if words is None:
+        assert code == 0 and err == [], err
+    else:
+        one_error(code, err, words)
+
+
+def test_outputs_never_replace_the_results_they_read(tmp_path, capsys):
+    import shutil
+
+    run = tmp_path / "r"
+    shutil.copytree(os.path.join(REPO, "tests", "data", "kill-worker"), run)
+    before = (run / "history.jsonl").read_bytes()
+    one_error(*cli(capsys, "trace", str(run), "--out", str(run / "history.jsonl")), "would overwrite")
+    one_error(*cli(capsys, "trace", str(run), "--out", ""), "--out: empty")
+    one_error(*cli(capsys, "report", str(run), "--out", str(tmp_path / "o"), "--junit", str(tmp_path / "o")),
+              "is the --out folder")
+    one_error(*cli(capsys, "report", str(run), "--out", str(tmp_path / "o2"), "--junit", str(run / "summary.json")),
+              "would overwrite")
+    assert (run / "history.jsonl").read_bytes() == before
+    assert not (tmp_path / "o").exists() and not (tmp_path / "o2").exists()
+
+
+def test_a_plan_too_large_to_simulate_is_refused_not_a_memory_error(capsys):
+    one_error(*cli(capsys, "plan", "--accelerators", "10000000", "--days", "3650", "--runs", "100000"),
+              "--runs 100000", "events to simulate")
+
+
+def test_verdict_judges_the_run_behind_the_journal_from_its_history(tmp_path, capsys):
+    """A journal's own copy of the run's verdict is not evidence: the history decides, and a
+    results_dir with no history is INCONCLUSIVE, never PASS."""
+    import shutil
+
+    run = tmp_path / "r"
+    shutil.copytree(os.path.join(REPO, "tests", "data", "kill-worker"), run)
+    base = {"status": "completed", "deviated": False, "experiment": {"title": "t"}}
+    cases = [({"run_verdict": "PASS", "results_dir": "/nonexistent"}, 3),
+             ({"run_verdict": "PASS", "results_dir": 3}, 3),
+             ({"run_verdict": "FAIL", "mismatches": ["edited"], "results_dir": str(run)}, 0),   # history: PASS
+             ]
+    for fth, want in cases:
+        (tmp_path / "j.json").write_text(json.dumps({**base, "ftharness": fth}))
+        code, err = cli(capsys, "verdict", str(tmp_path / "j.json"))
+        assert code == want and err == [], (fth, code, err)
+    lines = (run / "history.jsonl").read_text().splitlines()
+    (run / "history.jsonl").write_text("\n".join(l for l in lines if '"kind": "fault_injected"' not in l) + "\n")
+    (tmp_path / "j.json").write_text(json.dumps({**base, "ftharness": {"run_verdict": "PASS", "results_dir": str(run)}}))
+    code, _ = cli(capsys, "verdict", str(tmp_path / "j.json"))
+    assert code == 3   # a lost event (a gap in the history): never the journal's PASS

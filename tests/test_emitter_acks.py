@@ -26,6 +26,7 @@ class Book:
         self.gating = gating
         self.sent = []
         self.append = self
+        self.run = "r"
 
     def remote(self, event):
         self.sent.append(event["kind"])
@@ -43,9 +44,8 @@ def emitter(monkeypatch):
     monkeypatch.setattr(store.ray, "get", get)
 
     def make(gating):
-        em = store.Emitter("r", "worker")
         book = Book(gating)
-        em._handle = book
+        em = store.Emitter(book, "worker")
         return em, book, waits
 
     return make
@@ -117,3 +117,71 @@ def test_the_book_names_the_gating_kinds_only_once_armed(tmp_path):
     book.arm([{"at": {"event": "checkpoint_reported"}}])
     assert book.append({"kind": "step", "step": 1})["gating"] == ["report"]
     book.close()
+
+
+class _Method:
+    def __init__(self, calls, name):
+        self.calls, self.name = calls, name
+
+    def remote(self, *args, **kwargs):
+        self.calls.append((self.name, args, kwargs))
+        return len(self.calls)
+
+
+class _Service:
+    """Stands in for the HistoryService actor handle: records `.remote` calls."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return _Method(self.calls, name)
+
+
+def test_a_book_handle_calls_its_service_with_its_run_first():
+    import pickle
+
+    service = _Service()
+    book = store.BookHandle(service, "run-a")
+    book.append.remote({"kind": "step"})
+    book.join.remote(123, timeout_s=5)
+    store.BookHandle(service, "run-b").close.remote()
+    assert service.calls == [("append", ("run-a", {"kind": "step"}), {}),
+                             ("join", ("run-a", 123), {"timeout_s": 5}),
+                             ("close", ("run-b",), {})]
+    assert store.Emitter(book, "worker").run_name == "run-a"
+    with pytest.raises(AttributeError):
+        book._private
+    copy = pickle.loads(pickle.dumps(store.BookHandle("a handle", "run-a")))   # travels with the train fn
+    assert (copy.service, copy.run) == ("a handle", "run-a")
+
+
+def test_the_service_slot_replaces_a_service_that_does_not_answer(monkeypatch):
+    started, killed = [], []
+    monkeypatch.setattr(store.ray, "kill", killed.append)
+    answers = {"svc1": True}   # what each service's ping answers (False: it died)
+
+    def get(ref, timeout=None):
+        if not answers.get(ref):
+            raise RuntimeError("actor died")
+        return 1
+
+    monkeypatch.setattr(store.ray, "get", get)
+    monkeypatch.setattr(store, "start_service", lambda node_id=None: started.append(node_id) or _Pinged(f"svc{len(started)}"))
+    slot = store.ServiceSlot()
+    first = slot.get("head")
+    assert slot.get() is first and started == ["head"]      # alive: the same one, no new process
+    answers["svc1"] = False                                   # it died
+    second = slot.get()
+    assert second is not first and started == ["head", "head"] and killed == [first]
+
+
+class _Pinged:
+    def __init__(self, name):
+        self.name = name
+        self.ping = self
+
+    def remote(self):
+        return self.name

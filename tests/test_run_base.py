@@ -124,8 +124,8 @@ def test_history_survives_killed_emitter(ftharness_cluster, tmp_path):
     from ftharness.history.store import Emitter, start_history
 
     @ray.remote(num_cpus=1)
-    def emit_then_die(run):
-        em = Emitter(run, "worker", {"pid": os.getpid()})
+    def emit_then_die(book):
+        em = Emitter(book, "worker", {"pid": os.getpid()})
         for i in range(50):
             em.emit("step", step=i + 1)
         em.settle()
@@ -136,9 +136,9 @@ def test_history_survives_killed_emitter(ftharness_cluster, tmp_path):
         if armed:
             ray.get(handle.arm.remote([]))   # no trigger: every step is acknowledged one event late
         with pytest.raises(Exception):
-            ray.get(emit_then_die.options(max_retries=0).remote(run))
+            ray.get(emit_then_die.options(max_retries=0).remote(handle))
         ray.get(handle.close.remote())
-        ray.kill(handle)
+        ray.kill(handle.service)
         read = read_history(str(tmp_path / run))
         assert [e["step"] for e in read.events if e["kind"] == "step"] == list(range(1, 51)), run
         assert read.problems == ["no run_end: no fit() outcome was recorded"]  # no gap, manifest agrees
@@ -155,14 +155,14 @@ def test_a_step_a_trigger_gates_on_holds_its_emitter_until_released(ftharness_cl
     ray.get(handle.arm.remote([{"at": {"step": 3}}]))
 
     @ray.remote(num_cpus=1)
-    def five_steps():
-        em = Emitter("gated", "worker", {"pid": os.getpid()})
+    def five_steps(book):
+        em = Emitter(book, "worker", {"pid": os.getpid()})
         em.emit("worker_start")
         for i in range(5):
             em.emit("step", step=i + 1)
         em.emit("worker_end")
 
-    ref = five_steps.remote()
+    ref = five_steps.remote(handle)
     try:
         pending, deadline = [], time.time() + 60
         while not pending and time.time() < deadline:
@@ -175,6 +175,24 @@ def test_a_step_a_trigger_gates_on_holds_its_emitter_until_released(ftharness_cl
         ray.get(ref, timeout=60)
     finally:
         ray.get(handle.close.remote())
-        ray.kill(handle)
+        ray.kill(handle.service)
     steps = [e["step"] for e in read_history(str(tmp_path)).events if e["kind"] == "step"]
     assert steps == [1, 2, 3, 4, 5]
+
+
+def test_runs_share_the_clusters_history_process_and_a_dead_one_is_replaced(ftharness_cluster, ftharness_run):
+    """The history service starts with the cluster, so a run starts no process of its own;
+    a service that died (here killed) is replaced at the next run, whose history is whole."""
+    import ray
+
+    service = ftharness_cluster.history_service()
+    pid = ray.get(service.ping.remote())
+    first = ftharness_run({"name": "shared-history", "workload": {"num_workers": 2, "steps": 2}})
+    assert first["verdict"] == "PASS", (first["mismatches"], first["inconclusive"])
+    assert ray.get(ftharness_cluster.history_service().ping.remote()) == pid   # the same process served it
+    ray.kill(service)
+    second = ftharness_run({"name": "shared-history", "workload": {"num_workers": 2, "steps": 2}})
+    assert second["verdict"] == "PASS", (second["mismatches"], second["inconclusive"])
+    assert ray.get(ftharness_cluster.history_service().ping.remote()) != pid
+    read = read_history(second["results_dir"])
+    assert read.problems == [] and [e["step"] for e in kinds(read.events, "step") if e["rank"] == 0] == [1, 2]

@@ -36,6 +36,7 @@ from ftharness.harness.cluster import ray_private as rp
 from ftharness.harness.cluster.ns_node import NamespaceNode
 from ftharness.harness.cluster.reaper import alive, descendants, identify, kill_all, message as reaper_message
 from ftharness.errors import ClusterError
+from ftharness.history.store import ServiceSlot
 
 #: Ray Core settings per detection profile. "fast" makes GCS declare a dead or
 #: stopped node within ~2-5 s and gives death causes (e.g. `preempted`) time to
@@ -329,6 +330,7 @@ class EmbeddedCluster:
         self.start_time_s: Optional[float] = None
         self._capture: Optional[LogCapture] = None
         self._gpus: Dict[int, List[str]] = {}   # harness index -> the physical GPUs its raylet sees
+        self._history = ServiceSlot()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "EmbeddedCluster":
@@ -385,6 +387,7 @@ class EmbeddedCluster:
                 if isinstance(n, NamespaceNode):
                     n.wait_registered()
             self._install_sigterm()  # after ray.init, which installs its own handler
+            self._history.get(self.head_node_id())   # with the cluster: no run waits for its start
             self.wait_idle()
         except ClusterError:
             self.close()
@@ -399,9 +402,14 @@ class EmbeddedCluster:
         self.start_time_s = time.time() - t0
         return self
 
+    def history_service(self):
+        """The process that keeps the history of every run on this cluster (store.HistoryService)."""
+        return self._history.get(self.head_node_id())
+
     def close(self) -> None:
         """Stop every process this cluster started and remove its temp dir."""
         started = set()
+        self._history = ServiceSlot()   # its actor ends with the driver, below
         try:
             if self._cluster is not None:
                 started = identify(descendants(set(self.all_pids())))
@@ -679,6 +687,12 @@ class ExistingCluster:
         self.address = address
         self.profile = profile
         self.start_time_s = 0.0
+        self._history = ServiceSlot()
+
+    def history_service(self):
+        """The process that keeps the history of this driver's runs, on the driver's node
+        (store.HistoryService): started at the first run, ended when the driver disconnects."""
+        return self._history.get()
 
     def start(self) -> "ExistingCluster":
         if ray.is_initialized():
@@ -721,6 +735,7 @@ class ExistingCluster:
             raise ClusterError(f"--address {self.address}: cannot connect ({e.strerror or e})") from None
 
     def close(self) -> None:
+        self._history = ServiceSlot()   # its actor ends with the driver
         try:
             if ray.is_initialized():
                 ray.shutdown()

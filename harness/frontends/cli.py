@@ -347,7 +347,7 @@ def cmd_verdict(args) -> int:
     if (journal.get("steady_states") or {}).get("after") not in (None, {}) and \
             not isinstance(journal["steady_states"]["after"], dict):
         return _fail(f"{args.journal}: steady_states.after: must be a JSON object")
-    verdict = journal_verdict(journal)
+    verdict = journal_verdict(rejudged(journal))
     title = (journal.get("experiment") or {}).get("title", args.journal)
     print(f"{verdict['verdict']} {_safe(title, 200)}")
     for reason in verdict["reasons"]:
@@ -356,6 +356,28 @@ def cmd_verdict(args) -> int:
     if results:
         print(f"results: {_safe(results)}")
     return exit_code(verdict["verdict"])
+
+
+def rejudged(journal: Dict[str, Any]) -> Dict[str, Any]:
+    """The journal with the verdict of the run behind it taken from that run's history (as
+    `check` judges it), never from the journal's own copy; a run whose history is not there
+    (a results_dir that was moved, or is not a path) is unknown: INCONCLUSIVE, not a pass."""
+    fth = journal.get("ftharness")
+    if not fth:
+        return journal
+    results = fth.get("results_dir")
+    if not isinstance(results, str) or not os.path.isfile(os.path.join(results, "history.jsonl")):
+        shown = _safe(results, 120) if isinstance(results, str) else type(results).__name__
+        return {**journal, "ftharness": {**fth, "inconclusive": [
+            *(fth.get("inconclusive") or []),
+            f"the run behind the journal cannot be judged: ftharness.results_dir {shown} holds no history.jsonl"]}}
+    try:
+        _, summary = judge_folder(results)
+    except ScenarioError as e:
+        return {**journal, "ftharness": {**fth, "inconclusive": [
+            *(fth.get("inconclusive") or []), f"the run behind the journal cannot be judged: {e}"]}}
+    return {**journal, "ftharness": {**fth, "run_verdict": summary["verdict"], "verdict": summary["verdict"],
+                                     "mismatches": summary["mismatches"], "inconclusive": summary["inconclusive"]}}
 
 
 def cmd_validate(args) -> int:
@@ -379,8 +401,10 @@ def cmd_validate(args) -> int:
             print(f"ok {printable(path, keep_newlines=False)}")
         except ScenarioError as e:
             problems = getattr(e, "problems", None) or [str(e)]
-            for line in problems[:MAX_ERRORS]:
-                _fail(line)
+            name = printable(os.path.basename(path), False)[:100]
+            for line in problems[:MAX_ERRORS]:   # with several files, each line says whose it is
+                _fail(line if len(args.scenarios) == 1 or line.startswith(f"{name}:")
+                      else f"{printable(path, False)[:200]}: {line}")
             more = getattr(e, "total", len(problems)) - len(problems[:MAX_ERRORS])
             if more > 0:
                 _fail(f"{printable(os.path.basename(path), False)[:100]}: and {more} more error(s)")
@@ -453,7 +477,12 @@ def cmd_trace(args) -> int:
 
     if not os.path.isfile(os.path.join(args.results, "history.jsonl")):
         return _fail(f"{args.results}: not a results folder (no history.jsonl)")
+    if args.trace_out is not None and not args.trace_out.strip():
+        return _fail("--out: empty; give a file path (default: RESULTS/trace.json)")
     target = args.trace_out or os.path.join(args.results, "trace.json")
+    inside = os.path.realpath(target).startswith(os.path.realpath(args.results) + os.sep)
+    if inside and os.path.exists(target) and os.path.basename(target) != "trace.json":
+        return _fail(f"--out {target[:120]}: would overwrite a file of the results folder it reads")
     if os.path.islink(target):
         return _fail(f"{'--out ' if args.trace_out else ''}{target}: is a symlink; ftharness writes only files "
                      f"it creates (remove it, or give --out)")
@@ -536,6 +565,8 @@ def cmd_plan(args) -> int:
         result = plan(job, cal, rates, runs=args.runs, seed=args.seed, target=args.target)
     except (ValueError, OSError) as e:
         return _fail(str(e))
+    except RecursionError:
+        return _fail(f"{', '.join(args.results)[:120]}: a results file nested too deep to read")
     source = rates_source(overrides, args.mtbf)
     print(text(result, source))
     if args.plan_out:

@@ -1,6 +1,6 @@
 """Worker-side instrumentation that wraps any Ray Train `train_loop_per_worker`.
 
-`instrument(train_fn, run_name)` returns a function with the same signature for
+`instrument(train_fn, book)` returns a function with the same signature for
 TorchTrainer. On each worker it records: the start (which checkpoint was
 restored and at which lineage step), every `ray.train.report` (however the user
 imported it) with the checkpoint it persisted, steps, and the end or the error.
@@ -116,7 +116,7 @@ def checkpoint_name(checkpoint) -> Optional[str]:
 class WorkerRecorder:
     """Per-worker state: identity, attempt, lineage step; emits durably."""
 
-    def __init__(self, run_name: str, explicit_steps: bool, crash_plans: Optional[List[Dict[str, Any]]] = None,
+    def __init__(self, book, explicit_steps: bool, crash_plans: Optional[List[Dict[str, Any]]] = None,
                  row_id: Optional[str] = None, row_datasets: Optional[List[str]] = None):
         self.row_id = row_id            # the column of row ids a user job's datasets carry (workload.row_id)
         self.row_datasets = row_datasets   # the datasets whose rows are recorded (split among workers); None: all
@@ -132,7 +132,7 @@ class WorkerRecorder:
         self.crash_plans = [p for p in (crash_plans or []) if p["rank"] == self.rank]
         self.device = devices.ray_train_device()
         self.step = 0
-        self._emitter = Emitter(run_name, "worker")
+        self._emitter = Emitter(book, "worker")
         joined = self._emitter.handle().join.remote(self.pid)
         info = ray.get(joined, timeout=60)
         self.attempt = info.get("attempt", 0)
@@ -262,7 +262,7 @@ def _small_plain(value, limit: int = 20000) -> bool:
         return False
 
 
-def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
+def instrument(train_fn: Callable, book, explicit_steps: bool = False,
                crash_plans: Optional[List[Dict[str, Any]]] = None, hold_s: Optional[float] = None,
                row_id: Optional[str] = None, row_datasets: Optional[List[str]] = None) -> Callable:
     """Wrap a train_loop_per_worker so that everything it does is recorded.
@@ -276,7 +276,7 @@ def instrument(train_fn: Callable, run_name: str, explicit_steps: bool = False,
 
     @functools.wraps(train_fn)
     def wrapped(config: Optional[Dict[str, Any]] = None):
-        rec = WorkerRecorder(run_name, explicit_steps, crash_plans, row_id=row_id, row_datasets=row_datasets)
+        rec = WorkerRecorder(book, explicit_steps, crash_plans, row_id=row_id, row_datasets=row_datasets)
         _set_current(rec)
         restored = ray.train.get_checkpoint()
         markers = read_markers(restored)

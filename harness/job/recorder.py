@@ -46,14 +46,14 @@ class ControllerRecorder(rp.ControllerCallback, rp.WorkerGroupCallback, rp.Repor
     worker-group lifecycles and checkpoint registrations."""
 
     def __getstate__(self):
-        return {"run_name": self.run_name, "failure_config": self.failure_config, "_emitter": None,
+        return {"book": self.book, "run_name": self.run_name, "failure_config": self.failure_config, "_emitter": None,
                 "_attempt_id": None, "_counts": dict(self._counts), "_recorded": self._recorded}
 
     def _emit(self, kind: str, **fields: Any) -> None:
         if self._emitter is None:
             if self._recorded:   # run_start first: nothing of this fit() may come before it
                 ray.get(self._recorded[0], timeout=RUN_START_TIMEOUT_S)
-            self._emitter = Emitter(self.run_name, "controller")
+            self._emitter = Emitter(self.book, "controller")
         attempt = fields.pop("attempt_id", self._attempt_id)
         # pid: the controller this run owns, so kill_controller never hits another run's
         self._emitter.emit(kind, wait=True, attempt_id=attempt, pid=os.getpid(), **fields)
@@ -80,8 +80,9 @@ class ControllerRecorder(rp.ControllerCallback, rp.WorkerGroupCallback, rp.Repor
                 return  # already recorded when SHUTTING_DOWN(ERRORED) was entered
             self._record_failure(err, retry=cur in ("RESTARTING", "RESCHEDULING"))
 
-    def __init__(self, run_name: str, failure_config=None, recorded: Optional[list] = None):
-        self.run_name = run_name
+    def __init__(self, book, failure_config=None, recorded: Optional[list] = None):
+        self.book = book              # the run's book (ftharness.history.store.BookHandle)
+        self.run_name = book.run
         #: [ref of the run_start hand-over]: the controller starts while the history actor does
         #: (ftharness.harness.run.runner.ScenarioRunner.submit), and its first event waits for it
         self._recorded = recorded
@@ -123,7 +124,7 @@ class ControllerRecorder(rp.ControllerCallback, rp.WorkerGroupCallback, rp.Repor
     @_safe
     def after_worker_group_start(self, worker_group):
         members = rp.worker_group_members(worker_group)
-        Emitter(self.run_name, "controller").handle().announce_group.remote(self._attempt_id, members)
+        self.book.announce_group.remote(self._attempt_id, members)
         self._emit("worker_group_started", workers=members, world_size=len(members))
 
     @_safe

@@ -78,7 +78,7 @@ class Injector:
         self.storage_dir = storage_dir
         self.storage_fs = storage_fs    # the pyarrow filesystem storage_dir is on (None: local disk)
         self.history_path = history_path
-        self.emitter = Emitter(run_name, "injector")
+        self.emitter = self.make_emitter(history, run_name)
         self.agents = Agents()
         self.rng = random.Random(seed)
         self.specs = [f.model_dump(mode="json", exclude_none=True) for f in scenario.faults]
@@ -220,6 +220,10 @@ class Injector:
         self.agents.close()
 
     # -------------------------------------------------------------- internals
+    def make_emitter(self, history, run_name: str):
+        """The injector's emitter on the run's book (here a store.BookHandle)."""
+        return Emitter(history, "injector")
+
     def _call(self, method: str, *args: Any) -> Any:
         """A call on the run's history book: here the Ray actor (a torchrun run's
         injector calls its book in the harness process instead)."""

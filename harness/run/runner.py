@@ -80,14 +80,18 @@ def resolve_dataset_config_fn(scenario: Scenario) -> Optional[Callable]:
 def resolve_function(scenario: Scenario, ref: str, field: str) -> Callable:
     """'module:function', looked up in the scenario's folder first; shipped by value."""
     module_name, _, fn_name = ref.partition(":")
+    if not module_name or module_name.startswith(".") or not fn_name:
+        raise ScenarioError(f"{field}: {ref!r} must be 'module:function' (an absolute module name)")
     added = False
     if scenario.base_dir and scenario.base_dir not in sys.path:
         sys.path.insert(0, scenario.base_dir)
         added = True
+    _forget_other_folders(module_name, scenario.base_dir)
     try:
         module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise ScenarioError(f"{field}: cannot import {module_name!r} ({e})") from None
+    except (Exception, SystemExit) as e:   # noqa: BLE001 - the user's module: any failure is the field's
+        why = f"{type(e).__name__}: {e}" if not isinstance(e, ImportError) else str(e)
+        raise ScenarioError(one_line(f"{field}: cannot import {module_name!r} ({why})")) from None
     finally:
         if added:
             sys.path.remove(scenario.base_dir)
@@ -100,6 +104,21 @@ def resolve_function(scenario: Scenario, ref: str, field: str) -> Callable:
     if scenario.base_dir and os.path.abspath(getattr(module, "__file__", "") or "").startswith(scenario.base_dir):
         cloudpickle.register_pickle_by_value(module)
     return fn
+
+
+def _forget_other_folders(module_name: str, base_dir: Optional[str]) -> None:
+    """Drop an imported module of this name that came from another scenario's folder, so a
+    second scenario (`validate a/s.yaml b/s.yaml`, a suite) imports its own `job.py`."""
+    if not base_dir:
+        return
+    top = module_name.split(".")[0]
+    here = os.path.join(base_dir, top)
+    if not (os.path.exists(here + ".py") or os.path.isdir(here)):
+        return
+    for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+        origin = os.path.abspath(getattr(sys.modules[name], "__file__", "") or "")
+        if not origin.startswith(os.path.abspath(base_dir) + os.sep):
+            del sys.modules[name]
 
 
 def workload_config(scenario: Scenario, use_gpu: bool, stop_at: Optional[float] = None) -> Dict[str, Any]:
@@ -199,7 +218,7 @@ def _fit_task(spec: Dict[str, Any], recorded: Optional[list] = None) -> Dict[str
                     "error": f"workload.dataset_config: {spec['dataset_config_ref']} returned "
                              f"{type(dataset_config).__name__}, not a ray.train.DataConfig"}
     trainer = trainer_class(spec.get("trainer", "torch"))(
-        instrument(spec["train_fn"], spec["run_name"], explicit_steps=spec["explicit_steps"],
+        instrument(spec["train_fn"], spec["history"], explicit_steps=spec["explicit_steps"],
                    crash_plans=spec["crash_plans"], hold_s=spec["hold_s"], row_id=spec.get("row_id"),
                    row_datasets=rp.datasets_to_split(dataset_config)),
         train_loop_config=spec["train_loop_config"],
@@ -213,7 +232,7 @@ def _fit_task(spec: Dict[str, Any], recorded: Optional[list] = None) -> Dict[str
             storage_filesystem=spec.get("storage_filesystem"),
             failure_config=FailureConfig(**fc),
             checkpoint_config=CheckpointConfig(num_to_keep=spec["num_to_keep"]),
-            callbacks=[ControllerRecorder(spec["run_name"], fc, recorded)],
+            callbacks=[ControllerRecorder(spec["history"], fc, recorded)],
         ),
         datasets=datasets,
         dataset_config=dataset_config,
@@ -258,9 +277,10 @@ class ScenarioRunner:
         self.s3 = None                     # the S3 endpoint of cluster.storage: s3, once started
         self.storage_filesystem = None     # what Ray Train gets as storage_filesystem (with storage_path)
         self.history_path = os.path.join(self.out_dir, records.HISTORY_FILE)
-        self.history = None
+        self.history: Optional[store.BookHandle] = None   # this run's book (ftharness.history.store)
+        self._own_service = None   # the history service, where the cluster handle keeps none
         self.injector = None
-        self.emitter = store.Emitter(self.run_name, "harness")
+        self.emitter: Optional[store.Emitter] = None
         self.fit_index = 0
         self.t0 = time.time()
 
@@ -336,7 +356,8 @@ class ScenarioRunner:
         self.datasets_fn = resolve_datasets_fn(self.scenario)
         self.dataset_config_fn = resolve_dataset_config_fn(self.scenario)
         self.use_gpu = resolve_use_gpu(self.scenario)
-        self.history = store.start_history(self.history_path, self.run_name, wait=False)   # waited for in submit
+        self.history = store.open_book(self._history_service(), self.history_path, self.run_name)
+        self.emitter = store.Emitter(self.history, "harness")
         health = float(self.cluster.train_env().get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600))
         self.injector = Injector(self.scenario, self.cluster, self.history, self.run_name,
                                  join_storage(self.storage_path, self.run_name), self.history_path,
@@ -392,10 +413,20 @@ class ScenarioRunner:
             try:
                 self._merge_spooled()
                 ray.get(self.history.close.remote())
-                ray.kill(self.history)
+                if self._own_service is not None:
+                    ray.kill(self._own_service)
             finally:
                 if self.s3 is not None:
                     self.s3.close()
+
+    def _history_service(self):
+        """The cluster's history service (one process for all its runs); a cluster handle
+        without one (a stand-in) gets a service of this run's own, ended at close."""
+        shared = getattr(self.cluster, "history_service", None)
+        if shared is not None:
+            return shared()
+        self._own_service = store.start_service(wait=False)
+        return self._own_service
 
     def _merge_spooled(self) -> None:
         """Events journaled on nodes the history could not hear (ftharness.history.spool)."""
@@ -432,6 +463,7 @@ class ScenarioRunner:
             "explicit_steps": w.kind == "reference",
             "train_loop_config": cfg,
             "run_name": self.run_name,
+            "history": self.history,
             "storage_path": ray_storage[0],
             "storage_filesystem": ray_storage[1],
             "num_workers": w.num_workers,

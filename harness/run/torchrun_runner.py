@@ -44,7 +44,6 @@ class TorchrunInjector(Injector):
         # collective timeout, so a hang's landing waits that long (ftharness.harness.run.injector.unresolved)
         super().__init__(scenario, launcher, collector.book, run_name, storage_dir, history_path,
                          health_check_timeout_s=collective_timeout_s(scenario))
-        self.emitter = LocalEmitter(collector.book, run_name, "injector")
         self.agents = ProcessAgents(launcher)
 
     def _start_agents(self) -> None:
@@ -62,6 +61,9 @@ class TorchrunInjector(Injector):
                               detail={**{k: v for k, v in r.items() if k != "t"}, "how": "agent started on a spare node"},
                               t_requested=r["t"], t_done=r["t"])
         return record
+
+    def make_emitter(self, history, run_name: str):
+        return LocalEmitter(history, run_name, "injector")
 
     def _call(self, method: str, *args: Any) -> Any:
         return getattr(self.history, method)(*args)

@@ -176,6 +176,10 @@ def cause_rates(job: Job, rates: Mapping[str, float]) -> Dict[str, float]:
     return out
 
 
+#: runs x failures of a run that one plan simulates at most (about 160 MB an array)
+MAX_EVENTS = 20_000_000
+
+
 def sample(job: Job, cal: Calibration, rates: Mapping[str, float], runs: int,
            rng: np.random.Generator) -> Events:
     """Failure events of `runs` independent jobs (they do not depend on the
@@ -185,6 +189,9 @@ def sample(job: Job, cal: Calibration, rates: Mapping[str, float], runs: int,
     total = sum(per_s.values()) * job.horizon_s
     n = rng.poisson(total, runs) if names else np.zeros(runs, int)
     k = int(n.max(initial=0))
+    if runs * k > MAX_EVENTS:   # a few float arrays of runs x k: refused before they take the memory
+        raise ValueError(f"--runs {runs}: up to {k:,} failures a run, {runs * k:,} events to simulate (at most "
+                         f"{MAX_EVENTS:,}); give fewer --runs, fewer --days or fewer --accelerators")
     arrive = np.where(np.arange(k)[None, :] < n[:, None], rng.uniform(0.0, job.horizon_s, (runs, k)), np.inf)
     which = rng.choice(len(names), size=(runs, k), p=np.array([per_s[c] for c in names]) / sum(per_s.values())) \
         if names else np.zeros((runs, k), int)

@@ -131,7 +131,7 @@ def before_experiment_control(context: Dict[str, Any], scenario: Any = None, out
     except ScenarioError as e:
         raise InterruptExecution(f"ftharness: {e}") from None
     session.start()
-    Emitter(session.runner.run_name, "harness").emit(
+    Emitter(session.runner.history, "harness").emit(
         "experiment", phase="start", title=context.get("title"),
         method=[a.get("name") for a in context.get("method", [])])
 
@@ -140,7 +140,7 @@ def after_experiment_control(context: Dict[str, Any], state: Dict[str, Any], **k
     session = session_or_none()
     if session is None:
         return
-    Emitter(session.runner.run_name, "harness").emit(
+    Emitter(session.runner.history, "harness").emit(
         "experiment", phase="end", status=state.get("status"), deviated=state.get("deviated"))
     summary = session.finish()
     verdict = journal_verdict({**state, "ftharness": summary})
