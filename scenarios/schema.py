@@ -34,6 +34,19 @@ def ray_client_refusal(address: Optional[str]) -> Optional[str]:
             "(ftharness run --submit http://HEAD:8265)")
 
 
+def address_form_problem(address: str) -> Optional[str]:
+    """Why `address` is not a GCS address ftharness can connect to ('auto' or HOST:PORT with a
+    port 1-65535); None when it is one (whether anybody listens is the cluster probe's to say)."""
+    a = address.strip()
+    if a == "auto":
+        return None
+    host, _, port = a.split("://", 1)[-1].rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c.isspace() for c in a) \
+            or not all(c.isalnum() or c in ".-_[]:" for c in host):
+        return "expected 'auto' or 'HOST:PORT' (the GCS address, port 1-65535)"
+    return None
+
+
 MAX_FILE_BYTES = 256 * 1024  # a scenario is a page of YAML, not a data file (100 faults are ~10 KiB)
 MAX_DEPTH = 32              # nesting deeper than this is no scenario
 MAX_NODES = 20_000          # values in one file (keys, items, scalars)
@@ -61,9 +74,11 @@ class ClusterSpec(_Strict):
     @field_validator("address")
     @classmethod
     def _not_ray_client(cls, v: Optional[str]) -> Optional[str]:
-        why = ray_client_refusal(v)
+        if v is None:
+            return v
+        why = ray_client_refusal(v) or address_form_problem(v)
         if why:
-            raise ValueError(f"address: {v[:80]}: {why}")
+            raise ValueError(f"address: {v[:80] if v.strip() else repr(v)}: {why}")
         return v
 
 

@@ -421,6 +421,9 @@ SCHEMA_EDGES = {   # the file, and the words of its one line (None: valid)
     "bool-or-auto-once": (b"name: n\nworkload: {use_gpu: 'yes'}\n", "a valid boolean or must be one of 'auto'"),
     "merge-key": (b"name: n\nworkload: {<<: {steps: 5}, steps: 6}\n", "merge keys"),
     "base-dir-given": (b"name: n\nbase_dir: /etc\n", "base_dir"),
+    "address-not-a-host": (b"name: n\ncluster: {address: 'not a host!!'}\n", "cluster.address"),
+    "address-empty": (b"name: n\ncluster: {address: ''}\n", "cluster.address"),
+    "address-port-too-big": (b"name: n\ncluster: {address: 'h:99999'}\n", "port 1-65535"),
     "yaml12-exponent": (b"name: n\ntimeout_s: 1e3\n", None),
     "yaml12-dot-exponent": (b"name: n\ntimeout_s: .5e3\nworkload: {duration_s: 5e0}\n", None),
 }
@@ -479,3 +482,12 @@ def test_verdict_judges_the_run_behind_the_journal_from_its_history(tmp_path, ca
     (tmp_path / "j.json").write_text(json.dumps({**base, "ftharness": {"run_verdict": "PASS", "results_dir": str(run)}}))
     code, _ = cli(capsys, "verdict", str(tmp_path / "j.json"))
     assert code == 3   # a lost event (a gap in the history): never the journal's PASS
+
+
+def test_validate_refuses_the_flags_run_would_refuse(tmp_path, capsys):
+    (tmp_path / "s.yaml").write_text("name: n\n")
+    (tmp_path / "ran").mkdir()
+    (tmp_path / "ran" / "summary.json").write_text("{}")
+    one_error(*cli(capsys, "validate", "--out", str(tmp_path / "ran"), str(tmp_path / "s.yaml")), "already holds a run")
+    one_error(*cli(capsys, "validate", "--address", "", str(tmp_path / "s.yaml")), "--address")
+    one_error(*cli(capsys, "validate", "--address", "h:99999", str(tmp_path / "s.yaml")), "port 1-65535")

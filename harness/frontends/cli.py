@@ -388,10 +388,17 @@ def cmd_validate(args) -> int:
     from ftharness.scenarios.schema import MAX_ERRORS, load_scenario, require_release
 
     status = EXIT_PASS
-    if args.out is not None:
-        why = output_dir_problem(args.out)
+    from ftharness.scenarios.schema import address_form_problem, ray_client_refusal
+
+    if args.address is not None:
+        why = ray_client_refusal(args.address) or address_form_problem(args.address)
         if why:
-            return _fail(f"--out {args.out[:120]}: {why}")
+            return _fail(f"--address {args.address[:120]!r}: {why}")
+    if args.out is not None:
+        try:
+            check_out(args.out)   # as `run` refuses it
+        except ScenarioError as e:
+            return _fail(str(e))
     for path in args.scenarios:
         try:
             scenario = load_scenario(path)
