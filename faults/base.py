@@ -577,7 +577,11 @@ class Fault:
         mine = [f for f in after if f.get("attempt_id") == aid]
         if mine:
             f = mine[0]
-            late = _num(f.get("t")) - view.t_done
+            t, done = f.get("t"), view.t_done
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (t, done)):
+                return None, (f"the first failure of attempt {_short(aid)} (seq {f.get('seq')}) or the fault has "
+                              f"no recorded time: whether it came within the {self.kind} window is unknown"), False
+            late = t - done
             if late > window:
                 return None, (f"the first failure of attempt {_short(aid)} ({describe_failure(f)}) came "
                               f"{late:.1f} s after the fault, outside the {self.kind} window of {window:.0f} s"), False

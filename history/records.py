@@ -234,6 +234,30 @@ def _bad_field(e: Dict[str, Any]) -> Optional[str]:
     t = e.get("t")
     if t is not None and (t.__class__ not in (int, float) or not -_FINITE < t < _FINITE):
         return "t"
+    if e.get("kind") not in _BULK:
+        return _non_finite(e)
+    return None
+
+
+#: the bulk kinds (millions in a long run), whose numbers besides `t` no rule times anything by
+_BULK = frozenset({"step", "report", "checkpoint_written"})
+#: fields that hold the job's own values, where NaN is data (a diverged loss)
+_USER_FIELDS = frozenset({"metrics", "return_value"})
+
+
+def _non_finite(e: Dict[str, Any], limit: int = 10_000) -> Optional[str]:
+    """The first field (outside the job's own values) holding NaN or an infinity, which
+    ftharness never writes: a time, a deadline or a window that is no number."""
+    stack = [(k, v) for k, v in e.items() if k not in _USER_FIELDS]
+    while stack and limit > 0:
+        limit -= 1
+        k, v = stack.pop()
+        if v.__class__ is float and not -_FINITE < v < _FINITE:
+            return str(k)
+        if v.__class__ is dict:
+            stack.extend((f"{k}.{k2}", v2) for k2, v2 in v.items())
+        elif v.__class__ is list:
+            stack.extend((f"{k}[{i}]", v2) for i, v2 in enumerate(v[:1000]))
     return None
 
 

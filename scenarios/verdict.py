@@ -50,7 +50,8 @@ def returned(events: List[Dict[str, Any]], outcome: Dict[str, Any]) -> Optional[
     """Rank 0's return value: fit()'s Result.return_value (Ray 2.56+), else the one rank 0's
     last `worker_end` recorded (every release), when the run succeeded."""
     if outcome.get("return_value") is not None:
-        return outcome["return_value"]
+        value = outcome["return_value"]
+        return value if isinstance(value, dict) else None
     if outcome.get("outcome") != "succeeded":
         return None
     ends = [e for e in non_steps(events) if e.get("kind") == "worker_end" and e.get("rank") == 0 and "return_value" in e]
@@ -173,6 +174,7 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None, facts
     if facts_ is None:
         facts_ = recorded(events)
     start = facts_.get("run_start", {})
+    workload, missing = _recorded_workload(scenario, start, outcome, events)
     expected_budgets = {f["failure_seq"]: (f["expected_budget"], f["kind"], f["index"]) for f in faults or []
                         if f["landed"] and f["expected_budget"] and f["failure_seq"] is not None}
     return {
@@ -181,8 +183,10 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None, facts
         "failure_config": scenario.failure_config.model_dump(),
         "outcome": outcome.get("outcome"),
         "error_type": outcome.get("error_type"),
-        "workload": (WorkloadConfig(**start["workload"]).ended_at(final_step(outcome, events)).to_dict()
-                     if scenario.workload.kind == "reference" and start.get("workload") else None),
+        "workload": workload,
+        #: why a reference workload's config is unknown (run_start.workload missing or unreadable):
+        #: what needs it (final state, lineage end, sampler rows, cadence) is then not judged
+        "workload_missing": missing,
         "data": (scenario.workload.data if scenario.workload.kind == "reference"
                  else "ray_data" if scenario.workload.datasets else None),
         "expected_final": (state or {}).get("expected"),
@@ -195,6 +199,20 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None, facts
         "landed": [{"index": f["index"], "kind": f["kind"], "failure_seq": f["failure_seq"]}
                    for f in faults or [] if f["landed"]],
     }
+
+
+def _recorded_workload(scenario: Scenario, start: Dict[str, Any], outcome, events):
+    """(the reference workload's recorded config, None) or (None, why it is unknown); (None,
+    None) for a user job, which has none."""
+    if scenario.workload.kind != "reference":
+        return None, None
+    raw = start.get("workload") if isinstance(start, dict) else None
+    if not isinstance(raw, dict) or not raw:
+        return None, "the run's workload config (run_start.workload) is not in the history"
+    try:
+        return WorkloadConfig(**raw).ended_at(final_step(outcome, events)).to_dict(), None
+    except (TypeError, ValueError, AttributeError, OverflowError) as e:
+        return None, f"the run's workload config (run_start.workload) cannot be read ({type(e).__name__})"
 
 
 def run_properties(scenario, events, outcome, state, faults=None, model=None,

@@ -594,6 +594,48 @@ def an_unasked_failure_is_shown_not_judged(run):
     run.expect(properties=["budget_accounting"])
 
 
+# ------------------------------------------- found by fuzzing `ftharness check` (2026-12-02)
+def _acc_off(run):
+    run.one("run_end")["return_value"]["acc"][1] += 1.0
+
+
+@mutation("exactly_once_restore", INCONCLUSIVE, "kill-worker")
+def a_wrong_final_state_with_the_workload_config_gone_is_not_a_pass(run):
+    _acc_off(run)
+    run.one("run_start").pop("workload")
+
+
+@mutation("shard_reassignment", INCONCLUSIVE, "kill-worker")
+def rows_off_the_sampler_with_the_workload_config_gone_are_not_a_pass(run):
+    step = run.all("step", attempt=1, rank=0)[0]
+    step["rows"] = [r + 1000 for r in step["rows"]]
+    run.one("run_start").pop("workload")
+
+
+@mutation("exactly_once_restore", INCONCLUSIVE, "preempt-node")
+def a_workload_config_with_an_unknown_field_is_unknown_not_a_crash(run):
+    run.one("run_start")["workload"]["bogus_key"] = 1
+
+
+@mutation("verdict", INCONCLUSIVE, "kill-worker")
+def a_return_value_that_is_no_mapping_is_unknown_not_a_crash(run):
+    run.one("run_end")["return_value"] = "done"
+
+
+@mutation("recovers", INCONCLUSIVE, "kill-worker")
+def a_fault_time_that_is_nan_is_damage_not_a_fast_recovery(run):
+    run.one("fault_injected")["t_done"] = float("nan")
+    fail = run.one("failure")
+    for e in run.events:   # the job comes back 1000 s after its failure
+        if e["seq"] > fail["seq"]:
+            e["t"] += 1000
+
+
+@mutation("verdict", INCONCLUSIVE, "kill-worker")
+def a_failure_without_a_time_is_no_landing(run):
+    run.one("failure").pop("t")
+
+
 def _judge(mutation, tmp_path):
     from ftharness.harness.frontends.cli import judge_folder   # what `ftharness check DIR` judges with
 

@@ -796,6 +796,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    for stream in (sys.stdout, sys.stderr):   # text from a results folder may hold lone surrogates
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):   # a stream already written to in another mode
+                pass
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

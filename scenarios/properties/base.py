@@ -151,6 +151,10 @@ def lineage(h: History) -> Tuple[Dict[int, Optional[Key]], List[str]]:
     return dict(kept), list(problems)
 
 
+#: the most steps a restore may put before the history's own (a resumed run's earlier steps)
+MAX_FILL = 10_000_000
+
+
 def _lineage(h: History) -> Tuple[Dict[int, Optional[Key]], List[str]]:
     kept: Dict[int, Optional[Key]] = {}
     problems: List[str] = []
@@ -164,6 +168,12 @@ def _lineage(h: History) -> Tuple[Dict[int, Optional[Key]], List[str]]:
         if r > top and started:
             problems.append(f"{h.label(att.key)} restored step {r} but the lineage only reached "
                             f"step {top}: steps {top + 1}-{r} were never run")
+            if r - top > MAX_FILL:   # never run, so nothing to keep: not millions of empty slots
+                continue
+        elif r - top > MAX_FILL:     # a restore from before this history, of more steps than any run
+            problems.append(f"{h.label(att.key)} restored step {r}, more than {MAX_FILL:,} steps beyond "
+                            f"step {top}: not a step this history can hold")
+            continue
         for s in range(top + 1, r + 1):
             kept[s] = None
             order.append(s)

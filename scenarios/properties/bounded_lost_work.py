@@ -117,6 +117,8 @@ def _bound(ckpts: _Checkpoints, context: dict) -> Tuple[Optional[int], str]:
     """(most steps a restart may lose, how it was set); None when nothing sets it."""
     if context.get("max_lost_steps") is not None:
         return int(context["max_lost_steps"]), "expect.max_lost_steps"
+    if context.get("workload_missing"):   # its cadence sets the bound: never the run's own gaps instead
+        return None, context["workload_missing"]
     cfg = workload_config(context)
     if cfg is not None and type(cfg.checkpoint_every) is int and cfg.checkpoint_every > 0:
         cadence, where = cfg.checkpoint_every, "workload.checkpoint_every"

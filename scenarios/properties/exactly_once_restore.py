@@ -218,6 +218,8 @@ def _final_violations(h: History, kept: Dict[int, Optional[Key]], context: dict,
     expected, final = context.get("expected_final"), context.get("final")
     outcome, _ = h.outcome(h.last_fit(), context)
     wl = context.get("workload") or {}
+    if context.get("workload_missing"):
+        unknown.append(f"{context['workload_missing']}: the final state and the lineage's end are not judged")
     if wl and outcome == "succeeded" and final is None:
         unknown.append("the run succeeded but its final accumulators were not recorded (`return_value.acc` of "
                        "run_end or rank 0's worker_end): "
