@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
+from ftharness import profiles, releases
+from ftharness.history import causal
 from ftharness.history.columns import non_steps
 from ftharness.history.model import History, as_history, charged
 from ftharness.history.records import gc_paused
@@ -300,6 +302,15 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
     expected = expected_properties(scenario)
     gap = gap_kind(history_problems)
     violated, unknown = [], [f"history: {p}" for p in history_problems or []]
+    found = _safe(lambda m: causal.build(m, declared(scenario, facts_, fault_specs)).findings, model, None)
+    if found is None:
+        unknown.append("model: the history could not be read as a run")
+    for f in found or []:   # the record disagrees with itself (docs/verdicts.md, "One model of the run")
+        if f.blame == causal.SYSTEM and (gap is None or (gap == "lost" and not f.absence)):
+            violated.append(f.line())
+        else:
+            unknown.append(f.line())
+    unknown += release_problems(facts_)
     unknown += [f"fault {f['index']} ({f['kind']}) did not land: {f['evidence']}" for f in faults if not f["landed"]]
     unknown += _recorded_mismatches(scenario, facts_, fault_specs) + _unrecorded(scenario, events, facts_, faults)
     if facts_.get("soak") is not None and not any(e.get("kind") == "fault_injected" for e in non_steps(events)):
@@ -360,6 +371,36 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
         "run_metrics": _run_metrics(model),
         "events": len(events),
     }
+
+
+def declared(scenario: Scenario, facts_: Dict[str, Any],
+             fault_specs: Optional[List[Dict[str, Any]]] = None) -> causal.Declared:
+    """What the causal model may take as given: the scenario (its faults as the run injected them,
+    its runtime, its detection profile's health-check timeout), never what the run recorded of itself."""
+    specs = fault_specs if fault_specs is not None else _safe(lambda _: scenario_specs(scenario), None, [])
+    profile = scenario.cluster.profile if scenario.cluster.address is None else None
+    return causal.Declared(runtime=scenario.workload.runtime, fault_specs=tuple(specs or ()),
+                           reference=scenario.workload.kind == "reference",
+                           health_check_timeout_s=profiles.health_check_timeout_s(profile))
+
+
+def release_problems(facts_: Dict[str, Any]) -> List[str]:
+    """A history is judged by the rules of the release it recorded: one ftharness does not
+    support (or cannot read) has no rules here, and a setting that release lacks was not in force."""
+    version = (facts_.get("run_start") or {}).get("ray_version")
+    if version is None:   # recorded before ftharness wrote the release down: all such runs were on 2.60
+        return []
+    rel = releases.release(version) if isinstance(version, str) else None
+    if rel is None:
+        return [f"release: the history was recorded on Ray {str(version)[:40]!r}, which ftharness does not "
+                f"support ({releases.RANGE_TEXT}): no release's rules judge it"]
+    out = []
+    config = facts_.get("failure_config")
+    for name, value in (config.items() if isinstance(config, dict) else ()):
+        if name not in rel.failure_config and releases.field_needs(name) is not None:
+            out.append(f"release: the history records failure_config.{name} = {str(value)[:20]}, a setting Ray "
+                       f"{rel.name} does not have (from {releases.field_needs(name).name}): it was not in force")
+    return out
 
 
 def _recorded_mismatches(scenario: Scenario, facts_: Dict[str, Any],

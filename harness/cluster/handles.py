@@ -38,27 +38,7 @@ from ftharness.harness.cluster.reaper import alive, descendants, identify, kill_
 from ftharness.errors import ClusterError
 from ftharness.history.store import ServiceSlot
 
-#: Ray Core settings per detection profile. "fast" makes GCS declare a dead or
-#: stopped node within ~2-5 s and gives death causes (e.g. `preempted`) time to
-#: reach the Train controller; "ray_defaults" is what a stock cluster does.
-PROFILES: Dict[str, Dict[str, Any]] = {
-    "fast": {
-        "system_config": {
-            "health_check_initial_delay_ms": 1000,
-            "health_check_period_ms": 500,
-            "health_check_timeout_ms": 500,
-            "health_check_failure_threshold": 3,
-            "timeout_ms_task_wait_for_death_info": 10000,
-        },
-        "train_env": {
-            "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.25",
-            "RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S": "10",
-            "RAY_TRAIN_PREEMPTION_POLL_INTERVAL_S": "0.5",
-            "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "20",
-        },
-    },
-    "ray_defaults": {"system_config": {}, "train_env": {}},
-}
+from ftharness.profiles import PROFILES
 
 NODE_OBJECT_STORE_BYTES = 80 * 1024 * 1024
 #: the Ray node label each embedded worker node carries: its harness index
