@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ftharness.faults.targets import TargetError, resolve_node, same_ip, selector_of
 from ftharness.errors import FaultSkipped
+from ftharness.history.causal import fault_time
 from ftharness.history.columns import non_steps
 from ftharness.history.triggers import EVENT_TRIGGERS
 
@@ -232,6 +233,8 @@ def join_storage(path: str, name: str) -> str:
 
 
 LANDED, PENDING, MISSED = "landed", "pending", "missed"
+#: seconds a failure may seem to come before the fault that caused it (two processes' clocks)
+TOL_BEFORE_S = 2.0
 #: Ray Train's RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S default: a hang's window where none was recorded
 DEFAULT_HEALTH_CHECK_S = 600.0
 
@@ -306,8 +309,11 @@ class FaultView:
 
     @property
     def t_done(self) -> float:
+        """When the fault was done, as the causal model reads it: `t_done` where it agrees with the
+        event's own time, else that time (ftharness.history.causal.fault_time)."""
         e = self.injected or {}
-        return _num(e.get("t_done"), _num(e.get("t")))
+        done = fault_time(e)
+        return done if done is not None else _num(e.get("t_done"), _num(e.get("t")))
 
     def recorded_window(self) -> Optional[float]:
         """The window the injector recorded for this fault (None: an older history)."""
@@ -441,8 +447,12 @@ class Fault:
         return self.window_s + (health_check_timeout_s if self.waits_for_health_check else 0.0)
 
     def window_of(self, view: "FaultView") -> float:
-        """The window recorded at injection, or (an older history) the default one."""
-        return view.recorded_window() or self.window()
+        """The kind's own window (its class default, with the release's health-check timeout where the
+        kind waits for one); a window recorded at injection may narrow it, never widen it: a bound
+        never comes from the run it judges."""
+        declared = self.window()
+        recorded = view.recorded_window()
+        return min(recorded, declared) if recorded is not None else declared
 
     def attribution(self, ctx: FaultContext, hit: Dict[str, Any]) -> Dict[str, Any]:
         """`hit` with what its landing will be judged by: the victim's attempt id (the
@@ -582,6 +592,9 @@ class Fault:
                 return None, (f"the first failure of attempt {_short(aid)} (seq {f.get('seq')}) or the fault has "
                               f"no recorded time: whether it came within the {self.kind} window is unknown"), False
             late = t - done
+            if late < -TOL_BEFORE_S:
+                return None, (f"the first failure of attempt {_short(aid)} ({describe_failure(f)}) came "
+                              f"{-late:.1f} s before the fault was done: it was not the fault's"), False
             if late > window:
                 return None, (f"the first failure of attempt {_short(aid)} ({describe_failure(f)}) came "
                               f"{late:.1f} s after the fault, outside the {self.kind} window of {window:.0f} s"), False

@@ -38,6 +38,7 @@ from typing import Any, Dict, Literal, Optional, Tuple
 
 from pydantic import Field
 
+from ftharness.history.causal import fault_time
 from ftharness.faults.base import (DEFAULT_HEALTH_CHECK_S, LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
                                    _short, describe_failure, with_error_before_failure)
 from ftharness.errors import FaultSkipped
@@ -173,8 +174,10 @@ class PreemptNode(NodeFault):
                      and (a.get("detail") or {}).get("node_id") == node_id), None)
         f, why, pending = self.failure_of(view, aid)
         if f is not None:
-            if kill is not None and kill.get("seq", 0) < f.get("seq", 0):
-                late_ms = float((kill.get("detail") or {}).get("ms_after_deadline") or 0)
+            killed_at = fault_time(kill) if kill is not None else None
+            if kill is not None and kill.get("seq", 0) < f.get("seq", 0) and killed_at is not None:
+                # from the kill's own time and the drain's deadline, never a derived field
+                late_ms = killed_at * 1000 - float(deadline_ms)
                 when = f"the node died {late_ms / 1000:+.1f} s from its deadline"
             else:
                 late_ms = float(f.get("t") or 0) * 1000 - float(deadline_ms)

@@ -41,7 +41,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ftharness.history.columns import EventsAt, having, non_steps
+from ftharness.history.columns import Events, EventsAt, having, non_steps
 from ftharness.history.model import History
 
 SYSTEM, RECORDS = "system", "records"
@@ -55,16 +55,51 @@ RECORD_LAG_S = 30.0
 #: worker event kinds: each is emitted by one process of one attempt's group
 WORKER_KINDS = ("worker_start", "step", "report", "checkpoint_written", "worker_error", "worker_end")
 #: fields whose type a rule relies on: (kind or None for any kind, field) -> allowed types
+_N = type(None)
 TYPED: Dict[Tuple[Optional[str], str], tuple] = {
+    (None, "kind"): (str,),
     (None, "t"): (int, float),
-    (None, "rank"): (int,),
-    (None, "world_size"): (int,),
-    (None, "step"): (int,),
-    (None, "restored_step"): (int, type(None)),
-    (None, "attempt_id"): (str, type(None)),
-    (None, "pid"): (int, type(None)),
-    ("failure", "count"): (int, type(None)),
-    ("failure", "limit"): (int, type(None)),
+    (None, "seq"): (int,),
+    (None, "fit_index"): (int, _N),
+    (None, "rank"): (int, _N),
+    (None, "world_size"): (int, _N),
+    (None, "step"): (int, _N),
+    (None, "epoch"): (int, _N),
+    (None, "restored_step"): (int, _N),
+    (None, "restored_checkpoint"): (str, _N),
+    (None, "restored_intact"): (bool, _N),
+    (None, "attempt_id"): (str, _N),
+    (None, "attempt"): (int, _N),
+    (None, "pid"): (int, _N),
+    (None, "node_id"): (str, _N),
+    (None, "checkpoint"): (str, _N),
+    (None, "digest"): (str, _N),
+    (None, "metrics"): (dict, _N),
+    (None, "return_value"): (dict, _N),
+    (None, "workers"): (list, _N),
+    (None, "target_hit"): (dict, _N),
+    (None, "trigger"): (dict, _N),
+    (None, "failure_config"): (dict, _N),
+    (None, "workload"): (dict, _N),
+    (None, "counts"): (dict, _N),
+    (None, "budget"): (str, _N),
+    (None, "decision"): (str, _N),
+    (None, "error_type"): (str, _N),
+    (None, "outcome"): (str, _N),
+    (None, "cur"): (str, _N),
+    (None, "prev"): (str, _N),
+    (None, "num_workers"): (int, list, _N),
+    ("step", "rows"): (list, _N),
+    ("step", "step"): (int,),
+    ("report", "step"): (int,),
+    ("checkpoint_written", "step"): (int,),
+    ("step", "rank"): (int,),
+    ("report", "rank"): (int,),
+    ("worker_start", "rank"): (int,),
+    ("worker_end", "rank"): (int,),
+    ("checkpoint_registered", "checkpoint"): (str,),
+    ("failure", "count"): (int, _N),
+    ("failure", "limit"): (int, _N),
     ("fault_injected", "fault"): (int,),
     ("fault_injected", "t_done"): (int, float),
     ("fault_injected", "t_requested"): (int, float),
@@ -129,7 +164,8 @@ class CausalModel:
     attempt_t: Dict[str, float] = field(default_factory=dict)                # attempt id -> its first start
     next_attempt_t: Dict[str, float] = field(default_factory=dict)           # attempt id -> the next one's start
     registered: Dict[str, dict] = field(default_factory=dict)                # checkpoint -> its registration
-    drains: Dict[str, Tuple[int, float]] = field(default_factory=dict)       # node -> (deadline_ms, drained at)
+    drains: Dict[str, Tuple[int, float]] = field(default_factory=dict)       # node -> (deadline_ms, drained at), last
+    drain_log: Dict[str, List[Tuple[int, float]]] = field(default_factory=dict)   # node -> every drain of it
     node_deaths: Dict[str, Tuple[float, dict]] = field(default_factory=dict)  # node -> (t, the action)
     pid_deaths: Dict[Any, Tuple[float, dict]] = field(default_factory=dict)   # pid -> (t, the fault)
     injections: Dict[int, dict] = field(default_factory=dict)                # fault index -> fault_injected
@@ -142,12 +178,7 @@ class CausalModel:
 
     # -- what the rules of other modules ask
     def fault_time(self, e: dict) -> Optional[float]:
-        """When a fault (or one of its actions) was done: its `t_done` where that agrees with the
-        event's own time (done before it was written, and not long before), else the event's time."""
-        t, done = _num(e.get("t")), _num(e.get("t_done"))
-        if done is not None and t is not None and done <= t + TOL_SAME and t - done <= RECORD_LAG_S:
-            return done
-        return t
+        return fault_time(e)
 
     def preempted_death(self, node_id: Any) -> Optional[str]:
         """Why the node's death was a preemption Ray must charge to the preemption budget (None: it
@@ -160,6 +191,21 @@ class CausalModel:
         if death[0] + TOL_SAME < deadline_s:
             return None
         return f"node {str(node_id)[:8]} drained with deadline {deadline_s:.3f}, killed at {death[0]:.3f}"
+
+    def preemption_before(self, node_id: Any, t: float, waited: bool) -> Optional[str]:
+        """Why a failure at `t` stands on a preemption of `node_id` (None: it does not): a drain of
+        that node before `t` whose deadline passed by `t` (`waited`: the controller waited it out,
+        a PreemptionError), or after which the node was killed at or after the deadline and before `t`."""
+        death = self.node_deaths.get(node_id)
+        for deadline_ms, at in self.drain_log.get(node_id, []):
+            if at > t + TOL_CROSS:
+                continue
+            deadline = deadline_ms / 1000.0
+            if waited and t >= deadline - TOL_CROSS:
+                return f"node {str(node_id)[:8]}'s drain deadline {deadline:.3f} had passed"
+            if death is not None and deadline - TOL_SAME <= death[0] <= t + TOL_CROSS:
+                return f"node {str(node_id)[:8]} died {death[0] - deadline:+.1f} s from its deadline"
+        return None
 
     def drained_before(self, node_id: Any, t: float) -> Optional[int]:
         """The drain deadline (ms) of a node drained at or before `t` (None: not drained then)."""
@@ -184,6 +230,52 @@ def build(h: History, declared: Optional[Declared] = None) -> CausalModel:
     return found
 
 
+def odd_field(e: dict) -> Optional[str]:
+    """The first field of an event whose value has a type no rule expects there (`TYPED`), or None."""
+    kind = e.get("kind")
+    for (k, name), types in TYPED.items():
+        if (k is None or k == kind) and name in e:
+            v = e[name]
+            if (isinstance(v, bool) and bool not in types) or not isinstance(v, types) \
+                    or (isinstance(v, float) and not math.isfinite(v)):
+                return name
+    return None
+
+
+def type_damage(events: Iterable[dict]) -> List[Finding]:
+    """Odd values named as damage to the record (INCONCLUSIVE): read over the events as they came,
+    before `well_typed` leaves them out. A long history's stored events are typed by their columns."""
+    out: List[Finding] = []
+    for e in non_steps(events) if isinstance(events, Events) else events:
+        name = odd_field(e) if isinstance(e, dict) else "?"
+        if name is not None and len(out) < 20:
+            v = e.get(name) if isinstance(e, dict) else e
+            out.append(Finding(RECORDS, "odd-value", f"{e.get('kind') if isinstance(e, dict) else 'event'} "
+                                                     f"seq {e.get('seq') if isinstance(e, dict) else '?'}: {name} is "
+                                                     f"{str(v)[:40]!r} ({type(v).__name__}), not a value of that field"))
+    return out
+
+
+def well_typed(events):
+    """The events a rule may read without meeting a value of the wrong type: the others are left
+    out (`type_damage` names each, so the verdict is INCONCLUSIVE anyway). A long history whose
+    events are all well typed is returned as it is (its columns are kept)."""
+    if isinstance(events, Events):
+        if not any(odd_field(e) is not None for e in events.non_steps()):
+            return events
+    return [e for e in events if isinstance(e, dict) and odd_field(e) is None]
+
+
+def fault_time(e: dict) -> Optional[float]:
+    """When a fault (or one of its actions) was done: its `t_done` where that agrees with the
+    event's own time (done before it was written, and not long before), else the event's own time;
+    never a reading the record contradicts."""
+    t, done = _num(e.get("t")), _num(e.get("t_done"))
+    if done is not None and t is not None and done <= t + TOL_SAME and t - done <= RECORD_LAG_S:
+        return done
+    return t
+
+
 def _num(v: Any) -> Optional[float]:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
@@ -202,7 +294,7 @@ class _Builder:
         self.small = not hasattr(h.events, "stored") or not getattr(h.events, "stored", 0)
         events = list(non_steps(h.events))
         self.events = events
-        for step in (self._types, self._clocks, self._faults, self._groups, self._workers, self._states,
+        for step in (self._clocks, self._faults, self._groups, self._workers, self._states,
                      self._checkpoints, self._reports, self._failures, self._fits, self._ends, self._triggers,
                      self._restarts, self._results, self._torchrun):
             try:
@@ -302,6 +394,7 @@ class _Builder:
             if kind == "fault_injected" and fkind == "preempt_node" and hit.get("node_id"):
                 if _num(hit.get("deadline_ms")) is not None:
                     m.drains[hit["node_id"]] = (int(hit["deadline_ms"]), when)
+                    m.drain_log.setdefault(hit["node_id"], []).append((int(hit["deadline_ms"]), when))
             how = str(hit.get("how") or "")
             if kind == "fault_injected" and fkind in KILLS_PROCESS and hit.get("pid") is not None \
                     and "SIGKILL" in how.upper():

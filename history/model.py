@@ -61,6 +61,8 @@ LIMIT_FIELD: Dict[str, str] = {
     "controller": "controller_failure_limit",
 }
 
+#: steps of a recovering attempt read to find each rank's first one (its ranks step together: a few suffice)
+RANK_SCAN_LIMIT = 10_000
 #: controller states that take a run off its healthy path
 DISRUPTED = frozenset({"PREEMPTING", "RESTARTING", "RESCHEDULING", "ERRORED"})
 #: the parts of a recovery, in order; they sum to `recovery_s`
@@ -217,6 +219,7 @@ class Recovery:
     first_step: Optional[Event] = None   # the step that ended it (None: not recovered)
     recovered: Optional[Key] = None      # the attempt that made that step
     restored_step: Optional[int] = None
+    rank_starts: Dict[Any, float] = field(default_factory=dict)   # each rank's first step (time) after it
     teardown_s: Optional[float] = None
     scheduling_s: Optional[float] = None
     restore_s: Optional[float] = None
@@ -262,7 +265,9 @@ class Recovery:
         if self.first_step is not None:
             row.update(recovered_fit=self.recovered[0], recovered_attempt=self.recovered[1],
                        restored_step=self.restored_step, t_first_step=self.t_first_step,
-                       **self.parts(), recovery_s=self.recovery_s)
+                       **self.parts(), recovery_s=self.recovery_s,
+                       rank_first_step_s={str(k): round(t - self.t0, 6) for k, t in sorted(
+                           self.rank_starts.items(), key=lambda kv: str(kv[0]))})
         return row
 
 
@@ -711,6 +716,7 @@ class History:
         group = _last_within(_by_t(att.groups), since, step["t"])
         ready = _t(start) if group is None else _t(group)
         wstart = _first_from(_by_t(att.worker_starts), ready)
+        step, r.rank_starts = self._every_rank_stepped(att, step, since)
         r.first_step, r.recovered = step, key
         r.restored_step = (wstart or {}).get("restored_step")
         r.teardown_s = span(since, _t(start))
@@ -719,6 +725,24 @@ class History:
         r.first_step_s = span(_t(wstart), step["t"])
         r.recovery_s = span(r.t0, step["t"])
         return r
+
+    def _every_rank_stepped(self, att: Attempt, first: Event, since: float) -> Tuple[Event, Dict[Any, float]]:
+        """(the step by which every rank of the recovering attempt had stepped, each rank's first step
+        time): a recovery ends when the slowest rank is training again, not the fastest. Read from
+        the attempt's first steps, until every rank of its group (or of its worker starts) is seen."""
+        ranks = {w.get("rank") for g in att.groups for w in (g.get("workers") or []) if isinstance(w, dict)} \
+            or {w.get("rank") for w in att.worker_starts}
+        seen: Dict[Any, Event] = {}
+        for n, e in enumerate(att.steps):
+            if n >= RANK_SCAN_LIMIT or (ranks and set(seen) >= ranks):
+                break
+            t = e.get("t")
+            if e.get("rank") not in seen and type(t) in (int, float) and t > since:
+                seen[e.get("rank")] = e
+        if not seen:
+            return first, {}
+        last = max(seen.values(), key=lambda e: e["t"])
+        return (last if last["t"] >= first["t"] else first), {k: e["t"] for k, e in seen.items()}
 
     # -- steps, lost work, budgets
     def step_spans(self) -> List[StepSpan]:

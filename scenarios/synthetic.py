@@ -168,6 +168,11 @@ class _Run:
         event = self.emit("fault_injected", "injector", fault=index, fault_kind=kind, target_asked={},
                           target_hit=self.hit(kind, aid, workers or []), t_requested=self.t, t_done=self.t,
                           detail="")
+        if fault.cls == "preemption_death":   # the drained node killed at its deadline, as preempt_node does
+            hit = event.get("target_hit") or {}
+            self.emit("fault_action", "injector", fault=index, fault_kind=kind,
+                      action=f"preempted node dies (fault {index})", t_requested=self.t, t_done=self.t,
+                      detail={"node_id": hit.get("node_id"), "how": "remove_node(SIGKILL)", "ms_after_deadline": 0.0})
         if kind == "storage_errors":   # the chaos filesystem's first error, as the injector records it
             self.emit("fault_action", "injector", fault=index, fault_kind=kind, action=f"storage fault {index} "
                       "reached the job", detail={"errors_returned": 1, "delays": 0,

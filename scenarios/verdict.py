@@ -200,6 +200,13 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None, facts
         "expected_budgets": expected_budgets,
         "landed": [{"index": f["index"], "kind": f["kind"], "failure_seq": f["failure_seq"]}
                    for f in faults or [] if f["landed"]],
+        #: what the causal model takes as given (ftharness.history.causal.Declared)
+        "declared": declared(scenario, facts_),
+        #: the health-check timeout a recovery may wait for: the declared one, when a fault of the scenario
+        #: is only noticed after it (recovers)
+        "health_check_s": _health_wait(scenario),
+        #: the checkpoint cadence the scenario declares (a bound never comes from the run it judges)
+        "checkpoint_every": scenario.workload.checkpoint_every if scenario.workload.kind == "reference" else None,
     }
 
 
@@ -293,6 +300,8 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
               history_problems: Optional[List[str]], fault_specs: Optional[List[Dict[str, Any]]]) -> Dict[str, Any]:
     known = _safe(recorded, events, None)   # one pass for all its readers (None: each meets the damage)
     facts_ = {} if known is None else known
+    damage = _safe(causal.type_damage, events, [])   # odd values: named damage, then left out of every rule
+    events = causal.well_typed(events) if damage else events
     faults = fault_landings(scenario, events, fault_specs, known)
     model = _safe(History, events, events)  # one model for all; on a malformed history each figure fails alone
     # (after the model: the epochs final_state draws are kept for shard_reassignment, and a long
@@ -305,7 +314,7 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
     found = _safe(lambda m: causal.build(m, declared(scenario, facts_, fault_specs)).findings, model, None)
     if found is None:
         unknown.append("model: the history could not be read as a run")
-    for f in found or []:   # the record disagrees with itself (docs/verdicts.md, "One model of the run")
+    for f in damage + (found or []):   # the record disagrees with itself (docs/verdicts.md, "One model of the run")
         if f.blame == causal.SYSTEM and (gap is None or (gap == "lost" and not f.absence)):
             violated.append(f.line())
         else:
@@ -384,6 +393,13 @@ def declared(scenario: Scenario, facts_: Dict[str, Any],
                            health_check_timeout_s=profiles.health_check_timeout_s(profile))
 
 
+def _health_wait(scenario: Scenario) -> float:
+    from ftharness.faults import REGISTRY
+
+    waits = any(getattr(REGISTRY.get(f.kind), "waits_for_health_check", False) for f in scenario.faults)
+    return declared(scenario, {}).health_check_timeout_s if waits else 0.0
+
+
 def release_problems(facts_: Dict[str, Any]) -> List[str]:
     """A history is judged by the rules of the release it recorded: one ftharness does not
     support (or cannot read) has no rules here, and a setting that release lacks was not in force."""
@@ -416,7 +432,22 @@ def _recorded_mismatches(scenario: Scenario, facts_: Dict[str, Any],
     runtime = facts_.get("runtime")
     if runtime is not None and runtime != scenario.workload.runtime:
         out.append(f"the run recorded runtime {runtime}, the scenario says {scenario.workload.runtime}")
+    start = facts_.get("run_start") or {}
+    recorded, mine = start.get("workload"), _safe(lambda _: scenario.workload.model_dump(), None, {})
+    if scenario.workload.kind == "reference" and isinstance(recorded, dict):
+        for key in WORKLOAD_KEYS:   # the run may not be the one the scenario asks for: name each difference
+            if key in recorded and key in mine and recorded[key] != mine[key]:
+                out.append(f"the run recorded workload.{key} = {str(recorded[key])[:30]}, the scenario says "
+                           f"{str(mine[key])[:30]}: judged by the scenario's")
+    n = start.get("num_workers")
+    if type(n) is int and isinstance(scenario.workload.num_workers, int) and n != scenario.workload.num_workers:
+        out.append(f"the run recorded num_workers = {n}, the scenario says {scenario.workload.num_workers}")
     return out
+
+
+#: the reference workload's settings a run records in run_start.workload and the verdict compares
+WORKLOAD_KEYS = ("steps", "batch_size", "epochs", "checkpoint_every", "model", "data", "features", "seed", "lr",
+                 "step_delay_s", "jit_checkpoint", "rows_per_epoch")
 
 
 def _unrecorded(scenario: Scenario, events: List[Dict[str, Any]], facts_: Dict[str, Any],

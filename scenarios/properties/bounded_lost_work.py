@@ -9,7 +9,8 @@ workload, one `ray.train.report` for a user job.
 
 The bound comes from the scenario, never from the run it judges:
 `expect.max_lost_steps` when given; otherwise two checkpoint intervals, the
-cadence (`workload.checkpoint_every` as the run's `run_start` recorded it; for a
+cadence (`workload.checkpoint_every` as the scenario declares it, `context["checkpoint_every"]`;
+a synthetic history judged without a scenario falls back on the recorded one; for a
 user job, whose cadence no scenario key states, the largest gap between the
 steps of the checkpoints it reported) plus the registration allowance, one more
 interval (`REGISTRATION_ALLOWANCE`): a checkpoint reported at step s is
@@ -117,11 +118,14 @@ def _bound(ckpts: _Checkpoints, context: dict) -> Tuple[Optional[int], str]:
     """(most steps a restart may lose, how it was set); None when nothing sets it."""
     if context.get("max_lost_steps") is not None:
         return int(context["max_lost_steps"]), "expect.max_lost_steps"
-    if context.get("workload_missing"):   # its cadence sets the bound: never the run's own gaps instead
+    declared = context.get("checkpoint_every")   # the scenario's: a bound never comes from the run it judges
+    cfg = workload_config(context) if "checkpoint_every" not in context else None
+    if type(declared) is int and declared > 0:
+        cadence, where = declared, "workload.checkpoint_every"
+    elif context.get("workload_missing"):   # its cadence sets the bound: never the run's own gaps instead
         return None, context["workload_missing"]
-    cfg = workload_config(context)
-    if cfg is not None and type(cfg.checkpoint_every) is int and cfg.checkpoint_every > 0:
-        cadence, where = cfg.checkpoint_every, "workload.checkpoint_every"
+    elif cfg is not None and type(cfg.checkpoint_every) is int and cfg.checkpoint_every > 0:
+        cadence, where = cfg.checkpoint_every, "workload.checkpoint_every (recorded)"
     elif ckpts.gap is not None:
         cadence, where = ckpts.gap, "the largest gap between the job's reported checkpoints"
     else:

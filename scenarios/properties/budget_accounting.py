@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Dict, List, Optional, Tuple
 
+from ftharness.history import causal
 from ftharness.history.columns import non_steps
 from ftharness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, Fit, History, as_history
 from ftharness.scenarios import policy_model
@@ -49,6 +50,7 @@ def check(events: Events, context: dict) -> CheckResult:
         config, mismatched = recorded_failure_config(h, fit.index, context)
         unknown += [m for m in mismatched if m not in unknown]
         charges = _charge_violations(h, fit, hints, policy_model.rules(version))
+        charges += _preemption_evidence(h, fit, context, policy_model.rules(version), unknown)
         standing += charges
         violations += charges
         violations += _decision_violations(h, fit, config, unknown, version, findings)
@@ -127,6 +129,45 @@ def _charge_violations(h: History, fit: Fit, hints: Dict[int, tuple], release) -
         elif budget not in allowed:
             out.append(f"{failure_text(h, f)} charged to {budget}; Ray charges it to "
                        f"{' or '.join(sorted(allowed))}")
+    return out
+
+
+def _preemption_evidence(h: History, fit: Fit, context: dict, release, unknown: List[str]) -> List[str]:
+    """A failure charged to the preemption budget (on a release that has one) needs a preemption
+    to stand on, read from the causal model: a node that hosted ranks of the failed attempt was
+    drained for preemption, and either died at or after its own deadline before the failure (a
+    preempted death, measured from the kill's own time and the drain's deadline), or the
+    controller waited the deadline out (a PreemptionError decided at or after it)."""
+    if "preemption" not in release.budgets:
+        return []
+    model = causal.build(h, context.get("declared"))
+    out = []
+    for f in fit.failures:
+        if f.get("budget") != "preemption":
+            continue
+        t = f.get("t") if isinstance(f.get("t"), (int, float)) and not isinstance(f.get("t"), bool) else None
+        group = model.groups.get(f.get("attempt_id"))
+        nodes = {node for _, node in group.workers.values()} if group is not None else set(model.drains)
+        drained = [n for n in nodes if n in model.drains]
+        undated = [e for e in model.injections.values() if e.get("fault_kind") == "preempt_node"
+                   and (e.get("target_hit") or {}).get("node_id") in nodes and not drained]
+        if undated:   # our own record of the drain lost its deadline: nothing to judge the charge by
+            unknown.append(f"{failure_text(h, f)} charged to preemption: the drain of node "
+                           f"{str((undated[0].get('target_hit') or {}).get('node_id'))[:8]} recorded no deadline, "
+                           f"so whether it died a preempted death is unknown")
+            continue
+        if not drained:
+            out.append(f"{failure_text(h, f)} charged to preemption, but no node of its attempt was drained "
+                       f"for preemption")
+            continue
+        waited = f.get("error_type") == "PreemptionError"
+        if t is None or not any(model.preemption_before(n, t, waited) for n in drained):
+            deaths = [f"node {str(n)[:8]} {'died' if n in model.node_deaths else 'did not die'}"
+                      + (f" {model.node_deaths[n][0] - model.drains[n][0] / 1000:+.1f} s from its deadline"
+                         if n in model.node_deaths else "") for n in drained]
+            out.append(f"{failure_text(h, f)} charged to preemption, but no drained node of its attempt died at "
+                       f"or after its deadline before it ({'; '.join(deaths)}), and it was not decided after a "
+                       f"drain deadline ran out")
     return out
 
 
