@@ -54,6 +54,18 @@ INFORMATIONAL = frozenset({"landing_hold"})
 UNJUDGED_PATHS = {("report", "metrics"), ("controller_state", "worker_failures")}
 #: metrics that are the step itself: judged
 STEP_METRICS = frozenset({"step", "ftharness_step"})
+#: the equivalence rules, each with why a mutant it covers is a history a correct run could also write
+EQUIVALENCE = {
+    "text": "free text no rule reads (an error message, an action's wording, a local path)",
+    "unjudged-metric": "a number no property judges unless a scenario names it (the loss, a report's running "
+                       "sums: the final ones are judged in run_end's return value)",
+    "idempotent-duplicate": "the same state report told twice (a controller state, a landing hold)",
+    "informational-kind": "an event no rule needs (landing_hold: how long the injector held a returning job)",
+    "arrival-order": "events of different emitters arriving in the other order, their clock readings kept "
+                     "(across processes only the clocks order events)",
+    "in-place": "a clock reading moved without passing any other event's: every order relation stays, "
+                "only a duration changes",
+}
 #: field name -> the role its values play, so another valid value can come from any field of that role
 ROLE = {"restored_checkpoint": "checkpoint", "restored_step": "step", "world_size": "world_size",
         "num_workers": "world_size", "attempt": "attempt", "agent": "agent"}

@@ -1,0 +1,50 @@
+"""The mutation engine (ftharness.reports.mutation): its operators reach every event kind, its
+equivalence rules are the written ones, its controls PASS, and on a seeded sample of the recorded
+histories' mutants the verdict kills at least KILL_TARGET of the non-equivalent ones. The full
+campaign (every mutant) is `benchmarks/mutation_score.py`; docs/verdicts.md publishes its figures."""
+
+import os
+from collections import Counter
+
+from ftharness.reports import mutation
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+SOURCES = ("kill-worker", "preempt-node", "torchrun-kill-worker", "torchrun-kill-node")
+#: the share of non-equivalent mutants the verdict must refuse (never PASS) on the seeded sample
+KILL_TARGET = 0.95
+
+
+def test_operators_reach_every_event_kind():
+    events, _ = mutation.load(os.path.join(DATA, "kill-worker"))
+    ms = list(mutation.mutants("kill-worker", events))
+    kinds = {e["kind"] for e in events}
+    for op in ("delete", "delete-in-transit", "duplicate", "revalue"):
+        assert {m.kind for m in ms if m.operator == op} == kinds, op
+    assert {m.operator for m in ms} >= {"delete", "delete-in-transit", "duplicate", "reorder", "retime", "revalue",
+                                        "swap", "edit-after-seal"}
+    assert all(m.equivalent in (None, *mutation.EQUIVALENCE) for m in ms)
+
+
+def test_retime_in_place_is_the_only_equivalent_move_in_time():
+    times = [1.0, 2.0, 5.0]
+    assert mutation._in_place(times, 2.0, 2.5)          # still between 1 and 5
+    assert not mutation._in_place(times, 2.0, 5.5)      # now after the event at 5
+    assert not mutation._in_place(times, 2.0, 0.5)      # now before the event at 1
+
+
+def test_controls_are_correct_histories():
+    score = mutation.run([os.path.join(DATA, s) for s in SOURCES], sample=0)
+    controls = [o for o in score.outcomes if o.mutant.control]
+    assert len(controls) >= 4 * 7
+    assert not score.controls_wrong, [(o.mutant.name, o.reasons[:2]) for o in score.controls_wrong]
+
+
+def test_the_verdict_kills_the_sampled_mutants(capsys):
+    score = mutation.run([os.path.join(DATA, s) for s in SOURCES], sample=int(os.environ.get("FTHARNESS_MUTANTS", "40")),
+                         seed=7)
+    with capsys.disabled():
+        print(f"\nmutants judged {len(score.judged)}, equivalent {len(score.equivalent)}, kill rate "
+              f"{score.kill_rate:.1%}, by {dict(score.by_killer().most_common())}")
+    assert not score.controls_wrong
+    assert score.kill_rate >= KILL_TARGET, [o.mutant.name for o in score.survivors]
+    assert Counter(o.verdict for o in score.judged if o.verdict != "PASS")["FAIL"] > 0
