@@ -328,7 +328,7 @@ def _safe(text, limit: int = 300) -> str:
 
 def cmd_verdict(args) -> int:
     """PASS, FAIL or INCONCLUSIVE of a Chaos Toolkit journal and the run behind it."""
-    from ftharness.harness.frontends.ctk.control import journal_verdict
+    from ftharness.harness.frontends.ctk.journal import journal_verdict
 
     from ftharness.history.records import read_json_file
 
