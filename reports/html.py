@@ -687,10 +687,14 @@ def _meta(frames: Frames) -> str:
     return "; ".join(parts)
 
 
-def render_report(frames: Frames, config: Dict[str, str], files: List[str], out_dir: str) -> str:
-    """The page's HTML, from report.html.j2."""
+def render_report(frames: Frames, config: Dict[str, str], files: List[str], out_dir: str,
+                  skipped: Sequence[Dict[str, str]] = ()) -> str:
+    """The page's HTML, from report.html.j2; `skipped`: the scenarios this host could not run."""
+    from ftharness.reports.skipped import html as skipped_html
+
     return ENV.get_template("report.html.j2").render(
         title="ftharness report", script=True, meta=_meta(frames), banner=banner_data(frames),
+        skipped=list(skipped), skipped_html=Markup(skipped_html(list(skipped))),
         scenarios=scenario_data(frames, out_dir), summary=summary_table(frames),
         recovery=recovery_data(frames, config), advice=advice_data(list(config)), faults=faults_table(frames),
         properties=properties_table(frames), gpu=Markup(gpu_section(list(config))),
@@ -703,13 +707,34 @@ def write_report(results_paths: Iterable[PathLike], out_dir: PathLike, page_name
     """Write out_dir/page_name and the frames as CSV and Parquet in
     out_dir/data_dir (beside it by default; a subfolder keeps a results folder
     tidy); returns the path of the page."""
+    from ftharness.reports import skipped as skips
+
     paths = [results_paths] if isinstance(results_paths, (str, os.PathLike)) else list(results_paths)
     out_dir = os.fspath(out_dir)
-    frames = Frames.load(paths)
+    skipped = skips.read(paths)
+    try:
+        frames = Frames.load(paths)
+    except FileNotFoundError:
+        if not skipped:
+            raise
+        return _write_skipped_only(skipped, out_dir, page_name)   # every scenario skipped: nothing ran
     data = os.path.join(out_dir, data_dir)
     files = frames.to_csv(data) + frames.to_parquet(data)
-    html = render_report(frames, configurations(paths), files, out_dir)
+    html = render_report(frames, configurations(paths), files, out_dir, skipped)
     path = os.path.join(out_dir, page_name)
     with open(path, "w", encoding="utf-8") as f:
         f.write(html)
+    return path
+
+
+def _write_skipped_only(skipped: List[Dict[str, str]], out_dir: str, page_name: str) -> str:
+    """The page of a suite whose every scenario this host skipped."""
+    from ftharness.reports.skipped import html as skipped_html
+
+    body = (f'<h1>ftharness report</h1><div class="banner unknown" id="verdict"><strong>SKIPPED</strong> '
+            f"({len(skipped)} SKIPPED, no run)</div>" + section("skipped", "Skipped", skipped_html(skipped)))
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, page_name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(page("ftharness report", body))
     return path

@@ -35,6 +35,8 @@ if [ -z "$UV" ] && [ "${FTHARNESS_NO_UV:-}" != "1" ]; then
   [ -x .venv/bin/uv ] && UV=.venv/bin/uv
 fi
 [ "${FTHARNESS_NO_UV:-}" = "1" ] && UV=""
+INSTALLER="pip"
+[ -n "$UV" ] && INSTALLER="uv ($UV)"
 install() {
   if [ -n "$UV" ]; then "$UV" pip install -q --python .venv/bin/python "$@"
   else .venv/bin/python -m pip install -q "$@" 2>&1 | quiet; fi
@@ -54,11 +56,11 @@ target="."
 ray_pin=()
 [ -n "${RAY_VERSION:-}" ] && ray_pin=("ray[default,train]==${RAY_VERSION}")
 if [ "${CI:-}" = "true" ] && [ -z "${RAY_VERSION:-}" ]; then
-  echo "setup: installing the locked versions of $LOCK with ${UV:+uv}${UV:-pip}, then ftharness ($target)"
+  echo "setup: installing the locked versions of $LOCK with $INSTALLER, then ftharness ($target)"
   install -r "$LOCK"
   install --no-deps -e "$target"
 else
-  echo "setup: installing ftharness ($target) and its dependencies into .venv with ${UV:+uv}${UV:-pip}"
+  echo "setup: installing ftharness ($target) and its dependencies into .venv with $INSTALLER"
   install -e "$target" "${ray_pin[@]}"
 fi
 .venv/bin/python -c "import ftharness, torch, ray
