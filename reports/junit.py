@@ -224,7 +224,7 @@ def write_junit(results_paths: Iterable[PathLike], path: PathLike) -> str:
         tree = ET.ElementTree(ET.Element("testsuites", name="ftharness"))
         _count(tree.getroot(), [], 0.0, skipped=False)
     root = tree.getroot()
-    skips.junit_suites(root, skipped)
+    skips.junit_suites(root, skipped, xml_text)
     root.set("tests", str(int(root.get("tests", "0")) + len(skipped)))
     ET.indent(tree)
     folder = os.path.dirname(os.fspath(path))
