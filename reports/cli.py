@@ -148,7 +148,10 @@ def cmd_compare(args) -> int:
         gates = [parse_gate(text) for text in args.fail_if]
         for spec in args.groups:
             label, paths = parse_group(spec)
-            groups.setdefault(label, []).extend(paths)
+            if label in groups:
+                raise ValueError(f"compare: the label {label!r} is given twice; give each configuration once "
+                                 f"(LABEL=RESULTS,RESULTS...) or another label")
+            groups[label] = paths
     except ValueError as e:
         return _fail(str(e))
     error = (output_problem(args.out, "--out") or refuse_existing(args.out, args.force)

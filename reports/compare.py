@@ -14,7 +14,8 @@ and judges `--fail-if` gates (`parse_gate`, `check_gates`), so CI can hold a
 configuration to its baseline; the gates are written into compare.html and
 compare.csv too.
 
-Counting is honest (`select_runs`): a run named twice counts once; INCONCLUSIVE,
+Counting is honest (`select_runs`): a run named twice, or copied (the same history digest,
+history_end.digest), counts once in a configuration; a label given twice is refused; INCONCLUSIVE,
 ERROR and damaged runs (no verdict, an incomplete history) are left out and
 listed; runs of different scenarios are never pooled into one configuration
 unless asked (`--pool`).
@@ -96,6 +97,32 @@ def _left_out(folder: str) -> Optional[str]:
     return None
 
 
+def history_digest(folder: str) -> Optional[str]:
+    """The digest the history's own history_end records (one run, wherever its folder was
+    copied); None without one (a run that never closed its history)."""
+    from ftharness.history.records import HISTORY_FILE
+
+    path = os.path.join(folder, HISTORY_FILE)
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.path.getsize(path) - 65536))
+            tail = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    import json
+
+    for line in reversed(tail):
+        if '"history_end"' not in line:
+            continue
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(e, dict) and e.get("kind") == "history_end" and isinstance(e.get("digest"), str):
+            return e["digest"]
+    return None
+
+
 def select_runs(groups: Mapping[str, Sequence[PathLike]], pool: bool = False
                 ) -> Tuple[Dict[str, List[str]], List[Dict[str, str]]]:
     """(label -> its distinct comparable runs, the runs left out with why).
@@ -107,12 +134,20 @@ def select_runs(groups: Mapping[str, Sequence[PathLike]], pool: bool = False
     excluded: List[Dict[str, str]] = []
     for label, paths in groups.items():
         seen, mine = set(), []
+        by_digest: Dict[str, str] = {}   # a history's digest -> the first folder of this configuration holding it
         for folder in results_folders(paths):
             real = os.path.realpath(folder)
             if real in seen:
                 excluded.append({"configuration": label, "results": folder, "reason": "named more than once"})
                 continue
             seen.add(real)
+            digest = history_digest(folder)
+            if digest is not None and digest in by_digest:
+                excluded.append({"configuration": label, "results": folder,
+                                 "reason": f"the same run as {by_digest[digest]} (history digest {digest[:12]})"})
+                continue
+            if digest is not None:
+                by_digest[digest] = folder
             why = _left_out(folder)
             if why:
                 excluded.append({"configuration": label, "results": folder, "reason": why})
@@ -202,9 +237,11 @@ def write_compare(groups: Mapping[str, Sequence[PathLike]], out_dir: PathLike,
     note = (f'<p class="note">Medians and 95th percentiles; recovery and detection per recovery, the '
             f"rest per run. The difference is of median recovery time against {escape(first)}, with a percentile "
             f"bootstrap {LEVEL:.0%} interval ({resamples} resamples, seed {seed}).</p>")
-    body = ("<h1>ftharness comparison</h1>"
+    body = ("<h1>ftharness comparison</h1>" + compare_banner(groups, gates, excluded)
+            + metadata_html(groups, resamples, seed)
             + section("compare", "Metrics per configuration", table(_by_metric(df), "compare") + note)
             + section("gates", "Gates (--fail-if)", gate_html)
+            + section("runs", "Runs compared", table(run_list(groups), "runs"))
             + section("excluded", "Runs left out", left_out)
             + section("recovery", "Recovery time per configuration",
                       f'<div class="plot">{svg(recovery_figure(recoveries))}</div>'))
@@ -212,6 +249,54 @@ def write_compare(groups: Mapping[str, Sequence[PathLike]], out_dir: PathLike,
     with open(path, "w", encoding="utf-8") as f:
         f.write(page("ftharness comparison", body))
     return path
+
+
+def compare_banner(groups: Mapping[str, Sequence[PathLike]], gates: Sequence[Tuple[bool, str]],
+                   excluded: Sequence[Dict[str, str]] = ()) -> str:
+    """The page's verdict: FAIL when a --fail-if gate tripped, PASS when every gate held, NOT
+    JUDGED without a gate (a comparison alone judges nothing); with the runs counted."""
+    tripped = [line for hit, line in gates if hit]
+    if tripped:
+        head, cls, items = "FAIL", "fail", tripped
+    elif gates:
+        head, cls, items = "PASS", "pass", []
+    else:
+        head, cls, items = "NOT JUDGED", "unknown", ["no --fail-if gate was given: the figures are shown, not judged"]
+    runs = sum(len(v) for v in groups.values())
+    counts = (f"{len(gates) - len(tripped)} of {len(gates)} gates held; " if gates else "") + \
+        f"{runs} run(s) in {len(groups)} configuration(s)" + (f", {len(excluded)} left out" if excluded else "")
+    li = "".join(f"<li>{escape(i)}</li>" for i in items)
+    return f'<div class="banner {cls}"><strong>{head}</strong> ({escape(counts)}){"<ul>" + li + "</ul>" if li else ""}</div>'
+
+
+def run_list(groups: Mapping[str, Sequence[PathLike]]) -> pd.DataFrame:
+    """One row per run compared: its configuration, folder, scenario, verdict, Ray version,
+    profile, wall time and the digest that identifies its history."""
+    from ftharness.reports.judgement import judged_summary
+
+    rows = []
+    for label, folders in groups.items():
+        for folder in folders:
+            s = judged_summary(str(folder))
+            rows.append({"configuration": label, "results": str(folder), "scenario": s.get("scenario"),
+                         "verdict": s.get("verdict"), "ray": (s.get("versions") or {}).get("ray"),
+                         "profile": (s.get("settings") or {}).get("profile"),
+                         "wall s": s.get("wall_time_s"),
+                         "history digest": (history_digest(str(folder)) or "")[:12]})
+    return pd.DataFrame(rows, columns=["configuration", "results", "scenario", "verdict", "ray", "profile",
+                                       "wall s", "history digest"])
+
+
+def metadata_html(groups: Mapping[str, Sequence[PathLike]], resamples: int, seed: int) -> str:
+    """When and by what the page was written, and over what."""
+    import datetime
+
+    import ftharness
+
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    labels = ", ".join(f"{k} ({len(v)})" for k, v in groups.items())
+    return (f'<p class="note">generated {when} by ftharness {escape(ftharness.__version__)}; configurations: '
+            f"{escape(labels)}; bootstrap {resamples} resamples, seed {seed}</p>")
 
 
 # ------------------------------------------------------------ terminal and gates

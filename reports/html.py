@@ -37,6 +37,7 @@ from ftharness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, PARTS
 from ftharness.reports.gpu import gpu_section
 from ftharness.reports import advice, metrics
 from ftharness.reports.frames import Frames, PathLike, missing, read_results, results_folders
+from ftharness.reports.judgement import folder_statuses
 from ftharness.reports.junit import SCENARIO_FILE, _as_list, labels, outcome_verdicts, property_verdicts
 
 #: matplotlib settings for every figure: text stays text in the SVG
@@ -169,9 +170,9 @@ def summary_frame(frames: Frames) -> pd.DataFrame:
         rows.append({
             "scenario": o["label"],
             "verdict": o["verdict"],
-            "outcome": o["outcome"],
+            "outcome": shown_outcome(o["outcome"]),
             "expected": o["expected"],
-            "matches expectation": None if missing(matches) else bool(matches),
+            "matches expectation": matches_shown(o["verdict"], matches),
             "properties": _property_counts(props[props["results"] == r]),
             "attempts": _recorded(s, "attempts", lambda: (frames.attempts["results"] == r).sum()),
             "budgets used/limit": _budgets(s, frames.decisions[frames.decisions["results"] == r]),
@@ -181,6 +182,19 @@ def summary_frame(frames: Frames) -> pd.DataFrame:
             "ETTR": s.get("metrics.ettr"),
         })
     return pd.DataFrame(rows)
+
+
+def shown_outcome(outcome: Any) -> str:
+    """fit()'s outcome as a person reads it: 'not recorded' where the history holds none."""
+    return "not recorded" if missing(outcome) or outcome in ("", "None") else str(outcome)
+
+
+def matches_shown(verdict: str, matches: Any) -> Any:
+    """'inconclusive' for a run whose evidence is incomplete (its outcome is not known to
+    match or not), else yes/no as recorded."""
+    if verdict == "INCONCLUSIVE":
+        return "inconclusive"
+    return None if missing(matches) else bool(matches)
 
 
 def anchor(label: str) -> str:
@@ -309,6 +323,7 @@ def faults_table(frames: Frames) -> Dict[str, Any]:
 
 # -------------------------------------------------------------------- timeline
 WIDTH, LEFT, PLOT_W, TOP, LANE, AXIS = 1100, 120, 960, 6, 30, 32
+LABEL_H = 14   # the row above the plot that names each fault mark
 BAR_H = 11
 #: worker events that belong to one process of an attempt
 PROCESS_KINDS = ("worker_start", "step", "checkpoint_written", "report", "worker_error", "worker_end")
@@ -387,12 +402,15 @@ def _attempt_title(a: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def timeline_data(frames: Frames, results: str, events: List[Dict[str, Any]], label: str) -> Dict[str, Any]:
+def timeline_data(frames: Frames, results: str, events: List[Dict[str, Any]], label: str,
+                  recovery_known: bool = True) -> Dict[str, Any]:
     """What timeline.svg.j2 draws for one run: a lane per rank with a bar per
     worker process (attempts alternate halves of the lane), steps as ticks,
     checkpoints and worker errors as marks; the controller's lane with the
     attempts, registered checkpoints and failure decisions; faults across all
-    lanes; recoveries shaded. x is in seconds since the run's first event."""
+    lanes, each labelled above the plot; recoveries shaded, unless `recovery_known` is False (the
+    run's recovery was not judged: no band then, where none was measured). x is in seconds
+    since the run's first event."""
     att, steps, faults, ckpt, rec, dec = (_rows(getattr(frames, n), results) for n in
                                           ("attempts", "steps", "faults", "checkpoints", "recovery", "decisions"))
     procs = processes(events)
@@ -485,6 +503,7 @@ def timeline_data(frames: Frames, results: str, events: List[Dict[str, Any]], la
                       "title": f"failure decision: {_text(d.get('decision'))} · budget {_text(d.get('budget'))}"
                                f"\nerror {_text(d.get('error_type'))} · count {_text(d.get('count'), 0)}"
                                f"\nstate {_text(d.get('prev'))} → {_text(d.get('state'))}"})
+    labels: List[Dict[str, Any]] = []   # a fault's kind (or healed/skipped) above its mark
     for f in faults.to_dict("records"):
         color, dash = FAULT_STYLE.get(f["event"], ("#888", "2 3"))
         at = f["t_done"] if not missing(f.get("t_done")) else f["t"]
@@ -501,16 +520,22 @@ def timeline_data(frames: Frames, results: str, events: List[Dict[str, Any]], la
             lines.append(_clip(f["detail"]))
         marks.append({"cls": f"fault {f['event']}", "x": x(at), "y1": 0, "y2": plot_h, "color": color,
                       "width": 2.5, "dash": dash, "title": "\n".join(lines)})
+        name = f["fault_kind"] if f["event"] == "injected" else f["event"]
+        labels.append({"t": x(at), "px": LEFT + (x(at) - x0) / w * PLOT_W, "color": color,
+                       "text": f"#{_text(f.get('fault'), 0)} {name}", "title": "\n".join(lines)})
 
     shades = []
-    for r in rec.dropna(subset=["t_first_step"]).to_dict("records"):
+    for r in (rec.dropna(subset=["t_first_step"]) if recovery_known else rec.iloc[0:0]).to_dict("records"):
         parts = ", ".join(f"{p} {_text(r.get(p))} s" for p in PARTS if not missing(r.get(p)))
         shades.append({"x": x(r["t0"]), "w": max(r["t_first_step"] - r["t0"], min_w),
                        "title": f"recovery {_text(r.get('recovery_s'))} s ({_text(r.get('source'))} "
                                 f"{_text(r.get('fault_kind'))}, budget {_text(r.get('budget'))})\n{parts}"})
-    return {"label": label, "width": WIDTH, "height": TOP + plot_h + AXIS, "left": LEFT, "plot_w": PLOT_W,
-            "top": TOP, "plot_h": plot_h, "x0": x0, "w": w, "lanes": lanes, "ticks": _ticks(x0, w),
-            "bars": bars, "marks": marks, "step_paths": step_paths, "shades": shades}
+    top = TOP + (LABEL_H if labels else 0)
+    return {"label": label, "width": WIDTH, "height": top + plot_h + AXIS, "left": LEFT, "plot_w": PLOT_W,
+            "top": top, "plot_h": plot_h, "x0": x0, "w": w, "lanes": [{**ln, "y": ln["y"] + top - TOP} for ln in lanes],
+            "ticks": _ticks(x0, w), "bars": bars, "marks": marks, "step_paths": step_paths, "shades": shades,
+            "labels": labels, "recovery_note": "" if recovery_known or not len(rec) else
+            "no recovery band: the run's recovery was not judged (its evidence is incomplete)"}
 
 
 # -------------------------------------------------------------------- scenarios
@@ -552,13 +577,16 @@ def scenario_data(frames: Frames, out_dir: str) -> List[Dict[str, Any]]:
         problems = [] if mismatches or inconclusive or o["verdict"] == "PASS" or not o["message"] \
             else [str(o["message"])]
         events = metrics.annotate(read_results(r)[1])
+        judged = {p["property"]: p["status"] for p in folder_statuses(r)["properties"]}
         out.append({"results": r, "label": label, "anchor": anchor(label), "slug": slug(label),
                     "started": utc(s.get("t_run_start")),
                     "verdict": o["verdict"], "cls": VERDICT_CLASS.get(o["verdict"], "unknown"),
-                    "outcome": o["outcome"], "expected": o["expected"],
+                    "outcome": shown_outcome(o["outcome"]), "expected": o["expected"],
                     "internal_error": "" if missing(s.get("internal_error")) else _clip(s["internal_error"]),
                     "files": _files(r, out_dir), "mismatches": mismatches, "inconclusive": inconclusive,
-                    "problems": problems, "timeline": timeline_data(frames, r, events, label),
+                    "problems": problems,
+                    "timeline": timeline_data(frames, r, events, label,
+                                              recovery_known=judged.get("recovers") != "INCONCLUSIVE"),
                     "warnings": [f"property {u.get('property')} failed, but the scenario did not ask for it: "
                                  f"{u.get('explanation') or ''}" for u in o["unasked"] or []]})
     return out
@@ -659,10 +687,14 @@ def _meta(frames: Frames) -> str:
     return "; ".join(parts)
 
 
-def render_report(frames: Frames, config: Dict[str, str], files: List[str], out_dir: str) -> str:
-    """The page's HTML, from report.html.j2."""
+def render_report(frames: Frames, config: Dict[str, str], files: List[str], out_dir: str,
+                  skipped: Sequence[Dict[str, str]] = ()) -> str:
+    """The page's HTML, from report.html.j2; `skipped`: the scenarios this host could not run."""
+    from ftharness.reports.skipped import html as skipped_html
+
     return ENV.get_template("report.html.j2").render(
         title="ftharness report", script=True, meta=_meta(frames), banner=banner_data(frames),
+        skipped=list(skipped), skipped_html=Markup(skipped_html(list(skipped))),
         scenarios=scenario_data(frames, out_dir), summary=summary_table(frames),
         recovery=recovery_data(frames, config), advice=advice_data(list(config)), faults=faults_table(frames),
         properties=properties_table(frames), gpu=Markup(gpu_section(list(config))),
@@ -675,13 +707,34 @@ def write_report(results_paths: Iterable[PathLike], out_dir: PathLike, page_name
     """Write out_dir/page_name and the frames as CSV and Parquet in
     out_dir/data_dir (beside it by default; a subfolder keeps a results folder
     tidy); returns the path of the page."""
+    from ftharness.reports import skipped as skips
+
     paths = [results_paths] if isinstance(results_paths, (str, os.PathLike)) else list(results_paths)
     out_dir = os.fspath(out_dir)
-    frames = Frames.load(paths)
+    skipped = skips.read(paths)
+    try:
+        frames = Frames.load(paths)
+    except FileNotFoundError:
+        if not skipped:
+            raise
+        return _write_skipped_only(skipped, out_dir, page_name)   # every scenario skipped: nothing ran
     data = os.path.join(out_dir, data_dir)
     files = frames.to_csv(data) + frames.to_parquet(data)
-    html = render_report(frames, configurations(paths), files, out_dir)
+    html = render_report(frames, configurations(paths), files, out_dir, skipped)
     path = os.path.join(out_dir, page_name)
     with open(path, "w", encoding="utf-8") as f:
         f.write(html)
+    return path
+
+
+def _write_skipped_only(skipped: List[Dict[str, str]], out_dir: str, page_name: str) -> str:
+    """The page of a suite whose every scenario this host skipped."""
+    from ftharness.reports.skipped import html as skipped_html
+
+    body = (f'<h1>ftharness report</h1><div class="banner unknown" id="verdict"><strong>SKIPPED</strong> '
+            f"({len(skipped)} SKIPPED, no run)</div>" + section("skipped", "Skipped", skipped_html(skipped)))
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, page_name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(page("ftharness report", body))
     return path

@@ -95,8 +95,9 @@ class WorkloadSpec(_Strict):
     #: 'module:function' returning a ray.train.DataConfig, called where fit() runs: the trainer's
     #: `dataset_config=` (which datasets are split, Ray Data execution options)
     dataset_config: Optional[str] = Field(None, max_length=200)
-    #: a folder beside the scenario file that `run --submit` ships as the job's code; without
-    #: it only the modules entrypoint, datasets and dataset_config name are shipped
+    #: the job's code root, a folder beside the scenario file: its modules are imported from it and
+    #: all of it ships to the workers (and with `run --submit`), less virtualenvs, .git, caches and
+    #: results; without it the modules and packages of the scenario's folder that the job imports ship
     working_dir: Optional[str] = Field(None, min_length=1, max_length=200)
     #: the column of the datasets that holds each row's id: rows read through get_dataset_shard are
     #: then recorded and shard_reassignment judges the job

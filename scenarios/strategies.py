@@ -5,7 +5,8 @@ Each generated scenario carries its own expectation, computed by the
 failure-policy model (ftharness.scenarios.policy_model) from the failure class each fault
 must produce, so a real run can be judged: the outcome must match the model and
 every property must hold. `save_failing` writes a scenario as a YAML file that
-`ftharness run` replays.
+`ftharness run` replays. Hypothesis is in the `[test]` extra: nothing but the tests
+imports this module.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ def fill(text):
         kind, arg = m.group(2), m.group(3).strip()
         if kind == "file":
             body = open(os.path.join(ROOT, arg)).read().rstrip("\n")
-            lang = "yaml" if arg.endswith((".yaml", ".yml")) else "text"
+            lang = "yaml" if arg.endswith((".yaml", ".yml")) else "python" if arg.endswith(".py") else "text"
             new = f"```{lang}\n{body}\n```\n"
         else:
             new = run(arg)

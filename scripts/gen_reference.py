@@ -5,7 +5,8 @@
     python scripts/gen_reference.py --check   # exit 1 if a page is out of date (tests/test_docs.py)
 
 - docs/reference/scenario.md: every scenario field, from scenarios/scenario.schema.json (types,
-  defaults, bounds) and the `#:` comments above each field of its pydantic model;
+  defaults, bounds, each field's description) and the `#:` comments above each field of its pydantic
+  model where the schema has none;
 - docs/reference/faults.md: every fault kind of the registry (ftharness.faults.REGISTRY), its
   docstring and its arguments;
 - docs/reference/properties.md: every property of the registry (ftharness.scenarios.properties);
@@ -103,12 +104,19 @@ def cell(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def meaning(name, p, comments):
+    """The field's description in the schema (its `#:` comment or Field(description=...), as
+    pydantic writes it), else the `#:` comment read from the source."""
+    text = p.get("description") or comments.get(name, "")
+    return " ".join(str(text).split())
+
+
 def fields_table(d, comments):
     req = set(d.get("required", ()))
     rows = ["| field | type | default | bounds | meaning |", "| --- | --- | --- | --- | --- |"]
     for name, p in d.get("properties", {}).items():
         default = "required" if name in req else (f"`{json.dumps(p['default'])}`" if "default" in p else "")
-        rows.append(f"| `{name}` | {type_of(p, {})} | {cell(default)} | {cell(bounds(p))} | {cell(comments.get(name, ''))} |")
+        rows.append(f"| `{name}` | {type_of(p, {})} | {cell(default)} | {cell(bounds(p))} | {cell(meaning(name, p, comments))} |")
     return "\n".join(rows)
 
 

@@ -9,9 +9,11 @@ import sys
 import pytest
 import yaml
 
-from ftharness.harness.frontends.ctk.control import journal_verdict, validate_experiment
-from ftharness.harness.frontends.ctk.session import Session
-from ftharness.errors import ScenarioError
+pytest.importorskip("chaoslib", reason="pip install -e '.[ctk]' (Chaos Toolkit is an extra)")
+
+from ftharness.harness.frontends.ctk.control import journal_verdict, validate_experiment  # noqa: E402
+from ftharness.harness.frontends.ctk.session import Session  # noqa: E402
+from ftharness.errors import ScenarioError  # noqa: E402
 
 from conftest import REPO, ray_clusters, run_cli
 

@@ -106,3 +106,32 @@ def test_suite_repeat_runs_the_suite_n_times_into_rounds_that_compare_reads(monk
     assert main(["compare", f"kill={folders}", "--out", str(tmp_path / "c")]) == 0
     assert pd.read_csv(tmp_path / "c" / "compare.csv")["runs"].tolist() == [3]
     assert main(["suite", "--repeat", "0", "--out", str(tmp_path / "x"), "--quiet"]) == 2
+
+
+def test_a_copied_run_counts_once_by_its_history_digest(runs, tmp_path, capsys):
+    copy = tmp_path / "copy-of-kill0"
+    shutil.copytree(runs["ok"][0], copy)
+    code, out, err = compare(f"a={runs['ok'][0]},{copy},{runs['ok'][1]}", "--out", str(tmp_path / "c"), capsys=capsys)
+    assert code == 0, err
+    df = pd.read_csv(tmp_path / "c" / "compare.csv").set_index("configuration")
+    assert df.loc["a", "runs"] == 2 and df.loc["a", "recoveries"] == 2
+    assert f"left out {copy} (a): the same run as {runs['ok'][0]} (history digest" in err
+
+
+def test_a_label_given_twice_is_refused_in_one_line(runs, tmp_path, capsys):
+    code, out, err = compare(f"a={runs['ok'][0]}", f"a={runs['ok'][1]}", "--out", str(tmp_path / "c"), capsys=capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "'a' is given twice" in err
+    assert not (tmp_path / "c").exists()
+
+
+def test_compare_html_has_a_verdict_banner_its_runs_and_metadata(runs, tmp_path, capsys):
+    a, b = runs["ok"][0], runs["ok"][1]
+    code, out, err = compare(f"a={a}", f"b={b}", "--fail-if", "recovery_s.median > +10%",
+                             "--out", str(tmp_path / "c"), capsys=capsys)
+    page = (tmp_path / "c" / "compare.html").read_text()
+    assert code == 1 and '<div class="banner fail"><strong>FAIL</strong> (0 of 1 gates held; 2 run(s)' in page
+    assert 'id="runs"' in page and a in page and b in page and "history digest" in page
+    assert "generated " in page and "by ftharness " in page
+    code, out, err = compare(f"a={a}", "--out", str(tmp_path / "d"), capsys=capsys)
+    page = (tmp_path / "d" / "compare.html").read_text()
+    assert code == 0 and '<div class="banner unknown"><strong>NOT JUDGED</strong>' in page

@@ -284,3 +284,26 @@ def test_the_site_nav_holds_every_page():
     docs = os.path.join(ROOT, "docs")
     present = {os.path.relpath(p, docs) for p in doc_files() if p.startswith(docs + os.sep)}
     assert present - listed == set() and listed - present == set()
+
+
+# ------------------------------------------------------------------ the pytest plugin's page
+def test_the_pytest_page_names_the_current_fixtures_option_and_marker():
+    text = open(os.path.join(ROOT, "docs", "pytest.md"), encoding="utf-8").read()
+    for name in ("ftharness_run", "ftharness_cluster", "ftharness_results", "ftharness_exclusive",
+                 "--ftharness-results", "@pytest.mark.ftharness_exclusive", "-W error"):
+        assert name in text, name
+    tutorial = open(os.path.join(ROOT, "docs", "tutorial", "own-job.md"), encoding="utf-8").read()
+    assert "run_scenario" not in tutorial and "def test_my_job_survives_a_preemption(ftharness_run)" in tutorial
+
+
+@pytest.mark.slow
+@pytest.mark.full
+def test_the_pytest_pages_worked_example_passes_under_W_error(tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-P", "-m", "pytest", "-W", "error", "-q", "-p", "no:cacheprovider",
+                        "--ftharness-results", str(tmp_path / "runs"), os.path.join(ROOT, "examples", "pytest")],
+                       capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "2 passed" in r.stdout

@@ -62,3 +62,13 @@ def test_the_recipes_parse_and_call_real_commands_and_options():
         argv = [a if "*" not in a else "scenarios/catalog/kill-worker.yaml" for a in argv]
         args = parser.parse_args(argv)                 # every line parses as ftharness parses it
         assert args.command == argv[0]
+
+
+def test_the_recipes_say_root_and_run_the_root_scenarios_where_they_can():
+    text = open(DOC).read()
+    github = blocks()[0]
+    root = github["jobs"]["root"]["steps"]
+    assert any("nftables" in (s.get("run") or "") for s in root)
+    assert any((s.get("run") or "").startswith("sudo -E") and "ftharness suite" in s["run"] for s in root)
+    for word in ("root", "SKIPPED", "nftables", "junit.xml", "ftharness validate chaos", "git+https://"):
+        assert word in text, word

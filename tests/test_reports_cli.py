@@ -274,8 +274,11 @@ def fake_run(monkeypatch, module, name):
         make_results(Path(options.out_dir), "kill", [kill()])
         return summary_of(options.out_dir)
 
+    calls = []
+
     def run_suite(scenarios, out, address=None, progress=True, **kwargs):
-        return [summary_of(make_results(Path(out) / n, n, [kill()])) for n in ("kill", "kill-again")]
+        calls.append(out)   # each round's runs are distinct runs (compare counts a copied history once)
+        return [summary_of(make_results(Path(out) / n, n, [kill(2.0 + 0.25 * len(calls))])) for n in ("kill", "kill-again")]
 
     monkeypatch.setattr(ftharness.harness.run.runner, "preflight", lambda scenario: None)   # any host
     target = {"runner": ftharness.harness.run.runner, "suite": ftharness.harness.run.suite}[module]

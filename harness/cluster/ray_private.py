@@ -292,3 +292,14 @@ def retryable_controller_errors() -> tuple:
 
 def now_ms() -> float:
     return time.time() * 1000.0
+
+
+def upload_working_dir(folder: str, scratch_dir: str) -> str:
+    """Packs `folder` into the connected cluster's GCS, as ray.init(runtime_env={"working_dir":
+    folder}) would; returns the package's URI (gcs://_ray_pkg_<hash>.zip). A task's runtime_env
+    takes only such a URI, not a local folder, and the tasks and actors it starts (the Train
+    controller, the workers) inherit it."""
+    from ray._private.runtime_env.working_dir import upload_working_dir_if_needed
+
+    env = upload_working_dir_if_needed({"working_dir": folder}, include_gitignore=False, scratch_dir=scratch_dir)
+    return env["working_dir"]

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from ftharness.scenarios.verdict import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_PASS, exit_code, overall)
 from ftharness.errors import ClusterError, InputError, ScenarioError
@@ -227,6 +227,15 @@ def print_soak(soak) -> None:
               f"{row['recovery_s_median']} s  p95 {row['recovery_s_p95']} s  lost steps {row['lost_steps']}")
 
 
+def _record_skipped(skipped: List[Dict[str, str]], out: str) -> None:
+    """One line each on the terminal, and OUT/skipped.json for the report and JUnit."""
+    from ftharness.reports import skipped as skips
+
+    for entry in skipped:
+        print(_safe(skips.line(entry)), flush=True)
+    skips.write(out, skipped)
+
+
 def cmd_suite(args) -> int:
     from ftharness.harness.run.runner import preflight
     from ftharness.harness.run.suite import collect, run_suite, targets
@@ -236,7 +245,8 @@ def cmd_suite(args) -> int:
         out = out or default_out("suite")
         check_out(out)   # before the scenarios are read: a bad --out is the one line, nothing else printed
         left_out: List[str] = []
-        scenarios = collect(args.paths, notes=left_out)
+        skipped: List[Dict[str, str]] = []   # what this host cannot run (ftharness.reports.skipped)
+        scenarios = collect(args.paths, notes=left_out, skipped=skipped)
         targets(scenarios, args.address, args.allow_destructive)   # every scenario's cluster, before any runs
         for s in scenarios:   # what `run` would refuse at its start, for every scenario before the first runs
             try:
@@ -250,6 +260,7 @@ def cmd_suite(args) -> int:
             return _fail(f"--out {out}: already exists and is not empty; choose another folder")
         for line in left_out:   # what was left out, said once everything else is known to be fine
             print(line, file=sys.stderr)
+        _record_skipped(skipped, out)
         rounds = [out] if repeat == 1 else [os.path.join(out, f"repeat-{i}") for i in range(1, repeat + 1)]
         summaries = []
         _logs(args, out)
@@ -268,10 +279,10 @@ def cmd_suite(args) -> int:
     verdicts = [s["verdict"] for s in summaries]
     counts = {v: verdicts.count(v) for v in ("PASS", "FAIL", "INCONCLUSIVE", "ERROR")}
     print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['INCONCLUSIVE']} inconclusive, "
-          f"{counts['ERROR']} errors")
+          f"{counts['ERROR']} errors" + (f", {len(skipped)} skipped" if skipped else ""))
     print(f"results: {os.path.abspath(out)}")
     write_reports(out, rounds)
-    return exit_code(overall(verdicts))
+    return exit_code(overall(verdicts)) if verdicts else EXIT_PASS   # every scenario skipped: nothing failed
 
 
 def judge_folder(results: str):
@@ -328,7 +339,7 @@ def _safe(text, limit: int = 300) -> str:
 
 def cmd_verdict(args) -> int:
     """PASS, FAIL or INCONCLUSIVE of a Chaos Toolkit journal and the run behind it."""
-    from ftharness.harness.frontends.ctk.control import journal_verdict
+    from ftharness.harness.frontends.ctk.journal import journal_verdict
 
     from ftharness.history.records import read_json_file
 
@@ -399,11 +410,13 @@ def cmd_validate(args) -> int:
             check_out(args.out)   # as `run` refuses it
         except ScenarioError as e:
             return _fail(str(e))
-    for path in args.scenarios:
+    for path, in_folder in _validate_files(args.scenarios):
         try:
             scenario = load_scenario(path)
             require_release(scenario, args.ray)
             check_route(scenario, args.allow_destructive, address=args.address)
+            if in_folder and _skipped_here(scenario, path):
+                continue
             preflight(scenario)
             print(f"ok {printable(path, keep_newlines=False)}")
         except ScenarioError as e:
@@ -417,6 +430,31 @@ def cmd_validate(args) -> int:
                 _fail(f"{printable(os.path.basename(path), False)[:100]}: and {more} more error(s)")
             status = EXIT_CANNOT_RUN
     return status
+
+
+def _validate_files(paths: List[str]) -> List[tuple]:
+    """(file, from a folder) for each argument: a folder stands for its *.yaml files."""
+    import glob
+
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            out += [(f, True) for f in sorted(glob.glob(os.path.join(p, "*.yaml")))]
+        else:
+            out.append((p, False))
+    return out
+
+
+def _skipped_here(scenario, path: str) -> bool:
+    """A folder's scenario this host cannot run (ftharness.harness.run.suite.host_skip): one
+    SKIPPED line, not an error; a file named alone is still refused, as `run` refuses it."""
+    from ftharness.harness.run.suite import host_skip
+    from ftharness.reports.skipped import line
+
+    skip = host_skip(scenario, path)
+    if skip is not None:
+        print(_safe(line({**skip, "scenario": path})))
+    return skip is not None
 
 
 def scenario_schema_text() -> str:
@@ -727,7 +765,8 @@ def build_parser() -> argparse.ArgumentParser:
     vd.set_defaults(func=cmd_verdict)
 
     v = sub.add_parser("validate", help="check scenario files as `run` would before starting, without running them")
-    v.add_argument("scenarios", nargs="+")
+    v.add_argument("scenarios", nargs="+", help="scenario files, or folders of them (*.yaml): a folder's scenario this host "
+                   "cannot run (network namespaces without root) is SKIPPED with the reason")
     v.add_argument("--ray", metavar="VERSION", help="validate for this Ray release (default: the installed one)")
     v.add_argument("--address", help="check them for this existing cluster, as `run --address` would")
     v.add_argument("--allow-destructive", action="store_true", help="as `run --allow-destructive`")

@@ -82,11 +82,14 @@ def resolve_function(scenario: Scenario, ref: str, field: str) -> Callable:
     module_name, _, fn_name = ref.partition(":")
     if not module_name or module_name.startswith(".") or not fn_name:
         raise ScenarioError(f"{field}: {ref!r} must be 'module:function' (an absolute module name)")
+    from ftharness.harness.run.usercode import code_root
+
+    root = code_root(scenario)   # workload.working_dir, else the scenario's folder
     added = False
-    if scenario.base_dir and scenario.base_dir not in sys.path:
-        sys.path.insert(0, scenario.base_dir)
+    if root and root not in sys.path:
+        sys.path.insert(0, root)
         added = True
-    _forget_other_folders(module_name, scenario.base_dir)
+    _forget_other_folders(module_name, root)
     try:
         module = importlib.import_module(module_name)
     except (Exception, SystemExit) as e:   # noqa: BLE001 - the user's module: any failure is the field's
@@ -94,16 +97,43 @@ def resolve_function(scenario: Scenario, ref: str, field: str) -> Callable:
         raise ScenarioError(one_line(f"{field}: cannot import {module_name!r} ({why})")) from None
     finally:
         if added:
-            sys.path.remove(scenario.base_dir)
+            sys.path.remove(root)
     fn = getattr(module, fn_name, None)
     if not callable(fn):
         raise ScenarioError(f"{field}: {module_name!r} has no function {fn_name!r}")
     from ray import cloudpickle
 
-    # Workers may not see the scenario folder (another machine): ship the code.
-    if scenario.base_dir and os.path.abspath(getattr(module, "__file__", "") or "").startswith(scenario.base_dir):
+    # Workers may not see the scenario folder (another machine): the function goes by value, the
+    # modules it imports go in the run's runtime environment (ftharness.harness.run.usercode).
+    if root and os.path.abspath(getattr(module, "__file__", "") or "").startswith(root):
         cloudpickle.register_pickle_by_value(module)
     return fn
+
+
+def _ship_code(scenario: Scenario, node_id: str, functions: list) -> Optional[Dict[str, Any]]:
+    """The runtime environment that ships the job's modules to the workers, once a worker
+    with it imported the job (ftharness.harness.run.usercode); None for the reference workload."""
+    from ftharness.harness.run.usercode import check_importable, runtime_env
+
+    if scenario.workload.kind == "reference":
+        return None
+    env = runtime_env(scenario)
+    check_importable(functions, env, node_id, scenario)
+    return env
+
+
+def _fit_result(ref, scenario: Scenario) -> Dict[str, Any]:
+    """fit()'s outcome; a job the fit task cannot unpickle (a module of it that did not ship)
+    is refused in one line naming the module (usercode.import_refusal), not an internal error."""
+    from ftharness.harness.run.usercode import import_refusal
+
+    try:
+        return ray.get(ref)
+    except (ray.exceptions.RayError, ImportError) as e:
+        why = import_refusal(e, scenario)
+        if why:
+            raise ScenarioError(why) from None
+        raise
 
 
 def _forget_other_folders(module_name: str, base_dir: Optional[str]) -> None:
@@ -351,11 +381,13 @@ class ScenarioRunner:
 
     def _start(self) -> None:
         self.ray_storage = self.storage_for_ray()
-        _write_scenario(self.scenario, os.path.join(self.out_dir, "scenario.yaml"))
         self.train_fn = resolve_train_fn(self.scenario)
         self.datasets_fn = resolve_datasets_fn(self.scenario)
         self.dataset_config_fn = resolve_dataset_config_fn(self.scenario)
         self.use_gpu = resolve_use_gpu(self.scenario)
+        self.code_env = _ship_code(self.scenario, self.cluster.head_node_id(),
+                                   [self.train_fn, self.datasets_fn, self.dataset_config_fn])
+        _write_scenario(self.scenario, os.path.join(self.out_dir, "scenario.yaml"))
         self.history = store.open_book(self._history_service(), self.history_path, self.run_name)
         self.emitter = store.Emitter(self.history, "harness")
         health = float(self.cluster.train_env().get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600))
@@ -385,6 +417,7 @@ class ScenarioRunner:
         )
         ref = _fit_task.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(self.cluster.head_node_id(), soft=False),
+            **({"runtime_env": self.code_env} if getattr(self, "code_env", None) else {}),
         ).remote(spec, [recorded])
         try:   # the history actor starts (first fit) while fit() starts the Train controller
             ray.get(recorded, timeout=HISTORY_START_TIMEOUT_S)
@@ -498,7 +531,7 @@ class ScenarioRunner:
             while True:
                 ready, _ = ray.wait([ref], timeout=TICK_S)
                 if ready:
-                    return ray.get(ref)
+                    return _fit_result(ref, self.scenario)
                 polled = self.injector.tick()
                 if watched and time.time() - last_progress > 0.5:
                     last_progress = time.time()

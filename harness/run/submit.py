@@ -12,10 +12,11 @@ do not travel; they are removed with the job's folder on the head, unless
 
 A Ctrl-C here stops the job: a submitted run never outlives its submitter.
 
-What travels is only what the scenario names: the modules of `workload.entrypoint`,
-`datasets` and `dataset_config` (a file `mod.py` or a package folder `mod/` beside
-the scenario), or the folder `workload.working_dir` declares; never the other files
-beside it (a `settings.py` with a secret stays here). The cluster's Ray version
+What travels is what a run ships to its workers (ftharness.harness.run.usercode): the
+modules of `workload.entrypoint`, `datasets` and `dataset_config` and the modules and
+packages of the scenario's folder they import (a file `mod.py` or a package folder `mod/`),
+or all of the folder `workload.working_dir` declares; never the other files beside it (a
+`settings.py` with a secret stays here), virtualenvs, `.git` or results. The cluster's Ray version
 must equal this client's (the job's driver is this ftharness, pickling against
 this Ray); another is refused in one line before anything is sent, and the job
 checks it again on the head (FTHARNESS_RAY_VERSION). The job's log is printed
@@ -70,34 +71,32 @@ def job_argv(allow_destructive: bool, quiet: bool) -> List[str]:
 
 
 def shipped_code(scenario) -> List[str]:
-    """The files and folders --submit ships beside scenario.yaml: `workload.working_dir`'s
-    contents when declared, else the top-level modules the scenario's module:function
-    references name (found beside the scenario file); ScenarioError if one is not there."""
-    base = getattr(scenario, "base_dir", None) or os.getcwd()
-    w = scenario.workload
-    declared = getattr(w, "working_dir", None)
-    if declared:
-        root = os.path.join(base, declared)
-        if not os.path.isdir(root):
-            raise ScenarioError(f"workload.working_dir: {declared}: no such folder beside the scenario")
-        return [os.path.join(root, n) for n in sorted(os.listdir(root)) if n not in ("__pycache__", ".git")]
-    found = []
-    for field in ("entrypoint", "datasets", "dataset_config"):
-        ref = getattr(w, field, None)
-        if not ref:
-            continue
-        top = ref.partition(":")[0].split(".")[0]
-        candidates = [os.path.join(base, f"{top}.py"), os.path.join(base, top)]
-        hit = next((c for c in candidates if os.path.isfile(c) or os.path.isfile(os.path.join(c, "__init__.py"))), None)
-        if hit and hit not in found:
-            found.append(hit)
-    return found
+    """The files and folders --submit ships beside scenario.yaml: what a run ships to its
+    workers (ftharness.harness.run.usercode.units): all of `workload.working_dir` when declared,
+    else the top-level modules and packages of the scenario's folder that the scenario's
+    module:function references name or the job imports (import it first: resolve_job)."""
+    from ftharness.harness.run.usercode import units
+
+    return units(scenario)
+
+
+def resolve_job(scenario) -> None:
+    """Import the job's functions here, so its neighbours are known (and a broken one is
+    refused in one line before anything is sent)."""
+    from ftharness.harness.run.runner import resolve_dataset_config_fn, resolve_datasets_fn, resolve_train_fn
+
+    resolve_train_fn(scenario)
+    resolve_datasets_fn(scenario)
+    resolve_dataset_config_fn(scenario)
 
 
 def working_dir(scenario) -> str:
     """A temp folder the job gets as its working dir: the scenario as resolved here (with
     --steps applied) and the code it names (shipped_code); nothing else."""
+    from ftharness.harness.run.usercode import check_size, stage
+
     code = shipped_code(scenario)
+    check_size(code)
     wd = tempfile.mkdtemp(prefix="ftharness-submit-")
     data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
     data.get("cluster", {}).pop("address", None)   # the job runs on the cluster it was sent to
@@ -107,7 +106,7 @@ def working_dir(scenario) -> str:
     for path in code:
         dest = os.path.join(wd, os.path.basename(path))
         if os.path.isdir(path):
-            shutil.copytree(path, dest, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+            stage([path], wd)
         else:
             shutil.copy(path, dest)
     return wd
@@ -174,7 +173,7 @@ def submit_run(scenario, address: str, out: str, allow_destructive: bool, quiet:
     import ray
 
     url = dashboard_url(address)
-    shipped_code(scenario)   # a named module that is not there: refused before anything is sent
+    resolve_job(scenario)    # a module that does not import: refused before anything is sent
     try:
         client = JobSubmissionClient(url)
     except Exception as e:  # noqa: BLE001 - unreachable, not a dashboard, wrong version

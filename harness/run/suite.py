@@ -45,11 +45,24 @@ def collect_files(paths: List[str]) -> List[str]:
     return files
 
 
-def collect(paths: List[str], gpus: Optional[int] = None, notes: Optional[List[str]] = None) -> List[Scenario]:
+def host_skip(s: Scenario, path: str) -> Optional[Dict[str, str]]:
+    """{scenario, file, reason} when this host lacks what `s` needs (root and nftables for
+    cluster.network: namespaces: ftharness.harness.cluster.netns.refusal), else None."""
+    from ftharness.harness.cluster import netns
+
+    why = netns.refusal(s)
+    return None if why is None else {"scenario": s.name, "file": os.path.abspath(path),
+                                     "reason": one_line(f"{why} (this host; run it as root where nftables is)", 280)}
+
+
+def collect(paths: List[str], gpus: Optional[int] = None, notes: Optional[List[str]] = None,
+            skipped: Optional[List[Dict[str, str]]] = None) -> List[Scenario]:
     """The scenarios of files and folders. A folder's GPU scenarios (cluster.gpus_per_node >= 1,
     the catalog's gpu-*.yaml) are skipped, with a line on stderr, on a host without a GPU
     (`gpus`: how many this host has; None: ask nvidia-smi); a file named alone is kept. With
-    `notes`, the lines about what was left out go there instead (printed once the suite starts)."""
+    `notes`, the lines about what was left out go there instead (printed once the suite starts).
+    With `skipped`, a folder's scenarios this host cannot run (host_skip: a non-root CI runner and
+    network namespaces) go there, with the reason, instead of refusing the whole suite."""
     say = notes.append if notes is not None else (lambda line: print(line, file=sys.stderr))
     files = collect_files(paths)
     listed = {f for p in (paths or [catalog_dir()]) if os.path.isdir(p)
@@ -63,6 +76,10 @@ def collect(paths: List[str], gpus: Optional[int] = None, notes: Optional[List[s
                 say(f"skipped {s.name}: needs a GPU (cluster.gpus_per_node: {s.cluster.gpus_per_node}); "
                     f"this host has none (scripts/gpu-check.sh runs it where there is one)")
                 continue
+        skip = host_skip(s, f) if skipped is not None and f in listed else None
+        if skip is not None:
+            skipped.append(skip)
+            continue
         scenarios.append(s)
     if paths:   # the user's own files: one that cannot run on this release is refused
         scenarios = [require_release(s) for s in scenarios]

@@ -42,6 +42,12 @@
         text.textContent = label(t, step);
         axis.appendChild(line); axis.appendChild(text);
       }
+      // fault labels sit above the plot (outside its viewBox): placed by time, hidden off range
+      svg.querySelectorAll("text.fault-label").forEach(function (l) {
+        var t = parseFloat(l.getAttribute("data-t")), x = left + (t - cur.x) / cur.w * pw;
+        l.setAttribute("x", x);
+        l.style.display = (t < cur.x || t > cur.x + cur.w) ? "none" : "";
+      });
       if (readout) readout.textContent = cur.w < w0 * 0.999 ?
         "showing " + cur.x.toFixed(3) + "–" + (cur.x + cur.w).toFixed(3) + " s" : "";
     }

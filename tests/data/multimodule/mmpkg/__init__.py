@@ -1,0 +1,1 @@
+from mmpkg.model import build_model  # noqa: F401

@@ -1,0 +1,2 @@
+def loss_fn(out):
+    return out.pow(2).mean()

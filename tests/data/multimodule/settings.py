@@ -1,0 +1,2 @@
+"""Not imported by the job: never shipped."""
+SECRET = "stays-here"
