@@ -296,7 +296,7 @@ class _Builder:
         self.events = events
         for step in (self._clocks, self._faults, self._groups, self._workers, self._states,
                      self._checkpoints, self._reports, self._failures, self._fits, self._ends, self._triggers,
-                     self._restarts, self._results, self._torchrun):
+                     self._restarts, self._results, self._torchrun, self._sequence, self._controller):
             try:
                 step()
             except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:   # odd values: named damage
@@ -547,8 +547,13 @@ class _Builder:
             if e.get("kind") != "controller_state" or e.get("source") != "controller":
                 continue
             em = e.get("emitter")
-            whole.setdefault(em, e.get("prev") == "INITIALIZING")
+            # a recorder inside Ray's controller records every change (a synthetic history need not)
+            whole.setdefault(em, em is not None and self.m.declared.runtime != "torchrun")
             prev = last.get(em) if whole[em] else None
+            if prev is None and whole[em] and e.get("prev") not in ("INITIALIZING", None):
+                self.m.add(RECORDS, "state-chain", f"controller_state seq {e.get('seq')}: the controller's first "
+                                                   f"recorded state leaves {e.get('prev')}, not INITIALIZING",
+                           absence=True)
             if prev is not None and e.get("prev") != prev.get("cur") and not (
                     e.get("prev") == prev.get("prev") and e.get("cur") == prev.get("cur")):
                 self.m.add(RECORDS, "state-chain", f"controller_state seq {e.get('seq')} leaves {e.get('prev')}, "
@@ -677,7 +682,7 @@ class _Builder:
         steps_of: Dict[Tuple[Any, Any], set] = defaultdict(set)
         written: Dict[Tuple[Any, Any, Any], int] = {}
         names_at: Dict[Tuple[Any, Any], set] = defaultdict(set)
-        digests: Dict[str, str] = {}
+        digests: Dict[str, Tuple[str, int]] = {}
         for e in self.h.events:
             kind = e.get("kind")
             key = (e.get("attempt_id"), e.get("rank"))
@@ -709,11 +714,11 @@ class _Builder:
                         m.add(RECORDS, "report", f"{where}: reports checkpoint {name[:40]}, which that rank never "
                                                  f"wrote", absence=True)
                     d = e.get("digest")
-                    if isinstance(d, str) and d:
-                        if d in digests and digests[d] != name:
-                            m.add(RECORDS, "report", f"{where}: checkpoint {name[:40]} has the digest of "
-                                                     f"{digests[d][:40]}")
-                        digests.setdefault(d, name)
+                    if isinstance(d, str) and d and type(step) is int:
+                        if d in digests and digests[d][1] != step:
+                            m.add(RECORDS, "report", f"{where}: checkpoint {name[:40]} of step {step} has the digest "
+                                                     f"of {digests[d][0][:40]}, of step {digests[d][1]}")
+                        digests.setdefault(d, (name, step))
         for (aid, step), names in names_at.items():
             if len(names) > 1:
                 m.add(SYSTEM, "report", f"the ranks of attempt {str(aid)[:12]} reported {len(names)} checkpoint "
@@ -727,11 +732,16 @@ class _Builder:
                                             f"{str(reps[0].get('attempt_id'))[:12]} reported step {b} after step {a}")
                     break
             by_attempt[reps[0].get("attempt_id")][reps[0].get("rank")] = steps
+        finished = {a.attempt_id for f in self.h.fits.values() if (f.end or {}).get("outcome") == "succeeded"
+                    for a in [max((x for x in self.h.ordered() if x.key[0] == f.index and x.start is not None),
+                                  key=lambda x: x.key, default=None)] if a is not None}
         for aid, ranks in by_attempt.items():   # report is a collective: every rank, every time
             if len(ranks) < 2:
                 continue
             sets = {r: set(s) for r, s in ranks.items()}
             top = min(max(s, default=0) for s in sets.values())
+            if aid in finished:   # a finished attempt's ranks all reported to the end
+                top = max(max(s, default=0) for s in sets.values())
             for r, s in sets.items():
                 other = next((x for o, so in sets.items() for x in sorted(so - s) if x <= top), None)
                 if other is not None:
@@ -876,7 +886,7 @@ class _Builder:
             te = _num(end.get("t"))
             if te is not None:
                 late = next((e for e in self.h.events if e.get("fit_index", fit.index) == fit.index
-                             and e.get("source") in ("worker", "controller") and e.get("kind") != "controller_state"
+                             and e.get("source") in ("worker", "controller")
                              and (_num(e.get("t")) or te) > te + TOL_CROSS
                              and e.get("node_id") not in self._cut_off()), None)
                 if late is not None:
@@ -954,6 +964,125 @@ class _Builder:
             if missing and not cut:
                 m.add(RECORDS, "registration", f"{self.h.label(att.key)} reported {missing[0][:40]} and never "
                                                f"registered it", absence=True)
+
+    # -- one process does its work in order
+    def _sequence(self) -> None:
+        """Within one worker process: a step's checkpoint is written, then reported, before the next
+        step; a process ends once, at its last step; its end comes after its last step."""
+        m = self.m
+        if not self.small:
+            return
+        state: Dict[Any, dict] = {}
+        for e in self.h.events:
+            if e.get("source") != "worker" or e.get("emitter") is None:
+                continue
+            kind, em = e.get("kind"), e["emitter"]
+            st = state.setdefault(em, {"step": None, "reported": set(), "written": set(), "ended": None})
+            where = f"{kind} seq {e.get('seq')} (rank {e.get('rank')})"
+            step = e.get("step") if type(e.get("step")) is int else None
+            if st["ended"] is not None and kind != "worker_error":
+                m.add(RECORDS, "sequence", f"{where}: after that process's worker_end (seq {st['ended']})")
+            if kind == "step" and step is not None:
+                prev = st["step"]
+                if m.declared.reference and prev is not None and prev in st["written"] and prev not in st["reported"]:
+                    m.add(SYSTEM, "sequence", f"{where}: stepped on before reporting the checkpoint of step {prev}")
+                st["step"] = step
+            elif kind == "checkpoint_written" and step is not None:
+                if step != st["step"]:
+                    m.add(SYSTEM, "sequence", f"{where}: wrote step {step}'s checkpoint at step {st['step']}")
+                st["written"].add(step)
+            elif kind == "report" and step is not None:
+                if step != st["step"] and m.declared.reference:
+                    m.add(SYSTEM, "sequence", f"{where}: reported step {step} at step {st['step']}")
+                if e.get("checkpoint") is not None and m.declared.reference and step not in st["written"]:
+                    m.add(SYSTEM, "sequence", f"{where}: reported step {step}'s checkpoint before writing it")
+                st["reported"].add(step)
+            elif kind == "worker_end":
+                if st["ended"] is not None:
+                    m.add(RECORDS, "sequence", f"{where}: that process ended twice")
+                st["ended"] = e.get("seq")
+                if step is not None and st["step"] is not None and step != st["step"]:
+                    m.add(SYSTEM, "sequence", f"{where}: ended at step {step}, its last step was {st['step']}")
+
+    # -- the controller's own account of attempts
+    def _controller(self) -> None:
+        m = self.m
+        ray = m.declared.runtime != "torchrun"
+        current: Dict[Any, Any] = {}
+        shut: Dict[Any, int] = defaultdict(int)
+        starts: Dict[Any, int] = defaultdict(int)
+        for e in self.events:
+            kind, aid, em = e.get("kind"), e.get("attempt_id"), e.get("emitter")
+            if kind == "run_start":
+                current.clear()
+            if e.get("source") != "controller" or em is None:
+                continue
+            if kind == "attempt_start":
+                current[em] = aid
+                starts[aid] += 1
+                if not ray and starts[aid] == 2:
+                    m.add(RECORDS, "attempt", f"attempt_start seq {e.get('seq')}: round {aid} started twice")
+            elif kind == "worker_group_shutdown":
+                shut[aid] += 1
+                if shut[aid] == 2:
+                    m.add(RECORDS, "attempt", f"worker_group_shutdown seq {e.get('seq')}: attempt "
+                                              f"{str(aid)[:12]} shut down twice")
+            elif ray and kind in ("controller_state", "failure", "checkpoint_registered", "worker_group_started") \
+                    and aid is not None and em in current and aid != current[em]:
+                m.add(RECORDS, "attempt", f"{kind} seq {e.get('seq')}: for attempt {str(aid)[:12]} while the "
+                                          f"controller's current attempt was {str(current[em])[:12]}")
+            if kind == "failure":
+                counts, budget, count = e.get("counts"), e.get("budget"), e.get("count")
+                if isinstance(counts, dict) and budget in counts and type(count) is int \
+                        and counts[budget] != count and budget != "none":
+                    m.add(SYSTEM, "failure-count", f"failure seq {e.get('seq')}: count {count}, its counts say "
+                                                   f"{budget} {counts[budget]}")
+        for fit in self.h.fits.values():   # every attempt followed by another was shut down
+            atts = [a for a in self.h.ordered() if a.key[0] == fit.index and a.start is not None]
+            for a in atts[:-1]:
+                if ray and a.attempt_id is not None and not shut.get(a.attempt_id) and a.groups \
+                        and any(x.get("emitter") for x in a.starts):
+                    m.add(RECORDS, "attempt", f"{self.h.label(a.key)} was followed by another, and its worker "
+                                              f"group was never shut down", absence=True)
+            end = fit.end or {}
+            last_state = next((e for e in reversed(self.events) if e.get("kind") == "controller_state"
+                               and e.get("source") == "controller" and e.get("emitter") is not None
+                               and e.get("fit_index", fit.index) == fit.index), None)
+            if ray and end.get("outcome") == "succeeded" and last_state is not None \
+                    and last_state.get("cur") != "FINISHED":
+                m.add(RECORDS, "state-chain", f"fit {fit.index} succeeded, and its controller's last recorded "
+                                              f"state is {last_state.get('cur')}", absence=True)
+            if end.get("outcome") == "succeeded" and isinstance(end.get("checkpoint"), str):
+                regs = [e for e in self.events if e.get("kind") == "checkpoint_registered"
+                        and e.get("fit_index", fit.index) == fit.index and isinstance(e.get("checkpoint"), str)]
+                if regs and os.path.basename(end["checkpoint"].rstrip("/")) != regs[-1]["checkpoint"]:
+                    m.add(SYSTEM, "result", f"fit {fit.index} returned checkpoint "
+                                            f"{os.path.basename(end['checkpoint'])[:40]}, its latest registered "
+                                            f"was {regs[-1]['checkpoint'][:40]}")
+        for g in m.groups.values():   # one actor, one local rank per node, and a torchrun worker's agent is its node
+            pass
+        for e in self.events:
+            if e.get("kind") != "worker_group_started":
+                continue
+            seen_actor, local = set(), set()
+            for w in e.get("workers") or []:
+                if not isinstance(w, dict):
+                    continue
+                a = w.get("actor_id")
+                if a is not None:
+                    if a in seen_actor:
+                        m.add(SYSTEM, "group", f"worker_group_started seq {e.get('seq')} lists actor {str(a)[:12]} twice")
+                    seen_actor.add(a)
+                if w.get("local_rank") is not None:
+                    key = (w.get("node_id"), w.get("local_rank"))
+                    if key in local:
+                        m.add(SYSTEM, "group", f"worker_group_started seq {e.get('seq')}: two workers are local rank "
+                                               f"{w.get('local_rank')} on node {w.get('node_id')}")
+                    local.add(key)
+                if w.get("agent") is not None and w.get("node_id") is not None \
+                        and str(w["node_id"]) != f"agent-{w['agent']}":
+                    m.add(RECORDS, "agent", f"worker_group_started seq {e.get('seq')}: rank {w.get('rank')} on "
+                                            f"{w.get('node_id')} under agent {w.get('agent')}")
 
 
 def _trigger(at: dict) -> Tuple:

@@ -51,7 +51,7 @@ INFORMATIONAL = frozenset({"landing_hold"})
 #: (kind, top-level field) whose values no rule reads: a report's metrics besides its step (the reference
 #: job's running sums are judged at the end, in run_end's return value), the error class names a
 #: controller state repeats from its failure (equivalence rule "unjudged-metric")
-UNJUDGED_PATHS = {("report", "metrics"), ("controller_state", "worker_failures")}
+UNJUDGED_PATHS = {("report", "metrics"), ("controller_state", "worker_failures"), ("checkpoint_registered", "how")}
 #: metrics that are the step itself: judged
 STEP_METRICS = frozenset({"step", "ftharness_step"})
 #: the equivalence rules, each with why a mutant it covers is a history a correct run could also write
@@ -164,6 +164,10 @@ def _pools(events: List[Event]) -> Dict[str, List[Any]]:
 
 
 def _unjudged(kind: str, path: Path) -> bool:
+    """A field no rule reads: the paths of UNJUDGED_PATHS (but the step), and how a run_end's agent
+    ended or a non-killing fault action was done (text for a person)."""
+    if kind == "run_end" and path[:1] == ("agents",) and _name(path) == "how":
+        return True
     return bool(path) and (kind, path[0]) in UNJUDGED_PATHS and _name(path) not in STEP_METRICS
 
 

@@ -433,7 +433,8 @@ def _recorded_mismatches(scenario: Scenario, facts_: Dict[str, Any],
     if runtime is not None and runtime != scenario.workload.runtime:
         out.append(f"the run recorded runtime {runtime}, the scenario says {scenario.workload.runtime}")
     start = facts_.get("run_start") or {}
-    recorded, mine = start.get("workload"), _safe(lambda _: scenario.workload.model_dump(), None, {})
+    recorded, mine = start.get("workload"), _safe(lambda _: {**_workload_defaults(), **scenario.workload.model_dump()},
+                                                  None, {})
     if scenario.workload.kind == "reference" and isinstance(recorded, dict):
         for key in WORKLOAD_KEYS:   # the run may not be the one the scenario asks for: name each difference
             if key in recorded and key in mine and recorded[key] != mine[key]:
@@ -443,6 +444,14 @@ def _recorded_mismatches(scenario: Scenario, facts_: Dict[str, Any],
     if type(n) is int and isinstance(scenario.workload.num_workers, int) and n != scenario.workload.num_workers:
         out.append(f"the run recorded num_workers = {n}, the scenario says {scenario.workload.num_workers}")
     return out
+
+
+def _workload_defaults() -> Dict[str, Any]:
+    """The reference workload's own settings a scenario cannot change (features, seed, lr)."""
+    import dataclasses
+
+    return {f.name: f.default for f in dataclasses.fields(WorkloadConfig)
+            if f.name in ("features", "seed", "lr") and f.default is not dataclasses.MISSING}
 
 
 #: the reference workload's settings a run records in run_start.workload and the verdict compares
