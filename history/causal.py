@@ -172,6 +172,7 @@ class CausalModel:
 
     def add(self, blame: str, code: str, text: str, absence: bool = False, timed: bool = False) -> None:
         timed = timed or code in TIMED or " s before " in text or " s after " in text
+        absence = absence or code == "sequence"   # an order broken by an event that never arrived
         f = Finding(blame, code, text, absence, timed)
         if f not in self.findings and len(self.findings) < 200:
             self.findings.append(f)

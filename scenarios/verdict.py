@@ -309,7 +309,7 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
     state = _safe(lambda evs: final_state(scenario, evs, outcome), events, None)
     props = run_properties(scenario, events, outcome, state, faults, model, known)
     expected = expected_properties(scenario)
-    gap = gap_kind(history_problems)
+    gap = gap_kind(history_problems) or ("altered" if damage else None)   # odd values: a damaged record
     violated, unknown = [], [f"history: {p}" for p in history_problems or []]
     found = _safe(lambda m: causal.build(m, declared(scenario, facts_, fault_specs)).findings, model, None)
     if found is None:

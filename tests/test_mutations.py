@@ -461,10 +461,19 @@ def slower_than_the_default_bound(run):
     run.shift_after(_failure(run)["seq"], 400.0)
 
 
-@mutation("recovers", PASS, "kill-worker")
+@mutation("recovers", FAIL, "kill-worker")
 def slow_but_within_the_recorded_health_check(run):
+    """A bound never comes from the run it judges: the history's own health-check timeout (600 s)
+    does not widen the bound of a worker kill, which waits for no health check (was PASS)."""
     run.one("run_start")["health_check_timeout_s"] = 600.0
     run.shift_after(_failure(run)["seq"], 400.0)
+
+
+@mutation("recovers", PASS, "kill-worker")
+def slow_but_within_a_declared_bound(run):
+    """The scenario may declare a longer recovery: then 400 s more is within it."""
+    run.shift_after(_failure(run)["seq"], 400.0)
+    run.expect(recovery_bound_s=600.0)
 
 
 @mutation("recovers", FAIL, "kill-worker")
@@ -489,8 +498,17 @@ def more_lost_than_declared(run):
 
 
 @mutation("bounded_lost_work", FAIL, "kill-worker")
-def cadence_recorded_tighter(run):
-    """The run checkpointed every step (so its history says): losing 3 is over 2."""
+def cadence_declared_tighter(run):
+    """The scenario checkpoints every step (and the run recorded so): losing 3 is over 2."""
+    run.one("run_start")["workload"]["checkpoint_every"] = 1
+    run.scenario["workload"]["checkpoint_every"] = 1
+    run.expect(properties=["bounded_lost_work"])
+
+
+@mutation("verdict", INCONCLUSIVE, "kill-worker")
+def cadence_recorded_other_than_declared(run):
+    """The history says the run checkpointed every step, the scenario every 2: the run is not the
+    one the scenario asks for, and the verdict names the difference (the bound stays the scenario's)."""
     run.one("run_start")["workload"]["checkpoint_every"] = 1
     run.expect(properties=["bounded_lost_work"])
 

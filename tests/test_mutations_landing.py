@@ -606,7 +606,7 @@ MUTATIONS: List[M] = [
       "the failure came +0.7 s from the deadline, before the node died", "PASS", budget="preemption"),
     M("preempt_node", "preempt-node", "failure moved to another attempt", failure_to_other_attempt, False,
       "no failure decision followed", CONTRADICTED),
-    M("preempt_node", "preempt-node", "another node drained", node_other, False, "hosted no rank", NOT),
+    M("preempt_node", "preempt-node", "another node drained", node_other, False, "hosted no rank", CONTRADICTED),
     M("preempt_node", "preempt-node", "empty target_hit", empty_hit, False, "empty target_hit", NOT),
     M("preempt_node", "preempt-node", "failure long after", failure_late(), False, "outside the preempt_node window",
       NOT),

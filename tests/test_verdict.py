@@ -190,8 +190,8 @@ def test_a_crashed_check_satisfies_no_pin():
             e["step"] = "x"  # the checks cannot compare steps: they crash
     s = judged(scenario(violations=[{"property": "exactly_once_restore", "reason": "crash"}],
                         properties=["budget_accounting"]), events, problems=[])
-    assert s["verdict"] != "PASS"
-    assert s["properties"]["exactly_once_restore"]["status"] == "not_judged"
+    assert s["verdict"] == "INCONCLUSIVE"   # odd values: named damage, and no property decides by crashing
+    assert any("odd-value" in r and "step is 'x'" in r for r in s["inconclusive"]), s["inconclusive"]
 
 
 def test_a_suite_goes_on_past_a_scenario_that_crashes(tmp_path, monkeypatch, capsys):
@@ -243,7 +243,7 @@ def test_preemption_charged_to_max_failures_fails(tmp_path, capsys):
     assert "the injected preempt_node is charged to preemption" in out
 
 
-@pytest.mark.parametrize("folder,seconds", [(KILL, 18.952369), (PREEMPT, 22.577686)], ids=["kill", "preempt"])
+@pytest.mark.parametrize("folder,seconds", [(KILL, 18.953317), (PREEMPT, 22.578198)], ids=["kill", "preempt"])
 def test_recovers_reports_the_recovery_time_of_the_metrics_table(folder, seconds):
     """One recovery, one number: the `recovers` property, summary.json and the
     reports' recovery table measure a real recorded recovery the same way
@@ -331,14 +331,14 @@ def test_seen_3_a_soak_is_judged_again_exactly(tmp_path, capsys):
     start["soak"] = {"seed": 1, "duration_s": 60.0, "mtbf_s": 20.0, "planned": 1}
     end["fault_specs"] = run.scenario.pop("faults")
     run.scenario["faults"] = []
-    run.scenario["workload"].update(steps=1_000_000, duration_s=60.0)
+    run.scenario["workload"].update(steps=1_000_000, duration_s=60.0, rows_per_epoch=12 * 32)
     run.scenario["name"] = "kill-worker-soak"
     folder = run.write(tmp_path / "soak")
     with open(os.path.join(folder, "summary.json"), "w") as f:   # as the run wrote it (an output only)
         json.dump({"scenario": "kill-worker-soak", "verdict": "PASS",
                    "final_state": {"accumulators": end["return_value"]["acc"]}}, f)
     code, out = main(["check", folder]), capsys.readouterr().out
-    assert code == 0 and "LANDED fault 0 (kill_worker)" in out and "PASS kill-worker-soak" in out
+    assert code == 0 and "LANDED fault 0 (kill_worker)" in out and "PASS kill-worker-soak" in out, out
 
 
 def test_seen_3_a_scenario_yaml_without_the_faults_the_history_injected_is_inconclusive(tmp_path, capsys):
@@ -429,7 +429,7 @@ def test_seen_6_a_failure_nobody_asked_for_is_shown(tmp_path, capsys):
     for e in syn.events:   # the kill the scenario declares, as the injector records what it was asked
         if e["kind"] == "fault_injected":
             e["target_asked"] = {"rank": 1}
-    sc = parse_scenario({"name": "k", "workload": {"num_workers": 2, "steps": 12, "checkpoint_every": 2},
+    sc = parse_scenario({"name": "k", "workload": {"num_workers": 2, "steps": 12, "checkpoint_every": 2, "batch_size": 4},
                          "failure_config": {"max_failures": 1},
                          "faults": [{"kind": "kill_worker", "at": {"step": 6}, "target": {"rank": 1}}],
                          "expect": {"outcome": "succeeded", "properties": ["budget_accounting"]}})

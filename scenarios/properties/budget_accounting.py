@@ -149,8 +149,9 @@ def _preemption_evidence(h: History, fit: Fit, context: dict, release, unknown: 
         group = model.groups.get(f.get("attempt_id"))
         nodes = {node for _, node in group.workers.values()} if group is not None else set(model.drains)
         drained = [n for n in nodes if n in model.drains]
-        undated = [e for e in model.injections.values() if e.get("fault_kind") == "preempt_node"
-                   and (e.get("target_hit") or {}).get("node_id") in nodes and not drained]
+        undated = [e for e in model.injections.values() if e.get("fault_kind") == "preempt_node" and not drained
+                   and ((e.get("target_hit") or {}).get("node_id") in nodes
+                        or not (e.get("target_hit") or {}).get("node_id"))]
         if undated:   # our own record of the drain lost its deadline: nothing to judge the charge by
             unknown.append(f"{failure_text(h, f)} charged to preemption: the drain of node "
                            f"{str((undated[0].get('target_hit') or {}).get('node_id'))[:8]} recorded no deadline, "
