@@ -26,7 +26,9 @@ import yaml
 from ftharness.history import records, spool, store
 from ftharness.harness.cluster import netns
 from ftharness.harness.cluster.handles import open_cluster
+from ftharness.harness.run.guard import check_capabilities
 from ftharness.harness.run.injector import Injector, crash_plans
+from ftharness.faults import REGISTRY
 from ftharness.faults.base import join_storage
 from ftharness.faults.gpu import detector_env
 from ftharness.reports.gpu import gpu_summary
@@ -165,7 +167,7 @@ def workload_config(scenario: Scenario, use_gpu: bool, stop_at: Optional[float] 
 def resolve_use_gpu(scenario: Scenario) -> bool:
     """Whether the workers take GPUs (`use_gpu: auto`: when the cluster has one), refused in one
     line where they cannot train on them (a CPU build of torch) or a GPU fault has no GPU."""
-    from ftharness.faults.gpu import cpu_refusal
+    from ftharness.faults import cpu_refusal
     from ftharness.harness.job.device import CudaInfo, gpu_refusal, wants_gpu
 
     gpus = ray.cluster_resources().get("GPU", 0)
@@ -331,8 +333,7 @@ class ScenarioRunner:
         if self.scenario.cluster.storage == "s3":
             self._start_s3()
         journal = spool.create(self.run_name)
-        if hasattr(self.cluster, "adopt_dir"):
-            self.cluster.adopt_dir(journal)
+        self.cluster.adopt_dir(journal)
         try:
             self._start()
         except BaseException:
@@ -367,7 +368,7 @@ class ScenarioRunner:
         """(storage_path, storage_filesystem) for Ray Train's RunConfig. With a storage_errors
         fault, the run's real filesystem (local disk, a URI's, the S3 endpoint's) wrapped in
         the chaos filesystem, and storage_path a path on it."""
-        if not any(f.kind == "storage_errors" for f in self.scenario.faults):
+        if not any(REGISTRY[f.kind].wraps_storage for f in self.scenario.faults):
             return self.storage_path, self.storage_filesystem
         from ftharness.faults.base import resolve_storage
         from ftharness.faults.storage import chaos_filesystem
@@ -455,11 +456,7 @@ class ScenarioRunner:
     def _history_service(self):
         """The cluster's history service (one process for all its runs); a cluster handle
         without one (a stand-in) gets a service of this run's own, ended at close."""
-        shared = getattr(self.cluster, "history_service", None)
-        if shared is not None:
-            return shared()
-        self._own_service = store.start_service(wait=False)
-        return self._own_service
+        return self.cluster.history_service()
 
     def _merge_spooled(self) -> None:
         """Events journaled on nodes the history could not hear (ftharness.history.spool)."""
@@ -475,9 +472,7 @@ class ScenarioRunner:
         from ftharness.harness.cluster.s3 import BUCKET, S3Endpoint
 
         self.s3 = S3Endpoint().start()
-        adopt = getattr(self.cluster, "adopt", None)
-        if adopt is not None:          # killed with the cluster if the harness dies
-            adopt([self.s3.proc.pid])
+        self.cluster.adopt([self.s3.proc.pid])   # killed with the cluster if the harness dies
         self.storage_filesystem = self.s3.filesystem()
         self.storage_path = BUCKET     # a path on storage_filesystem, as Ray Train takes it
 
@@ -511,7 +506,7 @@ class ScenarioRunner:
             "rows": WorkloadConfig(**cfg).rows if w.kind == "reference" else 0,
             "train_env": {**self.cluster.train_env(), **detector_env(self._specs())},
             "crash_plans": crash_plans(sc),
-            "storage_chaos": any(f.kind == "storage_errors" for f in sc.faults),
+            "storage_chaos": any(REGISTRY[f.kind].wraps_storage for f in sc.faults),
             "hold_s": sc.timeout_s if ((sc.faults or self.driver) and sc.landing_hold) else None,
         }
 
@@ -564,14 +559,13 @@ class ScenarioRunner:
             "results_dir": self.out_dir,
             "versions": versions(),
             "settings": {
-                "profile": (self.cluster.profile_in_force() if hasattr(self.cluster, "profile_in_force")
-                            else self.scenario.cluster.profile),
+                "profile": self.cluster.profile_in_force(),
                 "address": self.options.address or "embedded",
                 "address_source": self.options.address_source,
                 "head_node_id": self.cluster.head_node_id(),
                 "train_env": self.cluster.train_env(),
                 "use_gpu": use_gpu,
-                "cluster_start_s": round(getattr(self.cluster, "start_time_s", 0.0) or 0.0, 3),
+                "cluster_start_s": round(self.cluster.start_time_s or 0.0, 3),
             },
         })
         self.write_summary(summary)
@@ -662,6 +656,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
         _read_summary(options.resume)  # refuse before anything starts
     preflight(scenario)
     handle = open_cluster(scenario.cluster, options.address)
+    check_capabilities(scenario, handle)   # before the cluster starts
     with handle as cluster:
         return ScenarioRunner(scenario, cluster, options).run()
 

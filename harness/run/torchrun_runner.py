@@ -20,6 +20,7 @@ import os
 import time
 from typing import Any, Dict, List, Optional
 
+from ftharness.faults import REGISTRY
 from ftharness.history import records
 from ftharness.harness.run.injector import Injector
 from ftharness.harness.run.runner import RunOptions, _write_scenario, crash_plans, new_run_name, storage_location, versions
@@ -52,7 +53,7 @@ class TorchrunInjector(Injector):
     def _fire(self, index: int, t_requested: float, event: Dict[str, Any], gated: bool) -> Dict[str, Any]:
         """A fault, then what the scheduler did about it: a lost node's agent started on a
         spare node (ftharness.harness.torchrun.launcher), recorded as the fault's follow-up."""
-        done = getattr(self.cluster, "rescheduled", [])
+        done = self.cluster.rescheduled
         before = len(done)
         record = super()._fire(index, t_requested, event, gated)
         for r in done[before:]:
@@ -225,7 +226,7 @@ class TorchrunRunner:
                 "use_gpu": self.use_gpu, "gpu_by": "rank",
                 # storage_errors: the workers' checkpoint operations go through the chaos filesystem,
                 # whose control file the fault writes in the storage root (ftharness.faults.storage)
-                "storage_chaos_root": self.storage_path if any(f.kind == "storage_errors" for f in sc.faults)
+                "storage_chaos_root": self.storage_path if any(REGISTRY[f.kind].wraps_storage for f in sc.faults)
                 else None}
         folder = os.path.join(self.out_dir, "torchrun")
         os.makedirs(folder, exist_ok=True)
@@ -357,4 +358,7 @@ class TorchrunRunner:
 
 def run_torchrun(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
     """Run a torchrun scenario end to end; returns its summary."""
+    from ftharness.harness.run.guard import check_capabilities
+
+    check_capabilities(scenario, Launcher)   # what its faults need of the agents, before any starts
     return TorchrunRunner(scenario, options).run()
