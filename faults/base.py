@@ -29,6 +29,7 @@ takes the union of those models from the registry in faults/__init__.py.
 from __future__ import annotations
 
 import ipaddress
+from abc import ABC, abstractmethod
 import os
 import random
 import re
@@ -450,7 +451,7 @@ def describe_failure(f: Dict[str, Any]) -> str:
             f"{f.get('decision')})")
 
 
-class Fault:
+class Fault(ABC):
     """One fault of a scenario. Subclasses set `kind` and `Spec` (the spec
     model, whose `kind` literal is the same) and implement `inject` and
     `landing`. They receive their spec as a plain dict: the model's dump
@@ -545,9 +546,10 @@ class Fault:
         """What `fault_injected` records as hit beyond rank, pid, node, where and step."""
         return {}
 
+    @abstractmethod
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
-        """Do the fault now; return the target hit (node_id, pid, rank, path, ...)."""
-        raise NotImplementedError
+        """Do the fault now; return the target hit (node_id, pid, rank, path, ...). A kind that
+        `runs_in` the worker raises FaultSkipped here (the worker did it)."""
 
     def heal(self, ctx: FaultContext) -> Optional[Dict[str, Any]]:
         """Undo what can be undone (a resumed process, a returned node); None if nothing to do."""
