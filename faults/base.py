@@ -481,6 +481,10 @@ class Fault(ABC):
     wraps_storage = False
     #: whether fit() is to run again after it (a killed controller, as an operator would)
     wants_resume = False
+    #: the failure it causes ends fit() itself (ActorDiedError), outside every budget: a restart
+    #: without a failure decision (the verdict's `Facts.restarts`, budget_accounting's
+    #: "the controller died")
+    ends_fit = False
     #: the distribution that registered it (an entry point of `ftharness.faults`); None: built in
     plugin: Optional[str] = None
     #: the failure it causes is only seen after Ray Train's worker health-check timeout

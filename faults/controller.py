@@ -65,6 +65,7 @@ class KillController(Fault):
     kind = "kill_controller"
     Spec = KillControllerSpec
     refused_on = {"torchrun": "is Ray-only (torchrun has no Train controller)"}
+    ends_fit = True
     needs = frozenset({RAY})
     runs_in = "node_agent"
     budget = None  # no budget covers it: fit() raises ActorDiedError
