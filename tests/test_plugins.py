@@ -58,11 +58,11 @@ def plugin(tmp_path_factory):
     return install(str(tmp_path_factory.mktemp("plugin")))
 
 
-def ftharness(path, *args, cwd=None):
+def ftharness(path, *args, cwd=None, timeout=300):
     """`ftharness ARGS` in a child that sees the plugin folder `path`."""
     env = dict(os.environ, PYTHONPATH=path)
     return subprocess.run([sys.executable, "-P", "-m", "ftharness", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=300)
+                          env=env, cwd=cwd, timeout=timeout)
 
 
 def python(path, code):
@@ -203,7 +203,7 @@ def test_the_plugin_kind_runs_on_a_real_cluster(plugin, tmp_path):
     path = tmp_path / "touch-file.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     out = tmp_path / "out"
-    r = ftharness(plugin, "run", str(path), "--out", str(out))
+    r = ftharness(plugin, "run", str(path), "--out", str(out), timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["verdict"] == "PASS"
