@@ -1,16 +1,24 @@
 """Fault kinds, one small module per family, and their one registry.
 
-Each kind is a `Fault` subclass whose `Spec` is its pydantic spec model
-(faults/base.py). `KINDS` below is the registry: the scenario language takes
-`FaultSpec`, the union of every kind's spec model, from it, and `make_fault`
-builds a fault from its spec. Adding a kind: its module (or a class in an
-existing one), and one line here.
+Each kind is a `Fault` subclass whose `Spec` is its pydantic spec model and
+whose class attributes declare the rest (faults/base.py: the runtimes and
+clusters it runs on, where it runs, the capabilities it needs, its cross-field
+rules). `KINDS` below is the registry: the scenario language takes `FaultSpec`,
+the union of every kind's spec model, from it; the injector, the worker's
+instrumentation and the Chaos Toolkit actions ask it what each kind needs, and
+`make_fault` builds a fault from its spec. Adding a kind: its module, and one
+line here, or, outside this repository, an entry point in the group
+`ftharness.faults` (docs/plugins.md), loaded below when this package is imported.
 """
 
-from typing import Annotated, Union
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from pydantic import Field
 
+from ftharness.faults.base import Fault, FaultSpecBase
 from ftharness.faults.checkpoint import CorruptCheckpoint
 from ftharness.faults.controller import KillController
 from ftharness.faults.gpu import CollectiveHang, CudaError
@@ -20,8 +28,13 @@ from ftharness.faults.process import CrashWorker, HangWorker, KillWorker
 from ftharness.faults.resources import StarveResources
 from ftharness.faults.storage import StorageErrors
 
-#: the registry: every fault kind, in the order the documentation lists them
-KINDS = (
+#: the entry-point group third-party fault kinds are registered under
+ENTRY_POINT_GROUP = "ftharness.faults"
+#: where a kind may run (Fault.runs_in)
+PLACES = ("driver", "node_agent", "worker")
+
+#: the built-in kinds, in the order the documentation lists them
+BUILT_IN = (
     KillWorker,
     CrashWorker,
     HangWorker,
@@ -37,15 +50,103 @@ KINDS = (
     CollectiveHang,
 )
 
-REGISTRY = {cls.kind: cls for cls in KINDS}
+
+def plugin_problem(cls: Any, taken: Iterable[str]) -> Optional[str]:
+    """Why `cls`, loaded from an entry point, is no fault kind ftharness can use; None if it is."""
+    if not (isinstance(cls, type) and issubclass(cls, Fault)):
+        return f"{cls!r} is not a subclass of ftharness.faults.base.Fault"
+    if not isinstance(cls.kind, str) or not cls.kind.isidentifier():
+        return f"{cls.__name__}.kind must be a name such as my_fault (got {cls.kind!r})"
+    if cls.kind in set(taken):
+        return f"kind {cls.kind} is already registered"
+    if not (isinstance(cls.Spec, type) and issubclass(cls.Spec, FaultSpecBase)) or cls.Spec is FaultSpecBase:
+        return f"{cls.__name__}.Spec must be a subclass of FaultSpecBase with kind: Literal[{cls.kind!r}]"
+    if cls.Spec.kind_name() != cls.kind:
+        return f"{cls.__name__}.Spec's kind literal is {cls.Spec.kind_name()!r}, not {cls.kind!r}"
+    if cls.runs_in not in PLACES:
+        return f"{cls.__name__}.runs_in must be one of {', '.join(PLACES)} (got {cls.runs_in!r})"
+    return None
+
+
+def load_plugins(group: str = ENTRY_POINT_GROUP, taken: Iterable[str] = ()) -> Tuple[List[type], List[str]]:
+    """(the fault kinds the installed distributions register under `group`, one line per entry
+    point that could not be loaded). An entry point names a Fault subclass (or a list of them)."""
+    from importlib.metadata import entry_points
+
+    kinds: List[type] = []
+    problems: List[str] = []
+    taken = set(taken)
+    try:
+        found = sorted(entry_points(group=group), key=lambda ep: ep.name)
+    except Exception as e:  # noqa: BLE001 - a broken environment loads no plugin, and says so
+        return [], [f"{group}: entry points cannot be read ({type(e).__name__}: {e})"]
+    for ep in found:
+        try:
+            loaded = ep.load()
+        except Exception as e:  # noqa: BLE001 - a broken plugin is one warning, never a crash
+            problems.append(f"{group} entry point {ep.name} ({ep.value}): not loaded ({type(e).__name__}: {e})")
+            continue
+        for cls in loaded if isinstance(loaded, (list, tuple)) else [loaded]:
+            why = plugin_problem(cls, taken)
+            if why:
+                problems.append(f"{group} entry point {ep.name} ({ep.value}): not loaded ({why})")
+                continue
+            cls.plugin = f"{ep.dist.name if ep.dist else ep.value}"
+            taken.add(cls.kind)
+            kinds.append(cls)
+    return kinds, problems
+
+
+_PLUGINS, PLUGIN_PROBLEMS = load_plugins(taken=[cls.kind for cls in BUILT_IN])
+for _line in PLUGIN_PROBLEMS:
+    print(f"ftharness: warning: {_line}", file=sys.stderr)
+
+#: the registry: every fault kind, built in first, then those of plugins (by entry point name)
+KINDS = BUILT_IN + tuple(_PLUGINS)
+
+REGISTRY: Dict[str, type] = {cls.kind: cls for cls in KINDS}
 FAULT_KINDS = tuple(REGISTRY)
 
 #: one fault of a scenario: the spec model its `kind` names
 FaultSpec = Annotated[Union[tuple(cls.Spec for cls in KINDS)], Field(discriminator="kind")]
 
 
+def kinds_that(**declared: Any) -> Tuple[str, ...]:
+    """The kinds whose declarations have these values, in registry order
+    (`kinds_that(runs_in="worker")`)."""
+    return tuple(k for k, cls in REGISTRY.items() if all(getattr(cls, a) == v for a, v in declared.items()))
+
+
+def kinds_on(runtime: str) -> Tuple[str, ...]:
+    """The kinds that can run under `runtime` (ray_train, torchrun), in registry order."""
+    return tuple(k for k, cls in REGISTRY.items() if runtime in cls.runtimes)
+
+
+#: the kinds the worker does itself from its plan (the injector fires none of them)
+IN_WORKER = kinds_that(runs_in="worker")
+
+
+def kind_of(spec: Any) -> Optional[type]:
+    """The Fault class of a spec (a model or its dump); None for a kind nobody registered."""
+    kind = spec.get("kind") if isinstance(spec, dict) else getattr(spec, "kind", None)
+    return REGISTRY.get(kind) if isinstance(kind, str) else None
+
+
+def cpu_refusal(faults: Iterable[Any], why_cpu: str) -> Optional[str]:
+    """`faults[i]...: ...` for the first fault that needs GPU workers, on a scenario that trains
+    on CPU (`why_cpu` says why, naming the field); None when there is none. `faults`: the
+    scenario's fault specs (models or dicts); each kind says in `cpu_problem` what it needs."""
+    for i, f in enumerate(faults):
+        cls = kind_of(f)
+        dump = f if isinstance(f, dict) else f.model_dump(exclude_none=True)
+        why = cls.cpu_problem(dump, why_cpu, i) if cls is not None else None
+        if why:
+            return why
+    return None
+
+
 def make_fault(index, spec):
-    """The Fault object for spec, a spec model's dump (crash_worker, cuda_error and collective_hang
+    """The Fault object for spec, a spec model's dump (the kinds that `runs_in` the worker
     are injected by the worker itself)."""
     return REGISTRY[spec["kind"]](index, spec)
 
@@ -59,4 +160,3 @@ def landings(specs, events, final: bool = True):
     except Exception:  # noqa: BLE001 - each fault meets the malformed history on its own
         shared = None
     return [(spec, judge_landing(make_fault(i, spec), events, final, shared)) for i, spec in enumerate(specs)]
-

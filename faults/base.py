@@ -29,14 +29,16 @@ takes the union of those models from the registry in faults/__init__.py.
 from __future__ import annotations
 
 import ipaddress
+from abc import ABC, abstractmethod
 import os
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Literal, Optional, Tuple, get_args
+from typing import Any, Callable, Dict, FrozenSet, List, Literal, Mapping, Optional, Protocol, Tuple, TypedDict, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ftharness.faults.capabilities import NODE_INDEX, ClusterHandle, NodeAgents
 from ftharness.faults.targets import TargetError, resolve_node, same_ip, selector_of
 from ftharness.errors import FaultSkipped
 from ftharness.history.causal import fault_time
@@ -180,22 +182,65 @@ class TargetedSpec(FaultSpecBase):
     target: Target
 
 
+class Schedule(Protocol):
+    """Run `fn` `delay_s` from now on the injector's main thread; `kind` is the event its
+    result is recorded as ("none": not recorded)."""
+
+    def __call__(self, delay_s: float, fn: Callable[[], Dict[str, Any]], label: str,
+                 kind: str = "fault_action") -> None: ...
+
+
+class Record(Protocol):
+    """Record a `fault_action` now."""
+
+    def __call__(self, label: str, detail: Dict[str, Any]) -> None: ...
+
+
+class Member(TypedDict, total=False):
+    """One worker of the current group, as the history book lists it."""
+
+    rank: int
+    node_id: str
+    pid: int
+    actor_id: str
+    attempt_id: str
+
+
+class WorkerSide(Protocol):
+    """What a fault that `runs_in` the worker may use there (harness/job/instrument.py's
+    WorkerRecorder; the torchrun worker's side): the rank, its device, and the two actions
+    a train function cannot do by raising alone."""
+
+    rank: int
+    device: Any
+
+    def raise_cuda_error(self, how: str) -> None: ...
+
+    def stall(self, duration_s: Optional[float]) -> None: ...
+
+
 @dataclass
 class FaultContext:
-    """What a fault may use; built by the injector for each injection."""
+    """What a fault may use; built by the injector for each injection. It acts on the
+    cluster only through `cluster` (a ClusterHandle: ask `can(capability)` before using
+    what a capability brings), `agents`, and `ops`."""
 
-    cluster: Any                       # EmbeddedCluster or ExistingCluster
-    agents: Any                        # ftharness.harness.cluster.agents.Agents
-    members: List[Dict[str, Any]]      # current worker group: rank, node_id, pid, actor_id
+    cluster: ClusterHandle             # EmbeddedCluster, ExistingCluster or the torchrun Launcher
+    agents: Optional[NodeAgents]       # harness/cluster/agents.py's Agents (torchrun: ProcessAgents)
+    members: List[Member]              # current worker group: rank, node_id, pid, actor_id
     storage_dir: str                   # <storage_path>/<run name>: the run's own storage (on storage_fs)
     history_path: str
     event: Dict[str, Any] = field(default_factory=dict)  # the event that fired the trigger
     rng: random.Random = field(default_factory=random.Random)
-    schedule: Any = None               # callable(delay_s, fn, label): run fn later on the main thread
-    record: Any = None                 # callable(label, detail): record a fault_action now
-    ops: Any = None                    # Ray operations (ftharness.harness.cluster.ray_private), handed in so
-                                       # that faults never import the cluster layer
+    schedule: Optional[Schedule] = None   # run fn later on the main thread
+    record: Optional[Record] = None       # record a fault_action now
+    ops: Any = None                    # Ray operations (the module ftharness.harness.cluster.ray_private),
+                                       # handed in so that faults never import the cluster layer
     storage_fs: Any = None             # the pyarrow filesystem storage_dir is a path on (None: local disk)
+
+    def can(self, capability: str) -> bool:
+        """Whether the cluster offers `capability` (faults/capabilities.py)."""
+        return capability in self.cluster.capabilities
 
     def storage(self):
         """(filesystem, path): the run's own storage folder as a path on its pyarrow filesystem."""
@@ -406,7 +451,7 @@ def describe_failure(f: Dict[str, Any]) -> str:
             f"{f.get('decision')})")
 
 
-class Fault:
+class Fault(ABC):
     """One fault of a scenario. Subclasses set `kind` and `Spec` (the spec
     model, whose `kind` literal is the same) and implement `inject` and
     `landing`. They receive their spec as a plain dict: the model's dump
@@ -414,6 +459,34 @@ class Fault:
 
     kind = ""
     Spec: type = FaultSpecBase
+
+    # -- what the kind declares about itself: the schema, the injector, the worker's
+    # instrumentation, the Chaos Toolkit actions and the capability check read these from the
+    # registry (faults/__init__.py), so nothing outside faults/ names a kind
+    #: the runtimes (`workload.runtime`) it can run under
+    runtimes: Tuple[str, ...] = ("ray_train",)
+    #: why it cannot run under a runtime not in `runtimes` ("is Ray-only (...)"), by runtime
+    refused_on: Dict[str, str] = {}
+    #: the Ray clusters it runs on: "embedded" (ftharness starts it), "existing" (cluster.address)
+    cluster_kinds: Tuple[str, ...] = ("embedded", "existing")
+    #: where its action runs: "driver" (the injector, on the driver's main thread), "node_agent"
+    #: (an agent process on the victim's node, asked by the injector), or "worker" (the train
+    #: function itself, from the plan `worker_plan` makes; the injector fires none of these)
+    runs_in: str = "driver"
+    #: the cluster capabilities it needs whatever its arguments (faults/capabilities.py)
+    needs: FrozenSet[str] = frozenset()
+    #: its `duration_s` ends with `heal` on the injector's timeline (False: the kind ends it itself)
+    heals_after_duration = True
+    #: the run's storage must go through the chaos filesystem (faults/storage.py) from the start
+    wraps_storage = False
+    #: whether fit() is to run again after it (a killed controller, as an operator would)
+    wants_resume = False
+    #: the failure it causes ends fit() itself (ActorDiedError), outside every budget: a restart
+    #: without a failure decision (the verdict's `Facts.restarts`, budget_accounting's
+    #: "the controller died")
+    ends_fit = False
+    #: the distribution that registered it (an entry point of `ftharness.faults`); None: built in
+    plugin: Optional[str] = None
     #: the failure it causes is only seen after Ray Train's worker health-check timeout
     waits_for_health_check = False
     #: seconds after its last action that a fault may still take effect
@@ -432,9 +505,55 @@ class Fault:
         self.spec = spec
         self.target = spec.get("target") or {}
 
+    # -- the kind's rules, asked through the registry (each returns "field: reason" or None)
+    @classmethod
+    def needs_for(cls, spec: Mapping[str, Any]) -> FrozenSet[str]:
+        """The capabilities this fault needs with these arguments (a spec dump)."""
+        return frozenset(cls.needs)
+
+    @classmethod
+    def runtime_problem(cls, spec: Any, runtime: str, index: int) -> Optional[str]:
+        """Why this fault (a spec model) cannot run under `runtime`, beyond the kind itself
+        (an argument that means nothing there), as `faults[i].field: reason`; None if it can."""
+        return None
+
+    @classmethod
+    def scenario_problem(cls, spec: Any, scenario: Any, index: int) -> Optional[str]:
+        """The kind's cross-field rules: why this fault (a spec model) does not fit the rest of
+        `scenario` (a validated Scenario but for its faults), as `field: reason`; None if it does."""
+        return None
+
+    @classmethod
+    def cpu_problem(cls, spec: Mapping[str, Any], why_cpu: str, index: int) -> Optional[str]:
+        """Why this fault cannot run on a scenario that trains on CPU (`why_cpu` names the field)."""
+        return None
+
+    @classmethod
+    def release_problem(cls, spec: Any, ray_version: str, minor: Tuple[int, int], index: int) -> Optional[str]:
+        """Why this fault cannot run on Ray `ray_version` (`minor`: (2, 60)); None if it can."""
+        return None
+
+    @classmethod
+    def worker_plan(cls, spec: Any, scenario: Any) -> Dict[str, Any]:
+        """For a kind that `runs_in` the worker: what its plan carries beyond the common fields
+        (fault, kind, where, rank, step, nth, target_asked, how, duration_s)."""
+        return {}
+
+    @classmethod
+    def act_in_worker(cls, plan: Mapping[str, Any], worker: "WorkerSide", where: str, step: Optional[int]) -> None:
+        """For a kind that `runs_in` the worker: do it now, in the train function of the target
+        rank (`fault_injected` is recorded already). Raise to fail the attempt; return to go on."""
+        raise NotImplementedError(f"{cls.kind} does not run in the worker")
+
+    @classmethod
+    def hit_in_worker(cls, plan: Mapping[str, Any], worker: "WorkerSide") -> Dict[str, Any]:
+        """What `fault_injected` records as hit beyond rank, pid, node, where and step."""
+        return {}
+
+    @abstractmethod
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
-        """Do the fault now; return the target hit (node_id, pid, rank, path, ...)."""
-        raise NotImplementedError
+        """Do the fault now; return the target hit (node_id, pid, rank, path, ...). A kind that
+        `runs_in` the worker raises FaultSkipped here (the worker did it)."""
 
     def heal(self, ctx: FaultContext) -> Optional[Dict[str, Any]]:
         """Undo what can be undone (a resumed process, a returned node); None if nothing to do."""
@@ -467,15 +586,15 @@ class Fault:
         t = self.target
         if node_id and (t.get("node") is not None or t.get("ip") is not None or t.get("label") is not None):
             try:
-                if t.get("node") is not None and hasattr(ctx.cluster, "node_index"):
+                if t.get("node") is not None and ctx.can(NODE_INDEX):
                     hit.setdefault("node_index", ctx.cluster.node_index(node_id))
                 node = next((n for n in ctx.cluster.nodes() if n.node_id == node_id), None)
             except Exception:  # noqa: BLE001 - the node list is evidence, not a precondition
                 node = None
             if node is not None and t.get("ip") is not None:
-                hit.setdefault("ip", getattr(node, "ip", None))
+                hit.setdefault("ip", node.ip)
             if node is not None and t.get("label") is not None:
-                hit.setdefault("labels", dict(getattr(node, "labels", None) or {}))
+                hit.setdefault("labels", dict(node.labels or {}))
         return hit
 
     def struck(self, view: FaultView) -> Tuple[Optional[str], Optional[str]]:
@@ -645,12 +764,12 @@ class Fault:
 def node_id_of(ctx: FaultContext, index: int) -> str:
     """Node id of the scenario's worker node `index` (0-based, head excluded)."""
     cluster = ctx.cluster
-    if hasattr(cluster, "node_id") and index in cluster.worker_node_indices():
-        return cluster.node_id(index)
-    nodes = [n for n in cluster.nodes() if not n.is_head and n.alive]
-    if hasattr(cluster, "worker_node_indices"):
+    if ctx.can(NODE_INDEX):
+        if index in cluster.worker_node_indices():
+            return cluster.node_id(index)
         raise FaultSkipped(f"node {index} is not a live worker node "
                            f"(nodes {cluster.worker_node_indices()})")
+    nodes = [n for n in cluster.nodes() if not n.is_head and n.alive]
     if index >= len(nodes):
         raise FaultSkipped(f"node {index} does not exist ({len(nodes)} live worker nodes)")
     return nodes[index].node_id

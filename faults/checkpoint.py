@@ -125,6 +125,20 @@ class CorruptCheckpoint(Fault):
     kind = "corrupt_checkpoint"
     Spec = CorruptCheckpointSpec
     budget = None
+    runtimes = ("ray_train", "torchrun")
+    #: `how` values a torchrun run cannot have, and why
+    TORCHRUN_REFUSED_HOW = {
+        "snapshot": "damages Ray Train's checkpoint_manager_snapshot.json, which the torchrun layout does not have",
+        "delete_dir": "is never read under torchrun: the folder listing is the registry, so the restore falls "
+                      "back to the checkpoint before",
+    }
+
+    @classmethod
+    def runtime_problem(cls, spec, runtime: str, index: int) -> Optional[str]:
+        if runtime == "torchrun" and spec.how in cls.TORCHRUN_REFUSED_HOW:
+            return (f"faults[{index}].how: {spec.how} {cls.TORCHRUN_REFUSED_HOW[spec.how]}; under workload.runtime "
+                    f"torchrun allowed: bitflip, truncate, delete_file")
+        return None
 
     def landing(self, view: FaultView) -> Landing:
         hit = view.hit

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Literal, Optional
 from ftharness.faults.base import (LANDED, MISSED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView,
                                    Landing, _num, _seq)
 from ftharness.errors import FaultSkipped
+from ftharness.faults.capabilities import RAY
 from ftharness.history.records import read_events
 
 
@@ -63,6 +64,10 @@ class KillController(Fault):
 
     kind = "kill_controller"
     Spec = KillControllerSpec
+    refused_on = {"torchrun": "is Ray-only (torchrun has no Train controller)"}
+    ends_fit = True
+    needs = frozenset({RAY})
+    runs_in = "node_agent"
     budget = None  # no budget covers it: fit() raises ActorDiedError
 
     window_s = 120.0

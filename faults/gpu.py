@@ -39,11 +39,6 @@ from ftharness.faults.base import (LANDED, MISSED, PENDING, Fault, FaultContext,
 
 #: how cuda_error makes its CUDA error
 CUDA_HOWS = ("device_assert", "invalid_device")
-#: fault kinds that need GPU workers (refused on a CPU cluster)
-GPU_ONLY = ("cuda_error",)
-#: fault kinds the worker does itself from its plan (besides crash_worker)
-IN_WORKER = ("cuda_error", "collective_hang")
-
 #: what a CUDA error looks like in a worker's error (torch's messages, its exception types)
 CUDA_ERROR = re.compile(r"CUDA error|AcceleratorError|device-side assert|invalid device ordinal|cudaError",
                         re.IGNORECASE)
@@ -99,6 +94,21 @@ class CudaError(Fault):
 
     kind = "cuda_error"
     Spec = CudaErrorSpec
+    refused_on = {"torchrun": "is Ray Train-only for now"}
+    runs_in = "worker"
+
+    @classmethod
+    def cpu_problem(cls, spec, why_cpu: str, index: int) -> Optional[str]:
+        return (f"faults[{index}].kind: {cls.kind} needs GPU workers, but this scenario trains on CPU ({why_cpu}); "
+                f"give cluster.gpus_per_node >= 1, or drop it")
+
+    @classmethod
+    def hit_in_worker(cls, plan, worker) -> Dict[str, Any]:
+        return {"device": worker.device, "how": plan.get("how")}
+
+    @classmethod
+    def act_in_worker(cls, plan, worker, where: str, step: Optional[int]) -> None:
+        worker.raise_cuda_error(plan.get("how") or "device_assert")
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         raise FaultSkipped("cuda_error is done by the worker itself (ftharness.harness.job.instrument)")
@@ -127,6 +137,52 @@ class CollectiveHang(Fault):
 
     kind = "collective_hang"
     Spec = CollectiveHangSpec
+    refused_on = {"torchrun": "is Ray Train-only for now (hang_worker stalls a torchrun rank)"}
+    runs_in = "worker"
+
+    @classmethod
+    def cpu_problem(cls, spec, why_cpu: str, index: int) -> Optional[str]:
+        if not spec.get("hang_detector"):
+            return None
+        return (f"faults[{index}].hang_detector: Ray's NCCL hang detector needs NCCL (GPU workers), but this "
+                f"scenario trains on CPU ({why_cpu}); drop hang_detector (gloo's timeout ends the hang)")
+
+    @classmethod
+    def scenario_problem(cls, spec, scenario, index: int) -> Optional[str]:
+        w = scenario.workload
+        if w.runtime != "ray_train":
+            return None
+        if w.collective_timeout_s is None:
+            return (f"workload.collective_timeout_s: faults[{index}] collective_hang is ended by the "
+                    f"collective timeout; set it (e.g. 10), else the peers wait Ray's 30 minutes")
+        if w.trainer != "torch":
+            return (f"faults[{index}].kind: collective_hang needs a torch process group; trainer "
+                    f"{w.trainer} has none (allowed with trainer: torch)")
+        if w.min_workers < 2:
+            return (f"faults[{index}].kind: collective_hang needs a peer to block in the collective; "
+                    f"workload.num_workers must be 2 or more")
+        return None
+
+    @classmethod
+    def release_problem(cls, spec, ray_version: str, minor, index: int) -> Optional[str]:
+        if spec.hang_detector and tuple(minor) < (2, 60):
+            return (f"faults[{index}].hang_detector: Ray Train's NCCL hang detector arrived in Ray 2.60; "
+                    f"Ray {ray_version} has none (drop it: the collective timeout ends the hang)")
+        return None
+
+    @classmethod
+    def worker_plan(cls, spec, scenario) -> Dict[str, Any]:
+        """Recorded with the stall: what the landing times the peers by."""
+        return {"collective_timeout_s": scenario.workload.collective_timeout_s}
+
+    @classmethod
+    def hit_in_worker(cls, plan, worker) -> Dict[str, Any]:
+        return {"device": worker.device, "stall_s": plan.get("duration_s"),
+                "collective_timeout_s": plan.get("collective_timeout_s")}
+
+    @classmethod
+    def act_in_worker(cls, plan, worker, where: str, step: Optional[int]) -> None:
+        worker.stall(plan.get("duration_s"))
     #: the peers' collective timeout runs after the stall (the scenario's collective_timeout_s)
     settle_s = 120.0
 
@@ -184,22 +240,6 @@ class CollectiveHang(Fault):
 def _clip(text: str, n: int = 160) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[: n - 3] + "..."
-
-
-def cpu_refusal(faults: Iterable[Any], why_cpu: str) -> Optional[str]:
-    """`faults[i].kind: ...` for the first fault that needs GPU workers, on a scenario that
-    trains on CPU (`why_cpu` says why, naming the field); None when there is none.
-    `faults`: the scenario's fault specs (models or dicts)."""
-    for i, f in enumerate(faults):
-        kind = f.get("kind") if isinstance(f, dict) else getattr(f, "kind", None)
-        detector = f.get("hang_detector") if isinstance(f, dict) else getattr(f, "hang_detector", None)
-        if kind in GPU_ONLY:
-            return (f"faults[{i}].kind: {kind} needs GPU workers, but this scenario trains on CPU ({why_cpu}); "
-                    f"give cluster.gpus_per_node >= 1, or drop it")
-        if kind == "collective_hang" and detector:
-            return (f"faults[{i}].hang_detector: Ray's NCCL hang detector needs NCCL (GPU workers), but this "
-                    f"scenario trains on CPU ({why_cpu}); drop hang_detector (gloo's timeout ends the hang)")
-    return None
 
 
 def detector_env(specs: List[Dict[str, Any]]) -> Dict[str, str]:

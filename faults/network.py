@@ -31,6 +31,7 @@ from pydantic import Field, model_validator
 from ftharness.faults.base import (LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
                                    _seq, _short, describe_failure)
 from ftharness.errors import FaultSkipped
+from ftharness.faults.capabilities import NODE_NETWORK
 
 
 class NetworkDegradeSpec(TargetedSpec):
@@ -53,8 +54,8 @@ class NetworkDegradeSpec(TargetedSpec):
 
 def network_of(ctx: FaultContext, node_id: str):
     """(network, node index) of a namespace host, or FaultSkipped saying why not."""
-    net = getattr(ctx.cluster, "net", None)
-    index = ctx.cluster.node_index(node_id) if hasattr(ctx.cluster, "node_index") else None
+    net = ctx.cluster.net if ctx.can(NODE_NETWORK) else None
+    index = ctx.cluster.node_index(node_id) if net is not None else None
     if net is None or index is None or index not in net.hosts:
         raise FaultSkipped(f"node {node_id[:8]} is not a namespace host (cluster.network: namespaces)")
     return net, index
@@ -96,6 +97,15 @@ class NetworkDegrade(Fault):
 
     kind = "network_degrade"
     Spec = NetworkDegradeSpec
+    refused_on = {"torchrun": "is Ray-only (it needs cluster.network: namespaces, whose hosts are Ray nodes)"}
+    needs = frozenset({NODE_NETWORK})
+
+    @classmethod
+    def scenario_problem(cls, spec, scenario, index: int) -> Optional[str]:
+        if scenario.cluster.network != "namespaces":
+            return (f"faults[{index}].kind: {cls.kind} acts on a node's own network, "
+                    f"which needs cluster.network: namespaces")
+        return None
     budget = None        # a slower link need not fail anything
     window_s = 120.0     # a node fault's (faults/node.py), after `duration_s`
     _healer = None

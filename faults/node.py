@@ -34,7 +34,7 @@ run ended did not land.
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, Literal, Optional, Tuple
+from typing import Any, Dict, FrozenSet, Literal, Optional, Tuple
 
 from pydantic import Field
 
@@ -42,6 +42,7 @@ from ftharness.history.causal import fault_time
 from ftharness.faults.base import (DEFAULT_HEALTH_CHECK_S, LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
                                    _short, describe_failure, with_error_before_failure)
 from ftharness.errors import FaultSkipped
+from ftharness.faults.capabilities import ADD_NODE, NODE_INDEX, NODE_NETWORK, PAUSE_NODE, RAY, REMOVE_NODE
 from ftharness.history.columns import non_steps
 
 
@@ -90,7 +91,7 @@ def _same_deadline(a: Any, b: Any) -> bool:
 
 
 def _index_of(ctx: FaultContext, node_id: str) -> Optional[int]:
-    return ctx.cluster.node_index(node_id) if hasattr(ctx.cluster, "node_index") else None
+    return ctx.cluster.node_index(node_id) if ctx.can(NODE_INDEX) else None
 
 
 def _head_guard(ctx: FaultContext, node_id: str) -> None:
@@ -100,7 +101,7 @@ def _head_guard(ctx: FaultContext, node_id: str) -> None:
 
 def kill_node_now(ctx: FaultContext, node_id: str, graceful: bool = False) -> str:
     """Stop a node's processes; returns how."""
-    index = _index_of(ctx, node_id)
+    index = _index_of(ctx, node_id) if ctx.can(REMOVE_NODE) else None
     if index is not None:
         ctx.cluster.remove_node(index, graceful=graceful)
         return "remove_node(graceful)" if graceful else "remove_node(SIGKILL)"
@@ -114,7 +115,7 @@ def kill_node_now(ctx: FaultContext, node_id: str, graceful: bool = False) -> st
 
 
 def replace_later(ctx: FaultContext, fault: Fault, delay_s: float) -> None:
-    if not hasattr(ctx.cluster, "add_node"):
+    if not ctx.can(ADD_NODE):
         raise FaultSkipped("replace: an existing cluster's nodes cannot be added by ftharness")
     ctx.schedule(delay_s, lambda: {"node_index": ctx.cluster.add_node(), "how": "add_node"},
                  f"replacement node for fault {fault.index}")
@@ -137,6 +138,19 @@ class KillNode(NodeFault):
 
     kind = "kill_node"
     Spec = KillNodeSpec
+    runtimes = ("ray_train", "torchrun")
+
+    @classmethod
+    def runtime_problem(cls, spec, runtime: str, index: int) -> Optional[str]:
+        if runtime == "torchrun" and spec.graceful:
+            return (f"faults[{index}].graceful: Ray-only (ray.kill / a raylet's SIGTERM); under torchrun "
+                    f"{cls.kind} is a SIGKILL")
+        return None
+
+    @classmethod
+    def needs_for(cls, spec) -> FrozenSet[str]:
+        """`replace: true` adds a node: only a cluster ftharness started can."""
+        return frozenset(cls.needs) | ({ADD_NODE} if spec.get("replace") else set())
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         node_id = self.victim_node(ctx)
@@ -153,6 +167,13 @@ class PreemptNode(NodeFault):
 
     kind = "preempt_node"
     Spec = PreemptNodeSpec
+    refused_on = {"torchrun": "is Ray-only (a drain through Ray's GCS; TorchElastic gets no notice)"}
+    needs = frozenset({RAY})
+
+    @classmethod
+    def needs_for(cls, spec) -> FrozenSet[str]:
+        """`replace: true` adds a node: only a cluster ftharness started can."""
+        return frozenset(cls.needs) | ({ADD_NODE} if spec.get("replace") else set())
 
     def window(self, health_check_timeout_s: float = 0.0) -> float:
         """Drain to death: the notice, the kill offset, then a node fault's window."""
@@ -254,6 +275,25 @@ class PartitionNode(NodeFault):
     Spec = PartitionNodeSpec
     settle_s = 60.0  # GCS must first miss the node's heartbeats
     _healer = None
+    runtimes = ("ray_train", "torchrun")
+    runs_in = "node_agent"
+    heals_after_duration = False   # the node's own timer (or the harness's) resumes it
+
+    @classmethod
+    def needs_for(cls, spec) -> FrozenSet[str]:
+        """`mode: network` drops the node's packets: its network must be ftharness's."""
+        return frozenset({NODE_NETWORK}) if spec.get("mode") == "network" else frozenset()
+
+    @classmethod
+    def scenario_problem(cls, spec, scenario, index: int) -> Optional[str]:
+        wire = spec.mode == "network"
+        if wire and scenario.cluster.network != "namespaces":
+            return (f"faults[{index}].mode: {spec.mode} acts on a node's own network, "
+                    f"which needs cluster.network: namespaces")
+        for opt in ("direction", "cut_from"):
+            if getattr(spec, opt) is not None and not wire:
+                return f"faults[{index}].{opt}: only with mode: network"
+        return None
 
     def __init__(self, index, spec):
         super().__init__(index, spec)
@@ -279,7 +319,7 @@ class PartitionNode(NodeFault):
 
             return isolate(self, ctx, node_id, ranks, self.spec.get("direction") or "both", duration,
                            self.spec.get("cut_from") or "all")
-        if hasattr(ctx.cluster, "pause_node"):
+        if ctx.can(PAUSE_NODE):
             return self._pause_processes(ctx, node_id, ranks, duration)
         import ray
 

@@ -25,7 +25,7 @@ from typing import Any, Dict, Literal, Optional
 from pydantic import Field, model_validator
 
 from ftharness.faults.base import Fault, FaultContext, FaultView, Landing, TargetedSpec, with_error_before_failure
-from ftharness.errors import FaultSkipped
+from ftharness.errors import ChaosCrash, FaultSkipped
 
 CRASH_POINTS = ("before_step", "after_step", "after_checkpoint_write", "before_report", "on_restore")
 
@@ -64,6 +64,15 @@ class KillWorker(Fault):
 
     kind = "kill_worker"
     Spec = KillWorkerSpec
+    runtimes = ("ray_train", "torchrun")
+    runs_in = "node_agent"
+
+    @classmethod
+    def runtime_problem(cls, spec, runtime: str, index: int) -> Optional[str]:
+        if runtime == "torchrun" and spec.graceful:
+            return (f"faults[{index}].graceful: Ray-only (ray.kill / a raylet's SIGTERM); under torchrun "
+                    f"{cls.kind} is a SIGKILL")
+        return None
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         v = self.victim(ctx)
@@ -82,9 +91,15 @@ class CrashWorker(Fault):
 
     kind = "crash_worker"
     Spec = CrashWorkerSpec
+    runtimes = ("ray_train", "torchrun")
+    runs_in = "worker"
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         raise FaultSkipped("crash_worker is done by the worker itself (ftharness.harness.job.instrument)")
+
+    @classmethod
+    def act_in_worker(cls, plan, worker, where: str, step: Optional[int]) -> None:
+        raise ChaosCrash(f"ftharness crash_worker fault {plan['fault']}: rank {worker.rank} {where} step {step}")
 
 
 class HangWorker(Fault):
@@ -95,6 +110,8 @@ class HangWorker(Fault):
 
     kind = "hang_worker"
     Spec = HangWorkerSpec
+    runtimes = ("ray_train", "torchrun")
+    runs_in = "node_agent"
     waits_for_health_check = True
 
     def __init__(self, index, spec):

@@ -26,6 +26,7 @@ from pydantic import Field
 
 from ftharness.faults.base import (LANDED, MISSED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing,
                                    _num, _seq, describe_failure)
+from ftharness.faults.capabilities import RAY
 
 PERIOD_S = 0.25
 STARTUP_ERRORS = ("WorkerGroupStartupTimeoutError", "WorkerGroupStartupFailedError")
@@ -54,6 +55,8 @@ class StarveResources(Fault):
 
     kind = "starve_resources"
     Spec = StarveResourcesSpec
+    refused_on = {"torchrun": "is Ray-only (hog actors hold Ray resources)"}
+    needs = frozenset({RAY})
     budget = "controller"
 
     def __init__(self, index, spec):

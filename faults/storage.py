@@ -291,6 +291,8 @@ class StorageErrors(Fault):
 
     kind = "storage_errors"
     Spec = StorageErrorsSpec
+    runtimes = ("ray_train", "torchrun")
+    wraps_storage = True
     budget = None  # Ray charges it by who failed: a worker's upload, or the controller's snapshot
 
     _on = False

@@ -15,10 +15,9 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from ftharness.faults import FAULT_KINDS, FaultSpec
+from ftharness.faults import FAULT_KINDS, REGISTRY, FaultSpec, cpu_refusal, kinds_on
 from ftharness.faults.base import Strict as _Strict
 from ftharness import releases
-from ftharness.faults.gpu import cpu_refusal
 from ftharness.errors import ScenarioError
 from ftharness.scenarios.properties import PROPERTIES
 
@@ -250,23 +249,10 @@ class ExpectSpec(_Strict):
 
 
 #: fault kinds a `workload.runtime: torchrun` run can inject (local processes and files, no Ray)
-TORCHRUN_FAULTS = ("kill_worker", "crash_worker", "hang_worker", "kill_node", "partition_node",
-                   "corrupt_checkpoint", "storage_errors")
-#: every other kind, and why a torchrun run cannot have it
-TORCHRUN_REFUSED = {
-    "preempt_node": "is Ray-only (a drain through Ray's GCS; TorchElastic gets no notice)",
-    "starve_resources": "is Ray-only (hog actors hold Ray resources)",
-    "kill_controller": "is Ray-only (torchrun has no Train controller)",
-    "network_degrade": "is Ray-only (it needs cluster.network: namespaces, whose hosts are Ray nodes)",
-    "cuda_error": "is Ray Train-only for now",
-    "collective_hang": "is Ray Train-only for now (hang_worker stalls a torchrun rank)",
-}
-#: corrupt_checkpoint `how` values a torchrun run cannot have, and why
-TORCHRUN_REFUSED_HOW = {
-    "snapshot": "damages Ray Train's checkpoint_manager_snapshot.json, which the torchrun layout does not have",
-    "delete_dir": "is never read under torchrun: the folder listing is the registry, so the restore falls back "
-                  "to the checkpoint before",
-}
+TORCHRUN_FAULTS = kinds_on("torchrun")
+#: every other kind, and why a torchrun run cannot have it (each kind's `refused_on`)
+TORCHRUN_REFUSED = {k: REGISTRY[k].refused_on.get("torchrun", "acts through Ray")
+                    for k in FAULT_KINDS if k not in TORCHRUN_FAULTS}
 #: the collective timeout of a torchrun run when the scenario gives none (seconds)
 TORCHRUN_COLLECTIVE_TIMEOUT_S = 120.0
 
@@ -278,12 +264,9 @@ def torchrun_problem(sc: "Scenario") -> Optional[str]:
     for i, f in enumerate(sc.faults):
         if f.kind not in TORCHRUN_FAULTS:
             return f"faults[{i}].kind: {f.kind} {TORCHRUN_REFUSED.get(f.kind, 'acts through Ray')}; {allowed}"
-        if getattr(f, "graceful", None):
-            return (f"faults[{i}].graceful: Ray-only (ray.kill / a raylet's SIGTERM); under torchrun "
-                    f"{f.kind} is a SIGKILL")
-        if f.kind == "corrupt_checkpoint" and f.how in TORCHRUN_REFUSED_HOW:
-            return (f"faults[{i}].how: {f.how} {TORCHRUN_REFUSED_HOW[f.how]}; under workload.runtime torchrun "
-                    f"allowed: bitflip, truncate, delete_file")
+        problem = REGISTRY[f.kind].runtime_problem(f, "torchrun", i)
+        if problem:
+            return problem
     if c.address is not None:
         return ("cluster.address: torchrun starts its own agents on this machine and uses no Ray cluster; "
                 "drop cluster.address (or use workload.runtime: ray_train)")
@@ -374,18 +357,13 @@ class Scenario(_Strict):
         refused = cpu_refusal(self.faults, why_cpu) if why_cpu else None
         if refused:
             raise ValueError(refused)
-        for i, f in enumerate(self.faults):
-            if f.kind != "collective_hang" or w.runtime != "ray_train":
-                continue
-            if w.collective_timeout_s is None:
-                raise ValueError(f"workload.collective_timeout_s: faults[{i}] collective_hang is ended by the "
-                                 f"collective timeout; set it (e.g. 10), else the peers wait Ray's 30 minutes")
-            if w.trainer != "torch":
-                raise ValueError(f"faults[{i}].kind: collective_hang needs a torch process group; trainer "
-                                 f"{w.trainer} has none (allowed with trainer: torch)")
-            if w.min_workers < 2:
-                raise ValueError(f"faults[{i}].kind: collective_hang needs a peer to block in the collective; "
-                                 f"workload.num_workers must be 2 or more")
+        for i, f in enumerate(self.faults):   # each kind's own cross-field rules (faults/*.py)
+            problem = REGISTRY[f.kind].scenario_problem(f, self, i)
+            if problem:
+                raise ValueError(problem)
+            if c.address is not None and "existing" not in REGISTRY[f.kind].cluster_kinds:
+                raise ValueError(f"faults[{i}].kind: {f.kind} runs only on a cluster ftharness starts; "
+                                 f"drop cluster.address or the fault")
         max_workers = w.num_workers[1] if isinstance(w.num_workers, tuple) else w.num_workers
         for i, f in enumerate(self.faults):
             t, at = getattr(f, "target", None), f.at
@@ -401,14 +379,6 @@ class Scenario(_Strict):
                 raise ValueError(f"faults[{i}].at.step: {at.step} is never reached (workload.steps is {w.steps})")
             if at.time_s is not None and at.time_s >= self.timeout_s:
                 raise ValueError(f"faults[{i}].at.time_s: {at.time_s} is past timeout_s ({self.timeout_s})")
-            wire = f.kind == "network_degrade" or getattr(f, "mode", None) == "network"
-            if wire and c.network != "namespaces":
-                field = "kind" if f.kind == "network_degrade" else "mode"
-                raise ValueError(f"faults[{i}].{field}: {getattr(f, field)} acts on a node's own network, "
-                                 f"which needs cluster.network: namespaces")
-            for opt in ("direction", "cut_from"):
-                if getattr(f, opt, None) is not None and f.kind == "partition_node" and not wire:
-                    raise ValueError(f"faults[{i}].{opt}: only with mode: network")
         if c.network == "namespaces" and w.runtime == "torchrun":
             raise ValueError("cluster.network: namespaces builds Ray nodes in namespaces; workload.runtime "
                              "torchrun runs its own agents on this host (allowed: shared)")
@@ -690,9 +660,9 @@ def release_problem(sc: Scenario, ray_version: Optional[str]) -> Optional[str]:
         return (f"workload.jit_checkpoint: waits for Ray's preemption notice, which Ray {ray_version} does not "
                 f"give (from {releases.field_release('preemption_watcher')})")
     for i, f in enumerate(sc.faults):
-        if getattr(f, "hang_detector", None) and rel.minor < (2, 60):
-            return (f"faults[{i}].hang_detector: Ray Train's NCCL hang detector arrived in Ray 2.60; "
-                    f"Ray {ray_version} has none (drop it: the collective timeout ends the hang)")
+        problem = REGISTRY[f.kind].release_problem(f, ray_version, rel.minor, i)
+        if problem:
+            return problem
     return None
 
 

@@ -82,6 +82,8 @@ def test_the_runner_checks_storage_on_an_existing_cluster_only(tmp_path):
             return THREE_HOSTS
 
     class Embedded:
+        capabilities, kind = frozenset({"nodes", "node_index", "remove_node", "add_node", "ray"}), "a stand-in"
+
         def nodes(self):
             raise AssertionError("an embedded cluster with no node target is not asked for its nodes")
 

@@ -17,7 +17,8 @@ from pydantic import TypeAdapter
 from ftharness.errors import ScenarioError
 from ftharness.faults import FaultSpec, make_fault
 from ftharness.faults.base import judge_landing
-from ftharness.faults.gpu import cpu_refusal, detector_env
+from ftharness.faults import cpu_refusal
+from ftharness.faults.gpu import detector_env
 from ftharness.harness.cluster.handles import gpu_slice, host_gpus
 from ftharness.harness.job import device as dv
 from ftharness.harness.job.device import CudaInfo, DeviceError

@@ -270,7 +270,8 @@ def test_the_injector_records_the_victims_attempt_and_the_named_nodes_facts():
     from ftharness.faults.base import FaultContext
 
     node = SimpleNamespace(node_id=NODE, ip="10.0.0.3", labels={"zone": "a"}, alive=True, is_head=False)
-    cluster = SimpleNamespace(nodes=lambda: [node], node_index=lambda node_id: 1)
+    cluster = SimpleNamespace(nodes=lambda: [node], node_index=lambda node_id: 1,
+                              capabilities=frozenset({"nodes", "node_index"}))
     ctx = FaultContext(cluster=cluster, agents=None, history_path="", storage_dir="",
                        members=[{"rank": 0, "pid": 10, "node_id": NODE, "attempt_id": "a7"}])
     kill = make_fault(0, spec_of("kill_node", target={"ip": "10.0.0.3"}))

@@ -54,10 +54,7 @@ FOLDER_LAYERS = [
 ]
 
 #: cycles among modules (imports inside functions included) still to be broken, and by what
-KNOWN_CYCLES = {
-    frozenset({"ftharness.harness.run.runner", "ftharness.harness.run.torchrun_runner"}):
-        "issue 23: the two runners are to share what they share through a module both import",
-}
+KNOWN_CYCLES: dict = {}   # none: the two runners share what they share through harness/run/shared.py
 
 #: the one arrow up the layers, and why it must exist
 EXCEPTIONS = {

@@ -11,7 +11,7 @@ import pytest
 from ftharness.faults import make_fault
 from ftharness.faults.base import FaultContext
 from ftharness.faults.targets import TargetError, check_node_targets, resolve_node
-from ftharness.harness.cluster.handles import NodeInfo, _latest_records, node_info
+from ftharness.harness.cluster.handles import ExistingCluster, NodeInfo, _latest_records, node_info
 from ftharness.errors import FaultSkipped, ScenarioError
 from ftharness.scenarios.schema import MAX_MESSAGE, parse_scenario
 
@@ -170,6 +170,9 @@ def test_node_records_carry_ip_and_labels():
 
 # ------------------------------------------------------------------ at injection
 class FakeCluster:
+    capabilities = ExistingCluster.capabilities   # lists Ray nodes; numbers none
+    kind = ExistingCluster.kind
+
     def __init__(self, records):
         self.records = records
 

@@ -101,7 +101,7 @@ def test_the_spare_takes_over_is_recorded_as_the_fault_s_follow_up(tmp_path):
         cluster = SimpleNamespace(rescheduled=[])
 
         class Kill:
-            index, kind, target, duration_s = 0, "kill_node", {}, None
+            index, kind, target, duration_s, wants_resume = 0, "kill_node", {}, None, False
 
             def inject(self, ctx):
                 cluster.rescheduled.append({"lost_node_id": "agent-0", "node_index": 2, "node_id": "agent-2",

@@ -491,6 +491,9 @@ def descendants_of(pid):
 class FakeNodes:
     """What PartitionNode sees of a torchrun cluster (ftharness.harness.torchrun.launcher.Launcher)."""
 
+    from ftharness.harness.torchrun.launcher import Launcher
+    capabilities = Launcher.capabilities
+
     def __init__(self):
         self.calls = []
 
@@ -627,7 +630,7 @@ def test_a_worker_held_by_two_faults_of_one_event_goes_on_only_after_both(tmp_pa
         {"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 5, "rank": 0}}]))
     col = Collector(str(tmp_path / "history.jsonl"), "run")
     try:
-        inj = TorchrunInjector(sc, SimpleNamespace(), col, "run", str(tmp_path / "run"), str(tmp_path / "history.jsonl"))
+        inj = TorchrunInjector(sc, SimpleNamespace(rescheduled=[]), col, "run", str(tmp_path / "run"), str(tmp_path / "history.jsonl"))
         worker_waiting = []
 
         class Probe:
@@ -719,7 +722,7 @@ def test_an_injector_with_nothing_to_fire_never_polls_the_history(tmp_path):
         for faults in ([], [{"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 5}}]):
             sc = parse_scenario(torchrun(cluster={"nodes": 2}, workload={"num_workers": 2, "steps": 10},
                                          failure_config={"max_failures": 1}, faults=faults))
-            inj = TorchrunInjector(sc, SimpleNamespace(), col, "run", str(tmp_path / "run"),
+            inj = TorchrunInjector(sc, SimpleNamespace(rescheduled=[]), col, "run", str(tmp_path / "run"),
                                    str(tmp_path / "history.jsonl"))
             real = inj._call
             inj._call = lambda method, *a, _real=real: (calls.append(method), _real(method, *a))[1]

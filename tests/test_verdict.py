@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import types
 
 import pytest
 import yaml
@@ -212,7 +213,7 @@ def test_a_suite_goes_on_past_a_scenario_that_crashes(tmp_path, monkeypatch, cap
                     "budgets": {}, "mismatches": [], "inconclusive": []}
 
     monkeypatch.setattr(suite, "ScenarioRunner", Runner)
-    monkeypatch.setattr(suite, "open_cluster", lambda spec, address=None: contextlib.nullcontext(object()))
+    monkeypatch.setattr(suite, "open_cluster", lambda spec, address=None: contextlib.nullcontext(types.SimpleNamespace(heal=list)))
     for name in ("a-first", "boom", "c-last"):
         (tmp_path / f"{name}.yaml").write_text(f"name: {name}\n")
     code = main(["suite", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet"])

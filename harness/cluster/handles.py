@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Protocol
 
 import ray
 
@@ -36,6 +36,7 @@ from ftharness.harness.cluster import ray_private as rp
 from ftharness.harness.cluster.ns_node import NamespaceNode
 from ftharness.harness.cluster.reaper import alive, descendants, identify, kill_all, message as reaper_message
 from ftharness.errors import ClusterError
+from ftharness.faults import capabilities as caps
 from ftharness.history.store import ServiceSlot
 
 from ftharness.profiles import PROFILES
@@ -286,8 +287,36 @@ class _env:
                 os.environ[k] = v
 
 
+class RayCluster(caps.ClusterHandle, Protocol):
+    """What a run asks of the Ray cluster it runs on (harness/run/runner.py), besides what a
+    fault may use (faults/capabilities.py: ClusterHandle and the capabilities it declares).
+    EmbeddedCluster and ExistingCluster are the two; a run never probes one for a method."""
+
+    address: str
+    start_time_s: Optional[float]
+
+    def start(self) -> "RayCluster": ...
+
+    def close(self) -> None: ...
+
+    def history_service(self) -> Any: ...
+
+    def train_env(self) -> Dict[str, str]: ...
+
+    def profile_in_force(self) -> str: ...
+
+    def adopt_dir(self, path: str) -> None: ...
+
+    def adopt(self, pids: List[int]) -> None: ...
+
+    def heal(self) -> List[int]: ...
+
+
 class EmbeddedCluster:
     """A head plus `nodes` worker raylets on this host."""
+
+    #: name in refusals (faults/capabilities.py: capability_problem)
+    kind = "an embedded cluster"
 
     def __init__(self, nodes: int = 3, cpus_per_node: int = 1, gpus_per_node: int = 0,
                  profile: str = "fast", network: str = "shared"):
@@ -297,6 +326,10 @@ class EmbeddedCluster:
             raise ClusterError(f"cluster.network: unknown {network!r}; allowed: shared, namespaces")
         self.network = network
         self.net: Optional[netns.Network] = None   # the bridge and namespaces, with network: namespaces
+        #: what faults may do here (faults/capabilities.py)
+        self.capabilities: FrozenSet[str] = frozenset(
+            {caps.NODES, caps.NODE_INDEX, caps.ADD_NODE, caps.REMOVE_NODE, caps.RAY}
+            | ({caps.NODE_NETWORK} if network == "namespaces" else set()))
         self.num_nodes = nodes
         self.cpus_per_node = cpus_per_node
         self.gpus_per_node = gpus_per_node
@@ -595,6 +628,9 @@ class EmbeddedCluster:
     def head_node_id(self) -> str:
         return self._cluster.head_node.node_id
 
+    def profile_in_force(self) -> str:
+        return self.profile
+
     def adopt_dir(self, path: str) -> None:
         """A folder a run made beside the cluster (a spool): removed with the cluster's
         temp dir if this process dies."""
@@ -662,6 +698,10 @@ HEAD_RESOURCE = "node:__internal_head__"
 
 class ExistingCluster:
     """A cluster somebody else runs, reached by address; never torn down by us."""
+
+    #: what faults may do here: list its Ray nodes; never add, remove or number them
+    capabilities: FrozenSet[str] = frozenset({caps.NODES, caps.RAY})
+    kind = "an existing cluster (cluster.address)"
 
     def __init__(self, address: str, profile: str = "fast"):
         self.address = address
@@ -746,6 +786,16 @@ class ExistingCluster:
 
     def profile_in_force(self) -> str:
         return f"{self.profile} (Train settings only: Ray Core settings are the running cluster's own)"
+
+    def adopt_dir(self, path: str) -> None:
+        """Nothing: ftharness runs no reaper beside a cluster it did not start."""
+
+    def adopt(self, pids: List[int]) -> None:
+        """Nothing: ftharness runs no reaper beside a cluster it did not start."""
+
+    def heal(self) -> List[int]:
+        """Nothing: ftharness adds no node to a cluster it did not start."""
+        return []
 
     def train_env(self) -> Dict[str, str]:
         # Ray Core settings of a running cluster cannot be changed from here;

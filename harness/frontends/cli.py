@@ -486,7 +486,7 @@ def cmd_list(args) -> int:
     """Fault kinds, properties and the built-in catalog, one line each."""
     from ftharness.faults import REGISTRY
     from ftharness.harness.run.suite import catalog_dir
-    from ftharness.scenarios.properties import REGISTRY as PROPERTY_REGISTRY
+    from ftharness.scenarios.properties import PLUGINS as PROPERTY_PLUGINS, REGISTRY as PROPERTY_REGISTRY
     from ftharness.scenarios.schema import load_scenario
 
     what = args.what
@@ -494,12 +494,13 @@ def cmd_list(args) -> int:
         print("fault kinds:")
         for kind, cls in REGISTRY.items():
             args = [n for n in cls.Spec.model_fields if n not in ("kind", "at")]
-            print(f"  {kind:<20} {_first_line(cls.__doc__)}")
+            print(f"  {kind:<20} {_first_line(cls.__doc__)}{f' [plugin: {cls.plugin}]' if cls.plugin else ''}")
             print(f"  {'':<20}   arguments: {', '.join(args) or 'none'}")
     if what in ("all", "properties"):
         print("properties:")
         for name, module in PROPERTY_REGISTRY.items():
-            print(f"  {name:<20} {_first_line(module.__doc__, drop=name + ':')}")
+            print(f"  {name:<20} {_first_line(module.__doc__, drop=name + ':')}"
+                  f"{' [plugin]' if name in PROPERTY_PLUGINS else ''}")
     if what in ("all", "catalog"):
         print(f"catalog ({catalog_dir()}):")
         for f in sorted(os.listdir(catalog_dir())):

@@ -35,7 +35,7 @@ from ftharness.history.store import Emitter
 from ftharness.harness.job import device as devices
 from ftharness.harness.job.digests import digest_of, file_hashes, restore_check
 from ftharness.harness.job.rows import RecordedShard
-from ftharness.errors import ChaosCrash
+from ftharness.faults import REGISTRY
 
 _current: Optional["WorkerRecorder"] = None
 
@@ -150,10 +150,17 @@ class WorkerRecorder:
     def emit(self, kind: str, **fields: Any) -> None:
         self._emitter.emit(kind, **fields)
 
+    # -- what a fault that runs in the worker may use here (faults/base.py: WorkerSide)
+    def raise_cuda_error(self, how: str) -> None:
+        devices.raise_cuda_error(self.device, how)
+
+    def stall(self, duration_s: Optional[float]) -> None:
+        devices.stall(duration_s)
+
     def crash_point(self, where: str, step: Optional[int]) -> None:
-        """Do the in-worker fault that aims at this rank, point and step: crash_worker raises
-        ChaosCrash, cuda_error a real CUDA error, collective_hang stalls this thread
-        (faults/process.py, faults/gpu.py)."""
+        """Do the in-worker fault that aims at this rank, point and step, as its kind says
+        (`act_in_worker`: crash_worker raises ChaosCrash, cuda_error a real CUDA error,
+        collective_hang stalls this thread; faults/process.py, faults/gpu.py)."""
         for plan in self.crash_plans:
             if plan["where"] != where or (where != "on_restore" and plan["step"] != step):
                 continue
@@ -162,21 +169,15 @@ class WorkerRecorder:
             if not ray.get(self._emitter.handle().claim.remote(plan["fault"], plan.get("nth") or 1), timeout=30):
                 continue
             kind = plan.get("kind", "crash_worker")
+            fault = REGISTRY[kind]
             hit = {"rank": self.rank, "pid": self.pid, "node_id": self.node_id, "where": where, "step": step}
-            if kind != "crash_worker":
-                hit.update(device=self.device, how=plan.get("how"), stall_s=plan.get("duration_s"),
-                           collective_timeout_s=plan.get("collective_timeout_s"))
+            hit.update(fault.hit_in_worker(plan, self))
             now = time.time()
             self._emitter.emit("fault_injected", source="injector", fault=plan["fault"],
                                fault_kind=kind, target_asked=plan["target_asked"],
                                target_hit={k: v for k, v in hit.items() if v is not None},
                                t_requested=now, t_done=now)
-            if kind == "cuda_error":
-                devices.raise_cuda_error(self.device, plan.get("how") or "device_assert")
-            elif kind == "collective_hang":
-                devices.stall(plan.get("duration_s"))
-                continue
-            raise ChaosCrash(f"ftharness crash_worker fault {plan['fault']}: rank {self.rank} {where} step {step}")
+            fault.act_in_worker(plan, self, where, step)   # raises, or (a stall) returns and training goes on
 
     def step_done(self, step: int, rows: Optional[List[int]] = None, **fields: Any) -> None:
         self.step = int(step)

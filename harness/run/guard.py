@@ -92,11 +92,24 @@ def check_handle(scenario, cluster, allow_destructive: bool, has_faults: Optiona
     run with faults needs the opt-in (whatever route built the handle)."""
     from ftharness.harness.cluster.handles import ExistingCluster
 
+    check_capabilities(scenario, cluster)
     if isinstance(cluster, ExistingCluster):
         faulty = bool(scenario.faults) if has_faults is None else has_faults
         if faulty and not allow_destructive:
             raise ScenarioError(f"{redact(cluster.address)} is a cluster ftharness did not start; its faults "
                                 f"need --allow-destructive")
+
+
+def check_capabilities(scenario, cluster) -> None:
+    """Refuse, in one line naming the fault, a scenario whose faults need what the cluster
+    handle cannot do (faults/capabilities.py): asked of the handle before it starts."""
+    from ftharness.faults import REGISTRY
+    from ftharness.faults.capabilities import capability_problem
+
+    specs = [f.model_dump(mode="json", exclude_none=True) for f in scenario.faults]
+    problem = capability_problem(specs, cluster.capabilities, cluster.kind, REGISTRY)
+    if problem:
+        raise ScenarioError(f"{scenario.name}: {problem}")
 
 
 def check_live_fault(target: Target, kind: str) -> None:

@@ -8,8 +8,10 @@ preempted node dying at its deadline, a replacement node joining, a heal after
 `duration_s`) go on a small timeline run by the same loop. Everything runs on
 the main thread because adding and removing embedded nodes must.
 
-`crash_worker` is the exception: it raises inside the train function, so the
-worker does it itself (ftharness.harness.job.instrument) from the plan `crash_plans` gives.
+The kinds that `runs_in` the worker (crash_worker, cuda_error, collective_hang) are the
+exception: they act inside the train function, so the worker does them itself
+(ftharness.harness.job.instrument) from the plan `crash_plans` gives. Nothing here names
+a kind: what each needs is declared on its class (faults/base.py) and read from the registry.
 
 Each `fault_injected` records what its landing is judged by (faults/base.py):
 the victim's attempt id and pid (or node and ranks) in `target_hit`, and
@@ -35,9 +37,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 import ray
 
-from ftharness.faults import make_fault
+from ftharness.faults import IN_WORKER, REGISTRY, make_fault
 from ftharness.faults.base import PENDING, FaultContext, FaultView, judge_landing
-from ftharness.faults.gpu import IN_WORKER as GPU_IN_WORKER
 from ftharness.errors import FaultSkipped
 from ftharness.harness.cluster import ray_private as rp
 from ftharness.harness.cluster.agents import Agents
@@ -49,8 +50,8 @@ HOLD_CHECK_S = 0.5     # how often the hold is re-judged
 
 
 def crash_plans(scenario, seed: int = 0) -> List[Dict[str, Any]]:
-    """What each worker needs to know to do its in-worker faults itself (crash_worker, and
-    faults/gpu.py's cuda_error and collective_hang, both before their step)."""
+    """What each worker needs to know to do its in-worker faults itself (the kinds that
+    `runs_in` the worker: crash_worker, and faults/gpu.py's cuda_error and collective_hang)."""
     rng = random.Random(seed)
     plans = []
     for i, f in enumerate(scenario.faults):
@@ -60,14 +61,10 @@ def crash_plans(scenario, seed: int = 0) -> List[Dict[str, Any]]:
         plan = {"fault": i, "kind": f.kind, "where": getattr(f, "where", "before_step"), "rank": rank,
                 "step": f.at.step, "nth": f.at.nth, "target_asked": f.target.model_dump(exclude_none=True)}
         plan.update({k: getattr(f, k) for k in ("how", "duration_s") if getattr(f, k, None) is not None})
-        if f.kind == "collective_hang":   # recorded with the stall: what the landing times the peers by
-            plan["collective_timeout_s"] = scenario.workload.collective_timeout_s
+        plan.update(REGISTRY[f.kind].worker_plan(f, scenario))
         plans.append(plan)
     return plans
 
-
-#: fault kinds the worker does itself from its plan (the injector fires none of them)
-IN_WORKER = ("crash_worker",) + GPU_IN_WORKER
 
 
 class Injector:
@@ -262,9 +259,9 @@ class Injector:
             record.update(kind="fault_injected", target_hit=hit, **window, t_done=time.time())
             self.emitter.emit("fault_injected", target_hit=hit, **window, t_done=record["t_done"], **base)
             self._active.append(fault)
-            if getattr(fault, "wants_resume", False):
+            if fault.wants_resume:
                 self.resume_requested = True
-            if fault.duration_s and fault.kind not in ("partition_node",):
+            if fault.duration_s and fault.heals_after_duration:
                 self._ctx(event, index).schedule(fault.duration_s, lambda f=fault: self._heal(f),
                                                  f"heal fault {index}", kind="none")
         except FaultSkipped as e:

@@ -14,44 +14,30 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import secrets
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional
 
 import ray
-import yaml
 
 from ftharness.history import records, spool, store
 from ftharness.harness.cluster import netns
 from ftharness.harness.cluster.handles import open_cluster
+from ftharness.harness.run.guard import check_capabilities
 from ftharness.harness.run.injector import Injector, crash_plans
+from ftharness.harness.run.shared import (RunOptions, new_run_name, storage_location, summarize, versions,  # noqa: F401
+                                          workload_config, write_scenario, write_summary)
+from ftharness.faults import REGISTRY
 from ftharness.faults.base import join_storage
 from ftharness.faults.gpu import detector_env
-from ftharness.reports.gpu import gpu_summary
 from ftharness.scenarios.reference_data import WorkloadConfig
 from ftharness.scenarios.schema import Scenario, one_line
 from ftharness.errors import ScenarioError
 from ftharness.safety import REDACTED, path_component_problem, redact
 
+_write_scenario = write_scenario   # (its old name)
 TICK_S = 0.05  # how often the injector looks for fired triggers
 HISTORY_START_TIMEOUT_S = 120.0  # the history actor of a run must be up within this (a busy cluster)
-
-
-@dataclass
-class RunOptions:
-    out_dir: str
-    address: Optional[str] = None
-    resume: Optional[str] = None           # a previous results folder to resume
-    progress: bool = True
-    allow_destructive: bool = False        # faults on a cluster ftharness did not start
-    address_source: Optional[str] = None   # --address, cluster.address or RAY_ADDRESS (ftharness.harness.run.guard)
-
-
-def new_run_name(scenario_name: str) -> str:
-    """Unique per run, so two runs never resume each other by accident."""
-    return f"{scenario_name}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
 
 
 # ------------------------------------------------------------------ train function
@@ -151,21 +137,10 @@ def _forget_other_folders(module_name: str, base_dir: Optional[str]) -> None:
             del sys.modules[name]
 
 
-def workload_config(scenario: Scenario, use_gpu: bool, stop_at: Optional[float] = None) -> Dict[str, Any]:
-    w = scenario.workload
-    if w.kind != "reference":
-        return dict(w.train_loop_config)
-    return WorkloadConfig(
-        steps=w.steps, batch_size=w.batch_size, epochs=w.epochs, rows_per_epoch=w.rows_per_epoch,
-        checkpoint_every=w.checkpoint_every, model=w.model, data=w.data, use_gpu=use_gpu,
-        step_delay_s=w.step_delay_s, jit_checkpoint=w.jit_checkpoint, stop_at=stop_at,
-    ).to_dict()
-
-
 def resolve_use_gpu(scenario: Scenario) -> bool:
     """Whether the workers take GPUs (`use_gpu: auto`: when the cluster has one), refused in one
     line where they cannot train on them (a CPU build of torch) or a GPU fault has no GPU."""
-    from ftharness.faults.gpu import cpu_refusal
+    from ftharness.faults import cpu_refusal
     from ftharness.harness.job.device import CudaInfo, gpu_refusal, wants_gpu
 
     gpus = ray.cluster_resources().get("GPU", 0)
@@ -331,8 +306,7 @@ class ScenarioRunner:
         if self.scenario.cluster.storage == "s3":
             self._start_s3()
         journal = spool.create(self.run_name)
-        if hasattr(self.cluster, "adopt_dir"):
-            self.cluster.adopt_dir(journal)
+        self.cluster.adopt_dir(journal)
         try:
             self._start()
         except BaseException:
@@ -367,7 +341,7 @@ class ScenarioRunner:
         """(storage_path, storage_filesystem) for Ray Train's RunConfig. With a storage_errors
         fault, the run's real filesystem (local disk, a URI's, the S3 endpoint's) wrapped in
         the chaos filesystem, and storage_path a path on it."""
-        if not any(f.kind == "storage_errors" for f in self.scenario.faults):
+        if not any(REGISTRY[f.kind].wraps_storage for f in self.scenario.faults):
             return self.storage_path, self.storage_filesystem
         from ftharness.faults.base import resolve_storage
         from ftharness.faults.storage import chaos_filesystem
@@ -387,7 +361,7 @@ class ScenarioRunner:
         self.use_gpu = resolve_use_gpu(self.scenario)
         self.code_env = _ship_code(self.scenario, self.cluster.head_node_id(),
                                    [self.train_fn, self.datasets_fn, self.dataset_config_fn])
-        _write_scenario(self.scenario, os.path.join(self.out_dir, "scenario.yaml"))
+        write_scenario(self.scenario, os.path.join(self.out_dir, "scenario.yaml"))
         self.history = store.open_book(self._history_service(), self.history_path, self.run_name)
         self.emitter = store.Emitter(self.history, "harness")
         health = float(self.cluster.train_env().get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600))
@@ -455,11 +429,7 @@ class ScenarioRunner:
     def _history_service(self):
         """The cluster's history service (one process for all its runs); a cluster handle
         without one (a stand-in) gets a service of this run's own, ended at close."""
-        shared = getattr(self.cluster, "history_service", None)
-        if shared is not None:
-            return shared()
-        self._own_service = store.start_service(wait=False)
-        return self._own_service
+        return self.cluster.history_service()
 
     def _merge_spooled(self) -> None:
         """Events journaled on nodes the history could not hear (ftharness.history.spool)."""
@@ -475,9 +445,7 @@ class ScenarioRunner:
         from ftharness.harness.cluster.s3 import BUCKET, S3Endpoint
 
         self.s3 = S3Endpoint().start()
-        adopt = getattr(self.cluster, "adopt", None)
-        if adopt is not None:          # killed with the cluster if the harness dies
-            adopt([self.s3.proc.pid])
+        self.cluster.adopt([self.s3.proc.pid])   # killed with the cluster if the harness dies
         self.storage_filesystem = self.s3.filesystem()
         self.storage_path = BUCKET     # a path on storage_filesystem, as Ray Train takes it
 
@@ -511,7 +479,7 @@ class ScenarioRunner:
             "rows": WorkloadConfig(**cfg).rows if w.kind == "reference" else 0,
             "train_env": {**self.cluster.train_env(), **detector_env(self._specs())},
             "crash_plans": crash_plans(sc),
-            "storage_chaos": any(f.kind == "storage_errors" for f in sc.faults),
+            "storage_chaos": any(REGISTRY[f.kind].wraps_storage for f in sc.faults),
             "hold_s": sc.timeout_s if ((sc.faults or self.driver) and sc.landing_hold) else None,
         }
 
@@ -550,12 +518,7 @@ class ScenarioRunner:
                             "error": f"fit() did not return within timeout_s={self.scenario.timeout_s}"}
 
     def summarize(self, outcome: Dict[str, Any], wall: float, use_gpu: bool) -> Dict[str, Any]:
-        from ftharness.scenarios.verdict import evaluate
-
-        read = records.read_history(self.history_path)
-        summary = evaluate(self.scenario, read.events, outcome, read.problems, fault_specs=self.injector.specs)
-        summary["gpu"] = gpu_summary(read.events)
-        summary.update({
+        summary = summarize(self.scenario, self.history_path, outcome, self.injector.specs, {
             "run_name": self.run_name,
             "wall_time_s": round(wall, 3),
             "storage_path": (f"s3://{self.storage_path} (endpoint http://{self.s3.endpoint}, stopped)"
@@ -563,43 +526,17 @@ class ScenarioRunner:
             "resume_of": self.options.resume if self.resume_of else None,
             "results_dir": self.out_dir,
             "versions": versions(),
-            "settings": {
-                "profile": (self.cluster.profile_in_force() if hasattr(self.cluster, "profile_in_force")
-                            else self.scenario.cluster.profile),
-                "address": self.options.address or "embedded",
-                "address_source": self.options.address_source,
-                "head_node_id": self.cluster.head_node_id(),
-                "train_env": self.cluster.train_env(),
-                "use_gpu": use_gpu,
-                "cluster_start_s": round(getattr(self.cluster, "start_time_s", 0.0) or 0.0, 3),
-            },
+        }, settings={
+            "profile": self.cluster.profile_in_force(),
+            "address": self.options.address or "embedded",
+            "address_source": self.options.address_source,
+            "head_node_id": self.cluster.head_node_id(),
+            "train_env": self.cluster.train_env(),
+            "use_gpu": use_gpu,
+            "cluster_start_s": round(self.cluster.start_time_s or 0.0, 3),
         })
-        self.write_summary(summary)
+        write_summary(self.out_dir, summary)
         return summary
-
-    def write_summary(self, summary: Dict[str, Any]) -> None:
-        """summary.json, credentials in URLs redacted (the returned summary keeps them)."""
-        with open(os.path.join(self.out_dir, "summary.json"), "w") as f:
-            json.dump(redact(summary), f, indent=2, default=str)
-
-
-def storage_location(path: str) -> str:
-    """A local path made absolute; a URI (s3://, gs://, ...) as given, for Ray Train's pyarrow."""
-    return path if "://" in path else os.path.abspath(path)
-
-
-def versions() -> Dict[str, str]:
-    import torch
-
-    return {"ray": ray.__version__, "torch": torch.__version__, "python": sys.version.split()[0],
-            "ftharness": _own_version()}
-
-
-def _own_version() -> str:
-    """The package's own version (a matrix environment runs ftharness's code without its metadata)."""
-    import ftharness
-
-    return ftharness.__version__
 
 
 def _resumed_storage(recorded: str, scenario: Scenario) -> str:
@@ -631,12 +568,6 @@ def _read_summary(results_dir: str) -> Dict[str, Any]:
     return s
 
 
-def _write_scenario(scenario: Scenario, path: str) -> None:
-    data = redact(scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"}))
-    with open(path, "w") as f:
-        yaml.safe_dump(data, f, sort_keys=False)
-
-
 def preflight(scenario: Scenario) -> None:
     """What `run` refuses before a cluster starts, beyond the file itself: an entrypoint,
     datasets or dataset_config that does not import, a host without namespaces, nftables or
@@ -662,6 +593,7 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
         _read_summary(options.resume)  # refuse before anything starts
     preflight(scenario)
     handle = open_cluster(scenario.cluster, options.address)
+    check_capabilities(scenario, handle)   # before the cluster starts
     with handle as cluster:
         return ScenarioRunner(scenario, cluster, options).run()
 

@@ -156,7 +156,7 @@ def run_suite(scenarios: List[Scenario], out_dir: str, address: str = None,
         torchrun = first.workload.runtime == "torchrun"   # no Ray cluster: each run starts its own agents
         with (contextlib.nullcontext() if torchrun else open_cluster(first.cluster, target.address)) as cluster:
             for s, target in group:
-                if hasattr(cluster, "heal"):
+                if cluster is not None:   # (torchrun: none)
                     cluster.heal()
                 elapsed = time.time() - t0
                 eta = f", ~{elapsed / done * (len(scenarios) - done):.0f}s left" if done else ""

@@ -20,10 +20,12 @@ import os
 import time
 from typing import Any, Dict, List, Optional
 
+from ftharness.faults import REGISTRY
 from ftharness.history import records
 from ftharness.harness.run.injector import Injector
-from ftharness.harness.run.runner import RunOptions, _write_scenario, crash_plans, new_run_name, storage_location, versions
-from ftharness.harness.run.runner import workload_config
+from ftharness.harness.run.injector import crash_plans
+from ftharness.harness.run.shared import (RunOptions, new_run_name, storage_location, summarize, versions, workload_config,
+                                          write_scenario, write_summary)
 from ftharness.errors import ScenarioError
 from ftharness.history.model import TORCHRUN_BUDGET
 from ftharness.harness.torchrun.collector import Collector, LocalEmitter
@@ -52,7 +54,7 @@ class TorchrunInjector(Injector):
     def _fire(self, index: int, t_requested: float, event: Dict[str, Any], gated: bool) -> Dict[str, Any]:
         """A fault, then what the scheduler did about it: a lost node's agent started on a
         spare node (ftharness.harness.torchrun.launcher), recorded as the fault's follow-up."""
-        done = getattr(self.cluster, "rescheduled", [])
+        done = self.cluster.rescheduled
         before = len(done)
         record = super()._fire(index, t_requested, event, gated)
         for r in done[before:]:
@@ -178,7 +180,7 @@ class TorchrunRunner:
     def run(self) -> Dict[str, Any]:
         sc = self.scenario
         os.makedirs(self.out_dir, exist_ok=True)
-        _write_scenario(sc, os.path.join(self.out_dir, "scenario.yaml"))
+        write_scenario(sc, os.path.join(self.out_dir, "scenario.yaml"))
         self.collector = Collector(self.history_path, self.run_name)
         outcome: Dict[str, Any] = {}
         try:
@@ -225,7 +227,7 @@ class TorchrunRunner:
                 "use_gpu": self.use_gpu, "gpu_by": "rank",
                 # storage_errors: the workers' checkpoint operations go through the chaos filesystem,
                 # whose control file the fault writes in the storage root (ftharness.faults.storage)
-                "storage_chaos_root": self.storage_path if any(f.kind == "storage_errors" for f in sc.faults)
+                "storage_chaos_root": self.storage_path if any(REGISTRY[f.kind].wraps_storage for f in sc.faults)
                 else None}
         folder = os.path.join(self.out_dir, "torchrun")
         os.makedirs(folder, exist_ok=True)
@@ -304,17 +306,8 @@ class TorchrunRunner:
         return out
 
     def summarize(self, outcome: Dict[str, Any], wall: float) -> Dict[str, Any]:
-        from ftharness.scenarios.verdict import evaluate
-
-        read = records.read_history(self.history_path)
-        summary = evaluate(self.scenario, read.events, outcome, read.problems,
-                           fault_specs=self.injector.specs if self.injector else None)
         leftovers = sorted(pid for pid, _ in self.launcher.leftovers()) if self.launcher else []
-        summary["budgets"] = {TORCHRUN_BUDGET: summary["budgets"].get(TORCHRUN_BUDGET, 0)}
-        from ftharness.reports.gpu import gpu_summary
-
-        summary["gpu"] = gpu_summary(read.events)
-        summary.update({
+        summary = summarize(self.scenario, self.history_path, outcome, self.injector.specs if self.injector else None, {
             "not_applicable": {
                 "budgets worker_group, preemption, controller": "Ray Train's separate budgets; TorchElastic has "
                 "one, --max-restarts (failure_config.max_failures), counted by each node's agent, and "
@@ -329,32 +322,34 @@ class TorchrunRunner:
             "results_dir": self.out_dir,
             "versions": versions(),
             "agents": outcome.get("agents", []),
-            "settings": {
-                "runtime": "torchrun",
-                "profile": self.scenario.cluster.profile,
-                "address": "torchrun (local elastic agents, no Ray)",
-                "address_source": None,
-                "head_node_id": "harness",
-                "nodes": self.scenario.cluster.nodes,
-                "nnodes": "%d:%d" % nnodes(self.scenario),
-                "max_restarts": self.max_restarts,
-                "collective_timeout_s": collective_timeout_s(self.scenario),
-                "rdzv_conf": rdzv_conf(self.scenario),
-                "agents_needed": self.launcher.needed if self.launcher else None,
-                "spare_nodes": self.scenario.cluster.nodes - (self.launcher.needed if self.launcher else 0),
-                "rescheduled": [{k: v for k, v in r.items() if k != "t"}
-                                for r in (self.launcher.rescheduled if self.launcher else [])],
-                "train_env": {},
-                "use_gpu": self.use_gpu,
-                "cluster_start_s": 0.0,
-                "leftover_pids": leftovers,
-            },
+        }, settings={
+            "runtime": "torchrun",
+            "profile": self.scenario.cluster.profile,
+            "address": "torchrun (local elastic agents, no Ray)",
+            "address_source": None,
+            "head_node_id": "harness",
+            "nodes": self.scenario.cluster.nodes,
+            "nnodes": "%d:%d" % nnodes(self.scenario),
+            "max_restarts": self.max_restarts,
+            "collective_timeout_s": collective_timeout_s(self.scenario),
+            "rdzv_conf": rdzv_conf(self.scenario),
+            "agents_needed": self.launcher.needed if self.launcher else None,
+            "spare_nodes": self.scenario.cluster.nodes - (self.launcher.needed if self.launcher else 0),
+            "rescheduled": [{k: v for k, v in r.items() if k != "t"}
+                            for r in (self.launcher.rescheduled if self.launcher else [])],
+            "train_env": {},
+            "use_gpu": self.use_gpu,
+            "cluster_start_s": 0.0,
+            "leftover_pids": leftovers,
         })
-        with open(os.path.join(self.out_dir, "summary.json"), "w") as f:
-            json.dump(summary, f, indent=2, default=str)
+        summary["budgets"] = {TORCHRUN_BUDGET: summary["budgets"].get(TORCHRUN_BUDGET, 0)}
+        write_summary(self.out_dir, summary)   # redacted, as every runtime's
         return summary
 
 
 def run_torchrun(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
     """Run a torchrun scenario end to end; returns its summary."""
+    from ftharness.harness.run.guard import check_capabilities
+
+    check_capabilities(scenario, Launcher)   # what its faults need of the agents, before any starts
     return TorchrunRunner(scenario, options).run()

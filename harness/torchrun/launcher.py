@@ -43,10 +43,11 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 from ftharness.harness.cluster.reaper import Proc, alive, descendants, identify, kill_all
 from ftharness.errors import FaultSkipped
+from ftharness.faults import capabilities as caps
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEAD = "harness"   # the harness's own "node": the store and the collector; never a fault's target
@@ -86,6 +87,14 @@ def node_id(index: int) -> str:
 
 
 class Launcher:
+    """The torchrun runtime's cluster: one elastic agent per node, all on this host. To a fault
+    it is a cluster handle (faults/capabilities.py) whose nodes ftharness numbers, stops, adds
+    and pauses itself; it runs no Ray."""
+
+    capabilities: FrozenSet[str] = frozenset({caps.NODES, caps.NODE_INDEX, caps.REMOVE_NODE, caps.ADD_NODE,
+                                              caps.PAUSE_NODE})
+    kind = "the torchrun runtime's agents"
+
     def __init__(self, run_name: str, nodes: int, nnodes: Tuple[int, int], max_restarts: int, spec_path: str,
                  collector_address: str, log_dir: str, profile: str = "fast"):
         self.run_name = run_name
@@ -274,7 +283,7 @@ class Launcher:
     def nodes(self) -> List[Any]:
         from types import SimpleNamespace
 
-        return [SimpleNamespace(node_id=a.node_id, is_head=False, alive=a.proc.poll() is None)
+        return [SimpleNamespace(node_id=a.node_id, is_head=False, alive=a.proc.poll() is None, ip=None, labels={})
                 for a in self.agents.values()]
 
     def remove_node(self, index: int, graceful: bool = False) -> None:

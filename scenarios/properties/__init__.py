@@ -9,7 +9,8 @@ verdict, the summary and the reports pick it up from here.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional
+import sys
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ftharness.history.model import History, as_history
 from ftharness.scenarios import forked_checks as forked
@@ -27,6 +28,61 @@ REGISTRY = {
     "bounded_lost_work": bounded_lost_work,
     "monotonic_counters": monotonic_counters,
 }
+#: the entry-point group third-party properties are registered under (docs/plugins.md)
+ENTRY_POINT_GROUP = "ftharness.properties"
+
+
+def load_plugins(group: str = ENTRY_POINT_GROUP, taken: Iterable[str] = ()) -> Tuple[Dict[str, Any], List[str]]:
+    """({name: property} for the properties installed distributions register under `group`,
+    one line per entry point that could not be loaded). The entry point's name is the
+    property's; it names a module or object with `check(events, context) -> CheckResult`, and
+    optionally `applies(facts)`. Without `applies` a plugin property is judged only where a
+    scenario names it in `expect.properties`, so installing a plugin changes no verdict."""
+    from importlib.metadata import entry_points
+
+    found: Dict[str, Any] = {}
+    problems: List[str] = []
+    try:
+        eps = sorted(entry_points(group=group), key=lambda ep: ep.name)
+    except Exception as e:  # noqa: BLE001 - a broken environment loads no plugin, and says so
+        return {}, [f"{group}: entry points cannot be read ({type(e).__name__}: {e})"]
+    for ep in eps:
+        where = f"{group} entry point {ep.name} ({ep.value})"
+        try:
+            prop = ep.load()
+        except Exception as e:  # noqa: BLE001 - a broken plugin is one warning, never a crash
+            problems.append(f"{where}: not loaded ({type(e).__name__}: {e})")
+            continue
+        why = (f"the name {ep.name!r} is taken" if ep.name in set(taken) | set(found) else
+               "a property name is a name such as my_property" if not ep.name.isidentifier() else
+               "it has no callable check(events, context)" if not callable(getattr(prop, "check", None)) else None)
+        if why:
+            problems.append(f"{where}: not loaded ({why})")
+            continue
+        found[ep.name] = prop if callable(getattr(prop, "applies", None)) else _OnlyWhenNamed(prop)
+    return found, problems
+
+
+class _OnlyWhenNamed:
+    """A plugin property without `applies`: expected only where a scenario names it."""
+
+    def __init__(self, prop: Any):
+        self.check = prop.check
+        self.__doc__ = getattr(prop, "__doc__", None)
+
+    @staticmethod
+    def applies(facts: Facts) -> bool:
+        return False
+
+
+import ftharness.faults  # noqa: E402,F401 - fault kinds first: a plugin module may hold a kind and a property
+_PLUGINS, PLUGIN_PROBLEMS = load_plugins(taken=REGISTRY)
+for _line in PLUGIN_PROBLEMS:
+    print(f"ftharness: warning: {_line}", file=sys.stderr)
+REGISTRY.update(_PLUGINS)
+#: the names of the properties plugins added
+PLUGINS = tuple(_PLUGINS)
+
 #: property name -> its check, in the same order
 CHECKS: Dict[str, Check] = {name: module.check for name, module in REGISTRY.items()}
 PROPERTIES = tuple(REGISTRY)

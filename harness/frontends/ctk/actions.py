@@ -13,20 +13,26 @@ function, so it must be armed before training starts: the control
 (ftharness.harness.frontends.ctk.control) adds each crash_worker action of the
 experiment to its scenario's faults before the run starts, and the action
 itself, when the method reaches it, reports what the history recorded of it.
+
+The list of actions is the fault registry's (ftharness.faults): a kind without a function
+written below (a plugin's, docs/plugins.md) gets one made from its spec model, named after
+the kind, whose keyword arguments are the spec's; the kinds that `runs_in` the worker are
+armed before training whatever their action looks like.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+import inspect
+from typing import Any, Callable, Dict, List, Optional
 
+from ftharness.faults import FAULT_KINDS, IN_WORKER, REGISTRY
 from ftharness.harness.frontends.ctk.session import current
 
-__all__ = ["kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node", "partition_node",
-           "network_degrade", "corrupt_checkpoint", "storage_errors", "starve_resources", "kill_controller",
-           "cuda_error", "collective_hang", "heal_all"]
+#: one action per fault kind of the registry, in its order, and the rollback
+__all__ = list(FAULT_KINDS) + ["heal_all"]
 #: actions armed before training (the control moves them into the scenario's faults): the
-#: kinds the worker does itself (crash_worker; faults/gpu.py's cuda_error and collective_hang)
-ARMED_BEFORE_TRAINING = ("crash_worker", "cuda_error", "collective_hang")
+#: kinds the worker does itself (Fault.runs_in == "worker")
+ARMED_BEFORE_TRAINING = IN_WORKER
 
 Target = Dict[str, Any]
 
@@ -136,3 +142,30 @@ def kill_controller(resume: bool = True) -> Dict[str, Any]:
 def heal_all() -> List[int]:
     """Rollback: heal every fault still active (resume hung workers, free CPUs, storage)."""
     return current().heal_all()
+
+
+def _made_action(kind: str) -> Callable[..., Dict[str, Any]]:
+    """The action of a kind no function above is written for: its spec's arguments as keywords
+    (None: the kind's default), injected now, or (a kind that runs in the worker) armed before
+    training and reporting what the history recorded of it."""
+    cls = REGISTRY[kind]
+    names = ["target"] if "target" in cls.Spec.model_fields else []
+    names += (["at"] if cls.runs_in == "worker" else []) + cls.Spec.arguments()
+
+    def action(**arguments: Any) -> Dict[str, Any]:
+        given = {k: v for k, v in arguments.items() if v is not None}
+        return _armed(kind, **given) if kind in ARMED_BEFORE_TRAINING else _inject(kind, **given)
+
+    action.__name__ = action.__qualname__ = kind
+    action.__module__ = __name__
+    action.__doc__ = (inspect.getdoc(cls) or inspect.getdoc(cls.Spec) or kind) + \
+        f"\n\n(made from the {kind} spec of {cls.plugin or 'ftharness'}: arguments {', '.join(names) or 'none'})"
+    action.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Any) for n in names],
+        return_annotation=Dict[str, Any])
+    return action
+
+
+for _kind in FAULT_KINDS:
+    if not inspect.isfunction(globals().get(_kind)):
+        globals()[_kind] = _made_action(_kind)
