@@ -18,7 +18,7 @@ import secrets
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import ray
 import yaml
@@ -27,6 +27,7 @@ from ftharness.history import records, spool, store
 from ftharness.harness.cluster import netns
 from ftharness.harness.cluster.handles import open_cluster
 from ftharness.harness.run.injector import Injector, crash_plans
+from ftharness.harness.run.ray_settings import differs, effective_failure_config, settings_used
 from ftharness.faults.base import join_storage
 from ftharness.faults.gpu import detector_env
 from ftharness.reports.gpu import gpu_summary
@@ -188,6 +189,13 @@ def rp_failure_config(fc: Dict[str, Any]) -> Dict[str, Any]:
     return rp.failure_config_kwargs(fc)
 
 
+def ray_defaults() -> Dict[str, Any]:
+    """The installed release's own defaults (harness/cluster/ray_private.py: release_defaults)."""
+    from ftharness.harness.cluster import ray_private as rp
+
+    return rp.release_defaults()
+
+
 @ray.remote(num_cpus=0, max_retries=0)
 def _fit_task(spec: Dict[str, Any], recorded: Optional[list] = None) -> Dict[str, Any]:
     """Builds the TorchTrainer and runs fit(); returns the outcome as plain data.
@@ -230,7 +238,8 @@ def _fit_task(spec: Dict[str, Any], recorded: Optional[list] = None) -> Dict[str
             name=spec["run_name"],
             storage_path=spec["storage_path"],
             storage_filesystem=spec.get("storage_filesystem"),
-            failure_config=FailureConfig(**fc),
+            # only what the scenario sets: every other field is the release's own default
+            failure_config=FailureConfig(**spec.get("failure_config_given", fc)),
             checkpoint_config=CheckpointConfig(num_to_keep=spec["num_to_keep"]),
             callbacks=[ControllerRecorder(spec["history"], fc, recorded)],
         ),
@@ -378,6 +387,7 @@ class ScenarioRunner:
             "run_start", scenario=self.scenario.name, run_name=self.run_name,
             storage_path=self.storage_path, resume_of=(self.options.resume if self.resume_of else None),
             workload=spec["train_loop_config"], failure_config=spec["failure_config"],
+            ray_settings=self.ray_settings(spec),
             num_workers=spec["num_workers"], fit_index=self.fit_index, ray_version=ray.__version__, runtime="ray_train",
             health_check_timeout_s=float(spec["train_env"].get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600)),
             soak=({k: v for k, v in self.driver.summary().items() if k in ("seed", "duration_s", "mtbf_s", "planned")}
@@ -471,9 +481,11 @@ class ScenarioRunner:
             "cpus_per_worker": w.cpus_per_worker,
             "collective_timeout_s": w.collective_timeout_s,
             "num_to_keep": w.num_to_keep,
-            # what FailureConfig is given: the fields this release has (a scenario that sets one it
-            # lacks was refused at validation, so only defaults are dropped); recorded in run_start
-            "failure_config": rp_failure_config(sc.failure_config.model_dump()),
+            # what FailureConfig is given: the fields the scenario sets (one this release lacks was
+            # refused at validation); the one in force, with the release's own defaults for the
+            # rest, is recorded in run_start and budgets are judged by it
+            "failure_config_given": rp_failure_config(sc.failure_config.given()),
+            "failure_config": effective_failure_config(sc.failure_config.given(), ray_defaults()),
             "data": w.data if w.kind == "reference" else "resumable",
             "rows": WorkloadConfig(**cfg).rows if w.kind == "reference" else 0,
             "train_env": {**self.cluster.train_env(), **detector_env(self._specs())},
@@ -516,12 +528,27 @@ class ScenarioRunner:
                     return {"outcome": "failed", "error_type": "ScenarioTimeout",
                             "error": f"fit() did not return within timeout_s={self.scenario.timeout_s}"}
 
+    def ray_settings(self, spec: Dict[str, Any]) -> List[Dict[str, Any]]:
+        """Every Ray setting this fit() uses and where its value came from (ray_settings.py)."""
+        profile = (self.cluster.profile_in_force() if hasattr(self.cluster, "profile_in_force")
+                   else self.scenario.cluster.profile)
+        from ftharness.harness.cluster.handles import PROFILES, EmbeddedCluster
+
+        # an existing cluster keeps the Ray Core settings it was started with
+        core = PROFILES.get(profile, {}).get("system_config") if isinstance(self.cluster, EmbeddedCluster) else None
+        return settings_used(self.scenario, ray_defaults(), spec["train_env"], profile,
+                             storage_path=spec["storage_path"], use_gpu=spec["use_gpu"], system_config=core)
+
     def summarize(self, outcome: Dict[str, Any], wall: float, use_gpu: bool) -> Dict[str, Any]:
         from ftharness.scenarios.verdict import evaluate
 
         read = records.read_history(self.history_path)
         summary = evaluate(self.scenario, read.events, outcome, read.problems, fault_specs=self.injector.specs)
         summary["gpu"] = gpu_summary(read.events)
+        used = next((e.get("ray_settings") for e in read.events if e.get("kind") == "run_start"), None)
+        if isinstance(used, list):   # the defaults used, and where ftharness chose otherwise
+            summary["ray_settings"] = used
+            summary["differs_from_ray"] = differs(used)
         summary.update({
             "run_name": self.run_name,
             "wall_time_s": round(wall, 3),
