@@ -321,10 +321,10 @@ def torchrun_problem(sc: "Scenario") -> Optional[str]:
     if fc.max_failures < 0:
         return "failure_config.max_failures: torchrun's --max-restarts is a finite count; allowed: 0 or more"
     for name in ("max_preemption_failures", "controller_failure_limit"):
-        if name in fc.model_fields_set:
+        if name in fc.model_fields_set and getattr(fc, name):
             return (f"failure_config.{name}: a Ray Train budget; torchrun counts every failure against "
                     f"max_failures (--max-restarts)")
-    if {"preemption_grace_s", "relax_collectives_on_preemption"} & fc.model_fields_set:
+    if fc.preemption_grace_s or fc.relax_collectives_on_preemption:
         return "failure_config: preemption settings are Ray-only; torchrun has no preemption notice"
     return None
 
