@@ -12,6 +12,7 @@ did not use Ray's default although the scenario did not ask for another value).
 
 from __future__ import annotations
 
+import json
 from typing import Any, Dict, List, Mapping, Optional
 
 SCENARIO, RAY_DEFAULT, FTHARNESS, PROFILE = "scenario", "ray default", "ftharness", "profile"
@@ -75,6 +76,25 @@ def differs(rows: List[Dict[str, Any]]) -> List[str]:
     them, one line each: what ftharness chose deliberately, for the report."""
     return [f"{r['setting']}: {r['value']!r} ({r['source']}; Ray's default {r['ray_default']!r})"
             for r in rows if r["source"] not in (SCENARIO, RAY_DEFAULT) and r["value"] != r["ray_default"]]
+
+
+def recorded_settings(rows: List[Dict[str, Any]]) -> List[Dict[str, str]]:
+    """The rows as run_start records them: every field a string (values as JSON text), so the
+    history's tables (Arrow) hold one type per column."""
+    return [{"setting": r["setting"], "value": json.dumps(r["value"], default=str),
+             "ray_default": json.dumps(r["ray_default"], default=str), "source": r["source"]} for r in rows]
+
+
+def read_settings(recorded: List[Any]) -> List[Dict[str, Any]]:
+    """recorded_settings' rows back as values (a row that does not read is left out)."""
+    out = []
+    for r in recorded:
+        try:
+            out.append({"setting": str(r["setting"]), "value": json.loads(r["value"]),
+                        "ray_default": json.loads(r["ray_default"]), "source": str(r["source"])})
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
 
 
 def _number(text: str) -> Any:

@@ -27,7 +27,8 @@ from ftharness.history import records, spool, store
 from ftharness.harness.cluster import netns
 from ftharness.harness.cluster.handles import open_cluster
 from ftharness.harness.run.injector import Injector, crash_plans
-from ftharness.harness.run.ray_settings import differs, effective_failure_config, settings_used
+from ftharness.harness.run.ray_settings import (differs, effective_failure_config, read_settings, recorded_settings,
+                                                settings_used)
 from ftharness.faults.base import join_storage
 from ftharness.faults.gpu import detector_env
 from ftharness.reports.gpu import gpu_summary
@@ -387,7 +388,7 @@ class ScenarioRunner:
             "run_start", scenario=self.scenario.name, run_name=self.run_name,
             storage_path=self.storage_path, resume_of=(self.options.resume if self.resume_of else None),
             workload=spec["train_loop_config"], failure_config=spec["failure_config"],
-            ray_settings=self.ray_settings(spec),
+            ray_settings=recorded_settings(self.ray_settings(spec)),
             num_workers=spec["num_workers"], fit_index=self.fit_index, ray_version=ray.__version__, runtime="ray_train",
             health_check_timeout_s=float(spec["train_env"].get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600)),
             soak=({k: v for k, v in self.driver.summary().items() if k in ("seed", "duration_s", "mtbf_s", "planned")}
@@ -547,8 +548,8 @@ class ScenarioRunner:
         summary["gpu"] = gpu_summary(read.events)
         used = next((e.get("ray_settings") for e in read.events if e.get("kind") == "run_start"), None)
         if isinstance(used, list):   # the defaults used, and where ftharness chose otherwise
-            summary["ray_settings"] = used
-            summary["differs_from_ray"] = differs(used)
+            summary["ray_settings"] = read_settings(used)
+            summary["differs_from_ray"] = differs(summary["ray_settings"])
         summary.update({
             "run_name": self.run_name,
             "wall_time_s": round(wall, 3),
