@@ -51,7 +51,7 @@ def test_a_flaky_probe_stops_the_search_and_says_where_the_change_lies():
     res = search(EVERY, probe, say=lines.append)
     assert res.flaky == "2.55.0" and res.boundary is None
     assert res.interval == ("2.51.0", "2.60.0")
-    assert "2.55.0 is flaky" in res.sentence() and "FLAKY" in lines[-1]
+    assert "2.55.0: flaky, its runs disagree" in res.sentence() and "FLAKY" in lines[-1]
 
 
 def test_a_flaky_probe_deeper_in_narrows_the_interval():
@@ -65,6 +65,14 @@ def test_a_range_with_no_change_probes_only_its_ends():
     res = search(parse_range("2.51..2.57"), probe, say=lambda m: None)
     assert res.boundary is None and calls == ["2.51.0", "2.57.1"]
     assert res.sentence().startswith("bisect: no change from Ray 2.51.0 to 2.57.1")
+
+
+def test_a_probe_that_could_not_run_stops_the_search():
+    def probe(ray):
+        return judge(ray, [{"verdict": "REFUSED", "error": "another Ray cluster runs here", "summary": None}])
+
+    res = search(EVERY, probe, say=lambda m: None)
+    assert res.flaky == "2.51.0" and "did not judge the scenario (REFUSED: another Ray" in res.sentence()
 
 
 def test_signature_is_verdict_outcome_and_charged_budgets():
@@ -102,6 +110,7 @@ def test_a_missing_scenario_is_one_line(tmp_path):
     assert r.returncode == 2 and r.stderr.strip() == f"ftharness: error: {tmp_path / 'nope.yaml'}: no such scenario file"
 
 
+@pytest.mark.slow
 @pytest.mark.full
 def test_bisect_on_two_releases_finds_the_preemption_budget(tmp_path):
     """Real clusters: the spot reclaim with max_failures 0 fails on 2.57.1 (the preempted death is

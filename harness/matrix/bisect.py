@@ -21,6 +21,8 @@ from ftharness import releases
 from ftharness.errors import ScenarioError
 
 Signature = Tuple[str, str, Tuple[Tuple[str, int], ...]]
+#: verdicts of a run that did not judge the scenario (no summary): such a probe stops the search
+NOT_RUN = ("REFUSED", "ERROR", "TIMEOUT", "NO ENV", "INTERRUPTED")
 
 
 def signature(row: Dict[str, Any]) -> Signature:
@@ -46,18 +48,30 @@ class Probe:
     rows: List[Dict[str, Any]]
     signature: Optional[Signature]
     seconds: float = 0.0
+    not_run: Optional[str] = None      # why a run did not judge the scenario (refused, error, ...)
 
     @property
     def flaky(self) -> bool:
+        return self.signature is None and self.not_run is None
+
+    @property
+    def stops(self) -> bool:
         return self.signature is None
 
     def line(self) -> str:
-        runs = "; ".join(describe(signature(r)) for r in self.rows) if self.flaky else describe(self.signature)
-        return f"Ray {self.ray}: {'FLAKY (' + runs + ')' if self.flaky else runs} [{len(self.rows)} run(s), " \
-               f"{self.seconds:.0f} s]"
+        if self.not_run:
+            runs = f"NOT RUN ({self.not_run})"
+        elif self.flaky:
+            runs = "FLAKY (" + "; ".join(describe(signature(r)) for r in self.rows) + ")"
+        else:
+            runs = describe(self.signature)
+        return f"Ray {self.ray}: {runs} [{len(self.rows)} run(s), {self.seconds:.0f} s]"
 
 
 def judge(ray: str, rows: List[Dict[str, Any]], seconds: float = 0.0) -> Probe:
+    bad = next((r for r in rows if r.get("verdict") in NOT_RUN), None)
+    if bad is not None:
+        return Probe(ray, rows, None, seconds, f"{bad.get('verdict')}: {bad.get('error') or 'no summary'}"[:200])
     sigs = {signature(r) for r in rows}
     return Probe(ray, rows, next(iter(sigs)) if len(sigs) == 1 else None, seconds)
 
@@ -79,7 +93,9 @@ class Result:
         by = {p.ray: p for p in self.probes}
         if self.flaky:
             lo, hi = self.interval or (first, last)
-            return (f"bisect: stopped: Ray {self.flaky} is flaky (its runs disagree); the change lies in "
+            why = (f"its runs did not judge the scenario ({by[self.flaky].not_run})" if by[self.flaky].not_run
+                   else "flaky, its runs disagree")
+            return (f"bisect: stopped: Ray {self.flaky}: {why}; the change lies in "
                     f"{lo}..{hi}; rerun with more --repeat or a narrower --ray")
         if self.boundary is None:
             return (f"bisect: no change from Ray {first} to {last}: both {describe(by[first].signature)} "
@@ -101,13 +117,13 @@ def search(versions: Sequence[str], probe: Callable[[str], Probe],
         return p
 
     lo_p = run(0)
-    if lo_p.flaky:
+    if lo_p.stops:
         res.flaky, res.interval = lo_p.ray, (versions[0], versions[-1])
         return res
     if len(versions) == 1:
         return res
     hi_p = run(len(versions) - 1)
-    if hi_p.flaky:
+    if hi_p.stops:
         res.flaky, res.interval = hi_p.ray, (versions[0], versions[-1])
         return res
     if hi_p.signature == lo_p.signature:
@@ -116,7 +132,7 @@ def search(versions: Sequence[str], probe: Callable[[str], Probe],
     while hi - lo > 1:
         mid = (lo + hi) // 2
         p = run(mid)
-        if p.flaky:
+        if p.stops:
             res.flaky, res.interval = p.ray, (versions[lo], versions[hi])
             return res
         if p.signature == lo_p.signature:
