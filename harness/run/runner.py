@@ -190,6 +190,11 @@ def rp_failure_config(fc: Dict[str, Any]) -> Dict[str, Any]:
     return rp.failure_config_kwargs(fc)
 
 
+#: _system_config keys Ray adds when a node starts (object spilling), not set by a profile
+RAY_ADDED_SYSTEM_CONFIG = ("automatic_object_spilling_enabled", "object_spilling_config",
+                           "is_external_storage_type_fs")
+
+
 def ray_defaults() -> Dict[str, Any]:
     """The installed release's own defaults (harness/cluster/ray_private.py: release_defaults)."""
     from ftharness.harness.cluster import ray_private as rp
@@ -537,6 +542,9 @@ class ScenarioRunner:
 
         # an existing cluster keeps the Ray Core settings it was started with
         core = PROFILES.get(profile, {}).get("system_config") if isinstance(self.cluster, EmbeddedCluster) else None
+        # Ray's node start writes its spilling settings into the _system_config dict it is given
+        # (handles.py passes PROFILES' own dict): those are the session's, not the profile's
+        core = {k: v for k, v in (core or {}).items() if k not in RAY_ADDED_SYSTEM_CONFIG} or None
         return settings_used(self.scenario, ray_defaults(), spec["train_env"], profile,
                              storage_path=spec["storage_path"], use_gpu=spec["use_gpu"], system_config=core)
 
