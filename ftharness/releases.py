@@ -23,6 +23,10 @@ from typing import Dict, Optional, Tuple
 #: the latest patch of each minor of the V2 era, oldest first (what `--ray all` runs)
 SUPPORTED = ("2.51.2", "2.52.1", "2.53.0", "2.54.1", "2.55.1", "2.56.1", "2.57.1", "2.58.1", "2.59.0", "2.60.0")
 OLDEST, NEWEST = SUPPORTED[0], SUPPORTED[-1]
+#: every release of the V2 era, patches included, oldest first (`pip index versions ray`,
+#: 2026-12-03): what `ftharness bisect` searches
+ALL_RELEASES = ("2.51.0", "2.51.1", "2.51.2", "2.52.0", "2.52.1", "2.53.0", "2.54.0", "2.54.1", "2.55.0",
+                "2.55.1", "2.56.0", "2.56.1", "2.57.0", "2.57.1", "2.58.0", "2.58.1", "2.59.0", "2.60.0")
 RANGE_TEXT = "2.51 to 2.60"
 
 
@@ -62,6 +66,11 @@ class Release:
     pg_cleaner: bool = True
     #: the [FailurePolicy] log line: "new" (multi-line, 2.52+) or "old" (one line, 2.51)
     decision_log: str = "new"
+    #: default RAY_TRAIN_HEALTH_CHECK_INTERVAL_S and RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S (constants.py)
+    health_check_interval_s: float = 2.0
+    worker_health_check_timeout_s: float = 600.0
+    #: default RAY_TRAIN_PREEMPTION_POLL_INTERVAL_S (constants.py), read where there is a watcher (2.57+)
+    preemption_poll_interval_s: float = 5.0
     notes: Tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -76,6 +85,38 @@ class Release:
         """The budget a worker that died with its node drained for preemption is charged to."""
         return "preemption" if self.preemption_budget else "worker_group"
 
+    def defaults(self) -> Dict[str, object]:
+        """Every Ray setting ftharness passes or leaves to Ray, by dotted name, with this
+        release's own default (what a plain TorchTrainer script gets when it leaves it out).
+        tests/test_release_defaults.py compares them with the installed release's classes
+        and constants (harness/cluster/ray_private.py: release_defaults)."""
+        out: Dict[str, object] = {f"failure_config.{k}": v for k, v in self.failure_config.items()}
+        out.update(COMMON_DEFAULTS)
+        if self.elastic:
+            out["scaling_config.elastic_resize_monitor_interval_s"] = 60.0
+        out["env.RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"] = self.start_timeout_s
+        out["env.RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"] = self.health_check_interval_s
+        out["env.RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S"] = self.worker_health_check_timeout_s
+        if self.preemption_watcher:
+            out["env.RAY_TRAIN_PREEMPTION_POLL_INTERVAL_S"] = self.preemption_poll_interval_s
+        out[f"env.{self.collective_timeout_env}"] = self.collective_timeout_default
+        return out
+
+
+#: defaults that are the same on every supported release (ray/air/config.py ScalingConfig and
+#: CheckpointConfig, ray/train/v2/api/config.py RunConfig, ray/train/torch/config.py TorchConfig;
+#: read on 2.51.2, 2.57.1 and 2.60.0)
+COMMON_DEFAULTS: Dict[str, object] = {
+    "scaling_config.num_workers": 1,
+    "scaling_config.use_gpu": False,
+    "scaling_config.resources_per_worker": None,     # None: one CPU per worker
+    "scaling_config.placement_strategy": "PACK",
+    "run_config.storage_path": None,                 # None: ~/ray_results
+    "checkpoint_config.num_to_keep": None,           # None: keep every checkpoint
+    "checkpoint_config.checkpoint_score_attribute": None,
+    "checkpoint_config.checkpoint_score_order": "max",
+    "torch_config.timeout_s": 1800,                  # the torch process group's timeout
+}
 
 _OLD_FC = {"max_failures": 0, "controller_failure_limit": -1}
 _PREEMPT_FC = {**_OLD_FC, "max_preemption_failures": -1}

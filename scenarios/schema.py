@@ -187,14 +187,25 @@ class WorkloadSpec(_Strict):
         return self.num_workers[0] if isinstance(self.num_workers, tuple) else self.num_workers
 
 
-class FailureConfigSpec(_Strict):
-    """Ray Train's failure budgets (FailureConfig) and preemption handling."""
+#: Ray Train's own FailureConfig defaults (the same on every release that has the field,
+#: releases.py; tests/test_release_defaults.py checks them against the installed release)
+_RAY_FC = releases.newest().failure_config
 
-    max_failures: int = Field(0, ge=-1, le=1_000_000)
-    max_preemption_failures: int = Field(0, ge=-1, le=1_000_000)
-    controller_failure_limit: int = Field(0, ge=-1, le=1_000_000)
-    preemption_grace_s: float = Field(0.0, ge=0, le=24 * 3600)
-    relax_collectives_on_preemption: bool = False
+
+class FailureConfigSpec(_Strict):
+    """Ray Train's failure budgets (FailureConfig) and preemption handling. A field the scenario
+    leaves out is Ray's own default, as a plain FailureConfig() gets it: the run passes Ray only
+    the fields the scenario sets (`model_fields_set`) and records what was used (run_start)."""
+
+    max_failures: int = Field(_RAY_FC["max_failures"], ge=-1, le=1_000_000)
+    max_preemption_failures: int = Field(_RAY_FC["max_preemption_failures"], ge=-1, le=1_000_000)
+    controller_failure_limit: int = Field(_RAY_FC["controller_failure_limit"], ge=-1, le=1_000_000)
+    preemption_grace_s: float = Field(_RAY_FC["preemption_grace_s"], ge=0, le=24 * 3600)
+    relax_collectives_on_preemption: bool = _RAY_FC["relax_collectives_on_preemption"]
+
+    def given(self) -> Dict[str, Any]:
+        """The fields the scenario sets, and their values (what is passed to Ray's FailureConfig)."""
+        return {k: getattr(self, k) for k in type(self).model_fields if k in self.model_fields_set}
 
 
 class PinnedViolation(_Strict):
@@ -294,7 +305,7 @@ def torchrun_problem(sc: "Scenario") -> Optional[str]:
     if fc.max_failures < 0:
         return "failure_config.max_failures: torchrun's --max-restarts is a finite count; allowed: 0 or more"
     for name in ("max_preemption_failures", "controller_failure_limit"):
-        if getattr(fc, name):
+        if name in fc.model_fields_set and getattr(fc, name):
             return (f"failure_config.{name}: a Ray Train budget; torchrun counts every failure against "
                     f"max_failures (--max-restarts)")
     if fc.preemption_grace_s or fc.relax_collectives_on_preemption:
@@ -914,9 +925,9 @@ FIELD_DOCS = {
     "ExpectSpec.outcome": "How fit() must end: succeeded (default) or failed.",
     "ExpectSpec.error_type": "With outcome failed: the error type fit() must raise (e.g. TrainingFailedError).",
     "ExpectSpec.recovery_bound_s": "Most seconds a recovery may take, from the fault to the next first step (recovers).",
-    "FailureConfigSpec.max_failures": "Ray Train's FailureConfig.max_failures: worker-group failures retried (-1 unlimited, default 0).",
-    "FailureConfigSpec.max_preemption_failures": "Failures caused by preempted nodes retried separately (-1 unlimited, default 0).",
-    "FailureConfigSpec.controller_failure_limit": "Controller failures tolerated (-1 unlimited, default 0).",
+    "FailureConfigSpec.max_failures": "Ray Train's FailureConfig.max_failures: worker-group failures retried (-1 unlimited; left out: Ray's default, 0).",
+    "FailureConfigSpec.max_preemption_failures": "Failures caused by preempted nodes retried separately (-1 unlimited; left out: Ray's default, -1; Ray 2.58+).",
+    "FailureConfigSpec.controller_failure_limit": "Controller failures tolerated (-1 unlimited; left out: Ray's default, -1).",
     "FailureConfigSpec.preemption_grace_s": "Seconds a drained node's workers get to checkpoint before the node goes (default 0).",
     "FailureConfigSpec.relax_collectives_on_preemption": "Relax the collective timeouts while a preemption is handled (default false).",
     "HangWorkerSpec.duration_s": "Seconds the worker stays stopped (SIGSTOP) before SIGCONT; default: until the run ends.",

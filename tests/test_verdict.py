@@ -125,8 +125,10 @@ def test_worker_kill_charged_to_the_preemption_budget_fails(tmp_path, capsys):
 
 
 def scenario(**expect):
+    # the limits tests/data/kill-worker was recorded with (before ftharness left the other two to Ray's -1)
     return parse_scenario({"name": "k", "workload": {"num_workers": 2, "steps": 12, "checkpoint_every": 2},
-                           "failure_config": {"max_failures": 1},
+                           "failure_config": {"max_failures": 1, "max_preemption_failures": 0,
+                                              "controller_failure_limit": 0},
                            "faults": [{"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 5}}],
                            "expect": {"outcome": "succeeded", **expect}})
 

@@ -276,6 +276,48 @@ def failure_config_kwargs(fc: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in fc.items() if k in names}
 
 
+def failure_config_defaults() -> Dict[str, Any]:
+    """The installed release's FailureConfig fields and their defaults (fail_fast, deprecated, left out)."""
+    import dataclasses
+
+    from ray.train import FailureConfig
+
+    return {f.name: f.default for f in dataclasses.fields(FailureConfig)
+            if f.name != "fail_fast" and f.default is not dataclasses.MISSING}
+
+
+def release_defaults() -> Dict[str, Any]:
+    """The installed release's own default of every setting ftharness passes or leaves to Ray,
+    by the dotted names of releases.Release.defaults(), read from its classes and constants."""
+    import dataclasses
+
+    from ray.train import CheckpointConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchConfig
+    from ray.train.v2._internal import constants as c
+
+    def fields(cls, prefix, names):
+        got = {f.name: f.default for f in dataclasses.fields(cls)}
+        return {f"{prefix}.{n}": got[n] for n in names if n in got}
+
+    out = {f"failure_config.{k}": v for k, v in failure_config_defaults().items()}
+    out.update(fields(ScalingConfig, "scaling_config", ("num_workers", "use_gpu", "resources_per_worker",
+                                                         "placement_strategy", "elastic_resize_monitor_interval_s")))
+    out.update(fields(RunConfig, "run_config", ("storage_path",)))
+    out.update(fields(CheckpointConfig, "checkpoint_config", ("num_to_keep", "checkpoint_score_attribute",
+                                                              "checkpoint_score_order")))
+    out.update(fields(TorchConfig, "torch_config", ("timeout_s",)))
+    out["env.RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"] = c.DEFAULT_WORKER_GROUP_START_TIMEOUT_S
+    out["env.RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"] = c.DEFAULT_HEALTH_CHECK_INTERVAL_S
+    out["env.RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S"] = c.DEFAULT_WORKER_HEALTH_CHECK_TIMEOUT_S
+    if hasattr(c, "DEFAULT_PREEMPTION_POLL_INTERVAL_S"):    # the preemption watcher: 2.57+
+        out["env.RAY_TRAIN_PREEMPTION_POLL_INTERVAL_S"] = c.DEFAULT_PREEMPTION_POLL_INTERVAL_S
+    if hasattr(c, "COLLECTIVE_TIMEOUT_S_ENV_VAR"):          # 2.52+; 2.51: the report barrier's
+        out[f"env.{c.COLLECTIVE_TIMEOUT_S_ENV_VAR}"] = c.DEFAULT_COLLECTIVE_TIMEOUT_S
+    else:
+        out[f"env.{c.REPORT_BARRIER_TIMEOUT_S_ENV_VAR}"] = c.DEFAULT_REPORT_BARRIER_TIMEOUT_S
+    return out
+
+
 def ray_version() -> str:
     return ray.__version__
 

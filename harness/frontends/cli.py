@@ -507,6 +507,13 @@ def cmd_list(args) -> int:
             if f.endswith(".yaml"):
                 sc = load_scenario(os.path.join(catalog_dir(), f))
                 print(f"  {sc.name:<20} {one_line(sc.description or '', 100)}")
+    if what == "known":
+        from ftharness.scenarios.known_bugs import listing
+
+        try:
+            print("\n".join(listing(args.ray)))
+        except ScenarioError as e:
+            return _fail(str(e))
     return EXIT_PASS
 
 
@@ -752,8 +759,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_subcommands(sub)
 
     from ftharness.harness.matrix.command import add_parser as add_matrix
+    from ftharness.harness.matrix.bisect_command import add_parser as add_bisect
 
     add_matrix(sub)
+    add_bisect(sub)
 
     c = sub.add_parser("check", help="re-judge a results folder from its history")
     c.add_argument("results")
@@ -779,7 +788,9 @@ def build_parser() -> argparse.ArgumentParser:
     sc.set_defaults(func=cmd_schema)
 
     ls = sub.add_parser("list", help="list fault kinds, properties and the built-in catalog")
-    ls.add_argument("what", nargs="?", choices=("all", "faults", "properties", "catalog"), default="all")
+    ls.add_argument("what", nargs="?", choices=("all", "faults", "properties", "catalog", "known"), default="all")
+    ls.add_argument("--ray", metavar="VERSION", help="with `known`: the known bugs of this release (default: "
+                    "the installed one)")
     ls.set_defaults(func=cmd_list)
 
     dr = sub.add_parser("doctor", help="find Ray Train V2 pitfalls in driver scripts and train modules "

@@ -111,10 +111,12 @@ def _top_level_entries(dist_name: str) -> Set[str]:
 
 
 def link_farm(folder: Path, dists: Iterable[str]) -> None:
-    """`folder` holds a symlink to each top-level entry of `dists` in this interpreter's site-packages."""
-    site = Path(sysconfig.get_paths()["purelib"])
+    """`folder` holds a symlink to each top-level entry of `dists` where this interpreter
+    finds it: its own site-packages, or a layered one (a venv whose .pth names another
+    environment's site-packages, as the helpers' worktree venvs do)."""
     folder.mkdir(parents=True, exist_ok=True)
     for dist in sorted(dists):
+        site = Path(md.distribution(dist).locate_file(""))
         for entry in _top_level_entries(dist):
             src, dst = site / entry, folder / entry
             if src.exists() and not dst.exists():
@@ -216,7 +218,7 @@ def _build(tmp: Path, ray_version: str, say: Callable[[str], None]) -> None:
     uv = installer()
     t0 = time.monotonic()
     say(f"matrix: building the environment of Ray {ray_version} ({'uv' if uv else 'pip'}): "
-        f"{' '.join(reqs[:1])} and {len(reqs) - 1} more; torch shared from {sysconfig.get_paths()['purelib']}")
+        f"{' '.join(reqs[:1])} and {len(reqs) - 1} more; torch shared from {md.distribution('torch').locate_file('')}")
     if uv:
         _run([*uv, "venv", "--quiet", "--python", sys.executable, str(tmp)], f"Ray {ray_version}: uv venv")
         _run([*uv, "pip", "install", "--quiet", "--python", str(tmp / "bin" / "python"), *reqs],

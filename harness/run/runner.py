@@ -16,7 +16,8 @@ import json
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional
 
 import ray
 
@@ -28,6 +29,7 @@ from ftharness.harness.run.injector import Injector, crash_plans
 from ftharness.harness.run.shared import (RunOptions, new_run_name, storage_location, summarize, versions,  # noqa: F401
                                           workload_config, write_scenario, write_summary)
 from ftharness.faults import REGISTRY
+from ftharness.harness.run.ray_settings import effective_failure_config, recorded_settings, settings_used
 from ftharness.faults.base import join_storage
 from ftharness.faults.gpu import detector_env
 from ftharness.scenarios.reference_data import WorkloadConfig
@@ -193,6 +195,18 @@ def rp_failure_config(fc: Dict[str, Any]) -> Dict[str, Any]:
     return rp.failure_config_kwargs(fc)
 
 
+#: _system_config keys Ray adds when a node starts (object spilling), not set by a profile
+RAY_ADDED_SYSTEM_CONFIG = ("automatic_object_spilling_enabled", "object_spilling_config",
+                           "is_external_storage_type_fs")
+
+
+def ray_defaults() -> Dict[str, Any]:
+    """The installed release's own defaults (harness/cluster/ray_private.py: release_defaults)."""
+    from ftharness.harness.cluster import ray_private as rp
+
+    return rp.release_defaults()
+
+
 @ray.remote(num_cpus=0, max_retries=0)
 def _fit_task(spec: Dict[str, Any], recorded: Optional[list] = None) -> Dict[str, Any]:
     """Builds the TorchTrainer and runs fit(); returns the outcome as plain data.
@@ -235,7 +249,8 @@ def _fit_task(spec: Dict[str, Any], recorded: Optional[list] = None) -> Dict[str
             name=spec["run_name"],
             storage_path=spec["storage_path"],
             storage_filesystem=spec.get("storage_filesystem"),
-            failure_config=FailureConfig(**fc),
+            # only what the scenario sets: every other field is the release's own default
+            failure_config=FailureConfig(**spec.get("failure_config_given", fc)),
             checkpoint_config=CheckpointConfig(num_to_keep=spec["num_to_keep"]),
             callbacks=[ControllerRecorder(spec["history"], fc, recorded)],
         ),
@@ -384,6 +399,7 @@ class ScenarioRunner:
             "run_start", scenario=self.scenario.name, run_name=self.run_name,
             storage_path=self.storage_path, resume_of=(self.options.resume if self.resume_of else None),
             workload=spec["train_loop_config"], failure_config=spec["failure_config"],
+            ray_settings=recorded_settings(self.ray_settings(spec)),
             num_workers=spec["num_workers"], fit_index=self.fit_index, ray_version=ray.__version__, runtime="ray_train",
             health_check_timeout_s=float(spec["train_env"].get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600)),
             soak=({k: v for k, v in self.driver.summary().items() if k in ("seed", "duration_s", "mtbf_s", "planned")}
@@ -472,9 +488,11 @@ class ScenarioRunner:
             "cpus_per_worker": w.cpus_per_worker,
             "collective_timeout_s": w.collective_timeout_s,
             "num_to_keep": w.num_to_keep,
-            # what FailureConfig is given: the fields this release has (a scenario that sets one it
-            # lacks was refused at validation, so only defaults are dropped); recorded in run_start
-            "failure_config": rp_failure_config(sc.failure_config.model_dump()),
+            # what FailureConfig is given: the fields the scenario sets (one this release lacks was
+            # refused at validation); the one in force, with the release's own defaults for the
+            # rest, is recorded in run_start and budgets are judged by it
+            "failure_config_given": rp_failure_config(sc.failure_config.given()),
+            "failure_config": effective_failure_config(sc.failure_config.given(), ray_defaults()),
             "data": w.data if w.kind == "reference" else "resumable",
             "rows": WorkloadConfig(**cfg).rows if w.kind == "reference" else 0,
             "train_env": {**self.cluster.train_env(), **detector_env(self._specs())},
@@ -516,6 +534,19 @@ class ScenarioRunner:
                     ray.cancel(ref, force=True)
                     return {"outcome": "failed", "error_type": "ScenarioTimeout",
                             "error": f"fit() did not return within timeout_s={self.scenario.timeout_s}"}
+
+    def ray_settings(self, spec: Dict[str, Any]) -> List[Dict[str, Any]]:
+        """Every Ray setting this fit() uses and where its value came from (ray_settings.py)."""
+        profile = self.cluster.profile_in_force()
+        from ftharness.harness.cluster.handles import PROFILES, EmbeddedCluster
+
+        # an existing cluster keeps the Ray Core settings it was started with
+        core = PROFILES.get(profile, {}).get("system_config") if isinstance(self.cluster, EmbeddedCluster) else None
+        # Ray's node start writes its spilling settings into the _system_config dict it is given
+        # (handles.py passes PROFILES' own dict): those are the session's, not the profile's
+        core = {k: v for k, v in (core or {}).items() if k not in RAY_ADDED_SYSTEM_CONFIG} or None
+        return settings_used(self.scenario, ray_defaults(), spec["train_env"], profile,
+                             storage_path=spec["storage_path"], use_gpu=spec["use_gpu"], system_config=core)
 
     def summarize(self, outcome: Dict[str, Any], wall: float, use_gpu: bool) -> Dict[str, Any]:
         summary = summarize(self.scenario, self.history_path, outcome, self.injector.specs, {

@@ -90,6 +90,12 @@ def summarize(scenario: Scenario, history_path: str, outcome: Dict[str, Any], fa
     read = records.read_history(history_path)
     summary = evaluate(scenario, read.events, outcome, read.problems, fault_specs=fault_specs)
     summary["gpu"] = gpu_summary(read.events)
+    used = next((e.get("ray_settings") for e in read.events if e.get("kind") == "run_start"), None)
+    if isinstance(used, list):   # the defaults used, and where ftharness chose otherwise (Ray Train runs)
+        from ftharness.harness.run.ray_settings import differs, read_settings
+
+        summary["ray_settings"] = read_settings(used)
+        summary["differs_from_ray"] = differs(summary["ray_settings"])
     summary.update(fields)
     summary["settings"] = settings
     return summary
