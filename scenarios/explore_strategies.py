@@ -242,6 +242,8 @@ def schedules(base: Scenario, support: Support, max_faults: int = 2):
     workers = base.workload.min_workers
 
     restart = next((k for k in support.kinds if failure_of(plain(k, {}))[0] == "worker_group"), None)
+    # what the guided schedules lead with: the kinds that are no plain worker failure themselves
+    others = tuple(k for k in support.kinds if failure_of(plain(k, {})) != ("worker_group", CERTAIN))
 
     @st.composite
     def _draw(draw):
@@ -266,10 +268,11 @@ def schedules(base: Scenario, support: Support, max_faults: int = 2):
 
     @st.composite
     def _guided(draw):
-        """What the model says is worth a run: each kind followed by a failure that restarts the
-        run (so what the kind did is restored, retried or recovered from), close together or at
-        the restore; or the restarting failures that reach the budget's edge."""
-        kind = draw(st.sampled_from(support.kinds))
+        """What the model says is worth a run: a kind that is no plain worker failure (a
+        preemption, a stall, damaged or failing storage, starved resources, a controller death)
+        followed by a failure that restarts the run, so what the kind did is restored, retried or
+        recovered from: close together, at the restore, at the next attempt or later."""
+        kind = draw(st.sampled_from(others or support.kinds))
         first = _placed(draw, kind, draw(st.sampled_from(("steady", "checkpoint_write", "checkpoint_register",
                                                             "before_first_checkpoint"))), [])
         second_phase = draw(st.sampled_from(("close_pair", "restore", "recovery", "steady")))
@@ -292,7 +295,8 @@ class Expected:
 def expectation(failure_config: Mapping[str, Any], faults: Sequence[Mapping[str, Any]],
                 ray_version: Optional[str] = None) -> Expected:
     """The outcomes the failure-policy model allows for `faults` in order."""
-    classes = [failure_of(f) for f in faults]
+    classes = [(c, how if i == 0 or how == MAYBE or separate(faults, i) else MAYBE)
+               for i, (c, how) in enumerate(failure_of(f) for f in faults)]
     maybes = [i for i, (c, how) in enumerate(classes) if c and how == MAYBE]
     outcomes, unreached, edge = set(), None, 0.0
     for chosen in itertools.product((False, True), repeat=len(maybes)):
@@ -313,6 +317,21 @@ def expectation(failure_config: Mapping[str, Any], faults: Sequence[Mapping[str,
         edge += 1.0                                       # a preemption beside a worker failure
     order_outcomes = tuple(o for o in ("succeeded", "failed") if o in outcomes)
     return Expected(order_outcomes, tuple(sorted(unreached or ())), edge)
+
+
+def separate(faults: Sequence[Mapping[str, Any]], i: int) -> bool:
+    """Whether fault `i` surely fails an attempt of its own: it fires once a restart began (the
+    next attempt, a restore) or at a step two or more from every other step fault. Faults close
+    together, at a time or on a checkpoint event may land in the attempt another fault fails, and
+    then Ray sees one failure for both."""
+    at = faults[i].get("at") or {}
+    if at.get("event") in ("attempt_started", "restored"):
+        return True
+    step = at.get("step")
+    if step is None:
+        return False
+    others = [(f.get("at") or {}) for j, f in enumerate(faults) if j != i]
+    return all(o.get("step") is not None and abs(o["step"] - step) >= 2 for o in others)
 
 
 def example_scenario(base: Scenario, faults: Sequence[Mapping[str, Any]], expected: Expected,
