@@ -247,14 +247,23 @@ def schedules(base: Scenario, support: Support, max_faults: int = 2):
 
     @st.composite
     def _draw(draw):
-        if max_faults >= 2 and restart is not None and draw(st.booleans()):
-            return draw(_guided())
+        """`guided` (half the schedules): what the model says is worth a run: a kind that is no
+        plain worker failure (a preemption, a stall, damaged or failing storage, starved
+        resources, a controller death) first, then a failure that restarts the run, so what the
+        first did is restored, retried or recovered from (close together, at the restore, at the
+        next attempt, later). The count and the flag come first and each fault's choices sit in
+        the same places either way, so dropping a fault keeps the others as they were."""
         n = draw(st.integers(1, max_faults))
+        guided = draw(st.booleans()) and restart is not None and bool(others)
         out: List[Dict[str, Any]] = []
         for i in range(n):
-            kind = draw(st.sampled_from(support.kinds))
-            phases = [p for p in PHASES if i > 0 or p not in AFTER_A_FAULT]
-            phase = draw(st.sampled_from(phases))
+            if guided and i == 1:
+                kind = restart
+                draw(st.sampled_from(support.kinds))   # keeps the places of the choices after it
+                phase = draw(st.sampled_from(("close_pair", "restore", "recovery", "steady")))
+            else:
+                kind = draw(st.sampled_from(others if guided and i == 0 else support.kinds))
+                phase = draw(st.sampled_from([p for p in PHASES if i > 0 or p not in AFTER_A_FAULT]))
             out.append(_placed(draw, kind, phase, out))
         return out
 
@@ -266,22 +275,21 @@ def schedules(base: Scenario, support: Support, max_faults: int = 2):
                   else {"time_s": 2.0})
         return _fault(draw, kind, at, workers)
 
-    @st.composite
-    def _guided(draw):
-        """What the model says is worth a run: a kind that is no plain worker failure (a
-        preemption, a stall, damaged or failing storage, starved resources, a controller death)
-        followed by a failure that restarts the run, so what the kind did is restored, retried or
-        recovered from: close together, at the restore, at the next attempt or later."""
-        kind = draw(st.sampled_from(others or support.kinds))
-        first = _placed(draw, kind, draw(st.sampled_from(("steady", "checkpoint_write", "checkpoint_register",
-                                                            "before_first_checkpoint"))), [])
-        second_phase = draw(st.sampled_from(("close_pair", "restore", "recovery", "steady")))
-        return [first, _placed(draw, restart, second_phase, [first])]
-
     return _draw()
 
 
 # ------------------------------------------------------------------ expectation
+#: what fit() may raise when a failure of this class is the last (policy_model.CLASSES, and the
+#: other names the same failure is raised under: a preempted worker that died, a killed controller)
+RAISED = {
+    "worker_group": ("WorkerGroupError",),
+    "preemption": ("PreemptionError", "WorkerGroupError"),
+    "preemption_death": ("WorkerGroupError",),
+    "controller": ("ControllerError",),
+    "controller_fatal": ("ControllerError", "ActorDiedError", "RayActorError"),
+}
+
+
 @dataclass(frozen=True)
 class Expected:
     """What the model expects of a schedule: the outcomes it allows (one, unless a fault may or
@@ -290,6 +298,7 @@ class Expected:
     outcomes: Tuple[str, ...]
     unreached: Tuple[int, ...]
     edge: float       # how close the schedule sits to a budget edge (0..3), for guidance
+    errors: Tuple[str, ...] = ()   # what fit() may raise when it fails
 
 
 def expectation(failure_config: Mapping[str, Any], faults: Sequence[Mapping[str, Any]],
@@ -298,13 +307,15 @@ def expectation(failure_config: Mapping[str, Any], faults: Sequence[Mapping[str,
     classes = [(c, how if i == 0 or how == MAYBE or separate(faults, i) else MAYBE)
                for i, (c, how) in enumerate(failure_of(f) for f in faults)]
     maybes = [i for i, (c, how) in enumerate(classes) if c and how == MAYBE]
-    outcomes, unreached, edge = set(), None, 0.0
+    outcomes, unreached, edge, errors = set(), None, 0.0, set()
     for chosen in itertools.product((False, True), repeat=len(maybes)):
         taken = {i for i, t in zip(maybes, chosen) if t}
         order = [(i, c) for i, (c, how) in enumerate(classes) if c and (how == CERTAIN or i in taken)]
         model = expected_outcome(failure_config, [c for _, c in order], ray_version)
         outcomes.add(model.outcome)
         raised_at = order[len(model.decisions) - 1][0] if model.outcome == "failed" else None
+        if raised_at is not None:
+            errors.update(RAISED.get(model.decisions[-1].failure_class, (model.error_type,)))
         after = set() if raised_at is None else set(range(raised_at + 1, len(faults)))
         unreached = after if unreached is None else unreached & after   # never reached on any course
         for d in model.decisions:
@@ -316,7 +327,7 @@ def expectation(failure_config: Mapping[str, Any], faults: Sequence[Mapping[str,
     if "preemption" in kinds and "worker_group" in kinds:
         edge += 1.0                                       # a preemption beside a worker failure
     order_outcomes = tuple(o for o in ("succeeded", "failed") if o in outcomes)
-    return Expected(order_outcomes, tuple(sorted(unreached or ())), edge)
+    return Expected(order_outcomes, tuple(sorted(unreached or ())), edge, tuple(sorted(errors)))
 
 
 def separate(faults: Sequence[Mapping[str, Any]], i: int) -> bool:

@@ -13,7 +13,6 @@ from ftharness.faults import FAULT_KINDS
 from ftharness.harness.run.explore import Explorer
 from ftharness.scenarios import explore_strategies as es
 from ftharness.scenarios.schema import load_scenario, parse_scenario
-from conftest import run_cli
 
 REF = load_scenario(os.path.join(os.path.dirname(__file__), "..", "scenarios", "catalog", "default.yaml"))
 GPU_BASE = parse_scenario({"name": "gpu", "cluster": {"nodes": 3, "gpus_per_node": 1},
@@ -106,8 +105,9 @@ class FakeExecutor:
     """A run takes `run_s` fake seconds; a corrupted checkpoint followed by a failure that
     restarts the run fails exactly_once_restore; kill_controller without resume fails the outcome."""
 
-    def __init__(self, clock, run_s=30.0, flaky=False, inconclusive=False):
+    def __init__(self, clock, run_s=30.0, flaky=False, inconclusive=False, snapshot=False):
         self.clock, self.run_s, self.flaky, self.inconclusive = clock, run_s, flaky, inconclusive
+        self.snapshot = snapshot     # a failed write of the checkpoint snapshot is fatal too
         self.runs = []
 
     def run(self, scenario, folder):
@@ -119,13 +119,25 @@ class FakeExecutor:
                   for i, f in enumerate(faults))
         if self.flaky and len([r for r in self.runs if r == faults]) > 1:
             bad = False
+        fatal = self.snapshot and any(f.get("path_glob") == "*checkpoint_manager_snapshot.json*" for f in faults)
         props = {"exactly_once_restore": {"status": "failed" if bad else "passed"},
                  "budget_accounting": {"status": "passed"}}
-        verdict = "FAIL" if bad else ("INCONCLUSIVE" if self.inconclusive else "PASS")
-        return {"verdict": verdict, "outcome": "succeeded", "error_type": None, "properties": props,
-                "mismatches": ["property exactly_once_restore failed: digest mismatch"] if bad else [],
-                "inconclusive": ["fault 0 did not land"] if self.inconclusive else [],
-                "faults": [{"landed": True} for _ in faults]}
+        verdict = "FAIL" if bad or fatal else ("INCONCLUSIVE" if self.inconclusive else "PASS")
+        mismatches = (["outcome failed (expected succeeded)"] if fatal else []) + (
+            ["property exactly_once_restore failed: digest mismatch"] if bad else [])
+        self.last = {"verdict": verdict, "outcome": "failed" if fatal else "succeeded",
+                     "error_type": "ControllerError" if fatal else None, "properties": props,
+                     "mismatches": mismatches, "inconclusive": ["fault 0 did not land"] if self.inconclusive else [],
+                     "faults": [{"landed": True} for _ in faults]}
+        return self.last
+
+
+    def rejudge(self, folder, outcome):
+        """Judged again expecting the outcome the run had: the outcome mismatch goes."""
+        s = dict(self.last)
+        s["mismatches"] = [m for m in s["mismatches"] if not m.startswith("outcome ")]
+        s["verdict"] = "FAIL" if s["mismatches"] else "PASS"
+        return s
 
 
 def explorer(tmp_path, budget_s=3000, **kw):
@@ -151,15 +163,26 @@ def test_a_gap_is_found_shrunk_to_its_two_faults_and_confirmed(tmp_path):
     assert saved["coverage"]["corrupt_checkpoint"]
 
 
-def test_a_second_explore_into_the_same_folder_replays_the_failure_first(tmp_path):
-    explorer(tmp_path)[0].explore()
-    again, ex = explorer(tmp_path, budget_s=200)
+def test_rounds_find_two_gaps_each_shrunk_apart(tmp_path):
+    result = explorer(tmp_path, budget_s=4000, snapshot=True)[0].explore()
+    gaps = {g.signature: g for g in result.findings}
+    assert set(gaps) == {"exactly_once_restore", "outcome:failed:ControllerError"}
+    snapshot = gaps["outcome:failed:ControllerError"].example.faults
+    assert [f["kind"] for f in snapshot] == ["storage_errors"]
+    assert all(g.status == "confirmed" for g in gaps.values())
+
+
+def test_a_second_explore_into_the_same_folder_continues(tmp_path):
+    first, ex1 = explorer(tmp_path)
+    first.explore()
+    again, ex = explorer(tmp_path, budget_s=300)
     result = again.explore()
-    # the failure is replayed first from OUT/.hypothesis, from explore.json's record (no rerun),
-    # so the first run is its confirming repeat
-    assert [f["kind"] for f in ex.runs[0]] == ["corrupt_checkpoint", "kill_worker"]
-    assert result.findings and result.session == 2 and result.findings[0].status == "confirmed"
+    # the finding comes back at once from OUT (explore.json and OUT/.hypothesis), without a rerun
+    # of its search; only its confirming repeat runs it again
+    assert result.session == 2 and [g.status for g in result.findings] == ["confirmed"]
     assert result.findings[0].first_found_s == 0 and result.findings[0].examples_before == 0
+    searched = [e.faults for e in result.examples if e.purpose == "search"]
+    assert searched and not [f for f in searched if f in [e.faults for e in first.examples]]
     assert len(json.load(open(tmp_path / "out" / "explore.json"))["examples"]) > len(result.examples)
 
 
@@ -184,14 +207,24 @@ def test_the_budget_stops_new_examples(tmp_path):
     assert len(ex.runs) == 4      # 30 s each: started at 0, 30, 60 and 90 s
 
 
-def test_budget_parsing_and_bad_input_is_one_line_exit_2(tmp_path):
+def test_budget_parsing():
     from ftharness.harness.run.explore_command import parse_budget
 
     assert parse_budget("30m") == 1800 and parse_budget("90s") == 90 and parse_budget("1h") == 3600
-    for args, field in ((["--budget", "soon"], "--budget"), (["--max-faults", "0"], "--max-faults"),
-                        (["--budget", "10m", "nope.yaml"], "nope.yaml")):
-        p = run_cli("explore", *args, "--out", str(tmp_path / "o"), timeout=120)
-        assert p.returncode == 2, p.stderr
-        lines = p.stderr.strip().splitlines()
-        assert len(lines) == 1 and field in lines[0] and "Traceback" not in p.stderr
-        assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--budget", "soon"], "--budget"), (["--budget", "0"], "--budget"), (["--budget", "1000000h"], "--budget"),
+    (["--max-faults", "0"], "--max-faults"), (["--max-faults", "9"], "--max-faults"),
+    (["nope.yaml"], "nope.yaml"), (["--out", "/proc/self/x"], "/proc"), (["--out", "FILE"], "is a file"),
+    (["--out", "a\nb"], "control character"), (["--address", "ray://h:10001"], "ray://")])
+def test_bad_input_is_one_line_exit_2_before_anything_starts(tmp_path, capsys, args, words):
+    from ftharness.harness.frontends.cli import main
+
+    (tmp_path / "FILE").write_text("x")
+    args = [str(tmp_path / "FILE") if a == "FILE" else a for a in args]
+    out = [] if "--out" in args else ["--out", str(tmp_path / "o")]
+    assert main(["explore", *args, *out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0] and "Traceback" not in err[0], err
+    assert not (tmp_path / "o").exists()

@@ -37,12 +37,19 @@ EXPLORE_FILE, PAGE_FILE = "explore.json", "explore.html"
 DB_DIR = ".hypothesis"
 #: an example is never quicker than this; it sizes Hypothesis's max_examples from the budget
 MIN_EXAMPLE_S = 2.0
+#: share of the budget left when a round finds its first gap that the round may spend shrinking
+SHRINK_SHARE = 0.5
+#: rounds at most (each finds at least one new signature, or the exploration ends)
+MAX_ROUNDS = 50
 
 
 class Executor(Protocol):
     """Runs one example scenario into `folder` and returns its summary (summary.json's content)."""
 
     def run(self, scenario: Scenario, folder: str) -> Dict[str, Any]: ...
+
+    def rejudge(self, folder: str, outcome: str) -> Dict[str, Any]:
+        """The verdict of the run in `folder` judged again from its history, expecting `outcome`."""
 
 
 class Finding(Exception):
@@ -161,21 +168,50 @@ class Explorer:
         self.cache: Dict[str, Example] = {}
         self.first_found: Dict[str, tuple] = {}   # signature -> (seconds, examples run before)
         self.covered: Dict[tuple, int] = {}
-        self.earlier = self._earlier()
+        self.earlier, self.earlier_findings = self._earlier()
         for e in self.earlier:      # a second explore into OUT runs no scenario the first one ran
             if e.get("purpose") == "search" and e.get("name"):
                 self.cache[e["name"]] = Example(**{k: v for k, v in e.items() if k in Example.__dataclass_fields__})
         self.session = 1 + max((e.get("session", 1) for e in self.earlier), default=0)
         self.t0 = 0.0
+        self.shrink_until: Optional[float] = None   # when this round stops shrinking
+        self.known: set = set()                     # signatures earlier rounds found
 
     # -- the search
     def explore(self) -> Exploration:
-        from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
-        from hypothesis.database import DirectoryBasedExampleDatabase
+        """Rounds of Hypothesis search until the budget is spent: each round ends when the gaps it
+        found are shrunk; the next one (seed + 1) looks for other gaps, the known ones passing."""
+        import hypothesis.internal.conjecture.engine as engine
 
         os.makedirs(self.out, exist_ok=True)
         self.t0 = self.clock()
+        found: Dict[str, Example] = {}
+        kept = engine.MAX_SHRINKING_SECONDS   # Hypothesis's own 300 s: the budget bounds shrinking here
+        engine.MAX_SHRINKING_SECONDS = max(kept, int(self.budget_s) + 600)
+        try:
+            for round_ in range(MAX_ROUNDS):
+                new = self.search_round(round_, set(found))
+                for sig, ex in new.items():
+                    found.setdefault(sig, ex)
+                if not new or self.remaining_s() <= self.reserve_s():
+                    break
+        finally:
+            engine.MAX_SHRINKING_SECONDS = kept
+        findings = [self.confirm(ex) for ex in found.values()]
+        result = Exploration(self.base.name, self.seed, self.budget_s, self.max_faults, list(self.support.kinds),
+                             dict(self.support.left_out), self.examples, findings,
+                             round(self.clock() - self.t0, 3), self.out, self.session, self.earlier)
+        self.write(result)
+        return result
+
+    def search_round(self, round_: int, known: set) -> Dict[str, Example]:
+        """One Hypothesis run over the schedules; returns the smallest example of each new signature."""
+        from hypothesis import HealthCheck, Phase, Verbosity, example, given, seed, settings, target
+        from hypothesis.database import DirectoryBasedExampleDatabase
+
         strategy = es.schedules(self.base, self.support, self.max_faults)
+        self.shrink_until = None
+        self.known = known
 
         @settings(max_examples=max(1, min(5000, int(self.budget_s / MIN_EXAMPLE_S))), deadline=None,
                   database=DirectoryBasedExampleDatabase(os.path.join(self.out, DB_DIR)),
@@ -183,16 +219,19 @@ class Explorer:
                   report_multiple_bugs=True, suppress_health_check=list(HealthCheck), derandomize=False,
                   print_blob=False, verbosity=Verbosity.quiet)
         @given(faults=strategy)
-        @seed(self.seed)   # under @given: above it, @seed would turn the example database off
+        @seed(self.seed + round_)   # under @given: above it, @seed would turn the example database off
         def explore_schedules(faults):
             expected = es.expectation(self.fc, faults, self.ray_version)
             target(es.guide(expected, faults, self.covered, self.every), label="model: budget edges, new kind x phase")
             example = self.execute(faults, expected)
-            if example is not None and example.status == "FAIL":
+            if example is not None and example.status == "FAIL" and example.signature not in known:
                 err = finding_type(example.signature)(f"{example.signature} ({example.name})")
                 err.record = example
                 raise err
 
+        if round_ == 0:   # what earlier explores into OUT found comes first (their records: no rerun)
+            for faults in self.earlier_findings:
+                explore_schedules = example(faults=faults)(explore_schedules)
         minimal: Dict[str, Example] = {}
         try:
             explore_schedules()
@@ -202,12 +241,7 @@ class Explorer:
                 raise
             for x in found:
                 minimal.setdefault(x.record.signature, x.record)
-        findings = [self.confirm(ex) for ex in minimal.values()]
-        result = Exploration(self.base.name, self.seed, self.budget_s, self.max_faults, list(self.support.kinds),
-                             dict(self.support.left_out), self.examples, findings,
-                             round(self.clock() - self.t0, 3), self.out, self.session, self.earlier)
-        self.write(result)
-        return result
+        return minimal
 
     def _searched(self) -> int:
         return sum(1 for e in self.examples if e.purpose == "search")
@@ -231,8 +265,12 @@ class Explorer:
             return known
         if self.remaining_s() <= self.reserve_s():
             return None
+        if self.shrink_until is not None and self.clock() > self.shrink_until:
+            return None       # this round's share of shrinking is spent: the rest goes to new search
         example = self.run_example(data, expected, "search")
         self.cache[data["name"]] = example
+        if example.status == "FAIL" and example.signature not in self.known and self.shrink_until is None:
+            self.shrink_until = self.clock() + SHRINK_SHARE * self.remaining_s()
         return example
 
     def run_example(self, data: Dict[str, Any], expected: "es.Expected", purpose: str) -> Example:
@@ -271,20 +309,19 @@ class Explorer:
         return example
 
     def _allowed_outcome(self, summary: Dict[str, Any], expected: "es.Expected", folder: str) -> Dict[str, Any]:
-        """A schedule whose faults may or may not fail the run allows both outcomes: a run that
-        ended in the other allowed one is judged again (from its history) expecting that one."""
+        """The outcome against the model: a run that failed raising what no allowed course raises
+        fails (with complete evidence); a schedule whose faults may or may not fail the run
+        allows both outcomes, and a run that ended in the other allowed one is judged again (from
+        its history) expecting that one."""
+        raised = summary.get("error_type")
+        if (summary.get("outcome") == "failed" and expected.errors and raised not in expected.errors
+                and summary.get("verdict") in ("PASS", "FAIL")):
+            why = f"outcome failed raising {raised} (the model allows {', '.join(expected.errors)})"
+            return dict(summary, verdict="FAIL", mismatches=list(summary.get("mismatches") or []) + [why])
         if (summary.get("verdict") != "FAIL" or summary.get("outcome") not in expected.outcomes
                 or summary.get("outcome") == expected.outcomes[0]):
             return summary
-        from ftharness.reports.judgement import rejudge
-
-        path = os.path.join(folder, "scenario.yaml")
-        with open(path) as f:
-            data = yaml.safe_load(f)
-        data.setdefault("expect", {})["outcome"] = summary["outcome"]
-        with open(path, "w") as f:
-            yaml.safe_dump(data, f, sort_keys=False)
-        judged = rejudge(folder)
+        judged = self.executor.rejudge(folder, summary["outcome"])
         merged = dict(summary, **{k: judged[k] for k in ("verdict", "matches_expectation", "mismatches", "inconclusive",
                                                           "properties", "expected_properties", "unasked_failures")
                                   if k in judged})
@@ -329,13 +366,17 @@ class Explorer:
             if os.path.isfile(src) and not os.path.exists(os.path.join(folder, os.path.basename(src))):
                 shutil.copy(src, folder)
 
-    def _earlier(self) -> List[Dict[str, Any]]:
+    def _earlier(self):
+        """(the examples, the smallest failing schedules) of earlier explores into OUT."""
         try:
             with open(os.path.join(self.out, EXPLORE_FILE)) as f:
                 data = json.load(f)
-            return [e for e in data.get("examples") or [] if isinstance(e, dict)]
-        except (OSError, ValueError):
-            return []
+            examples = [e for e in data.get("examples") or [] if isinstance(e, dict)]
+            found = [g["example"]["faults"] for g in data.get("findings") or []
+                     if isinstance(g, dict) and isinstance(g.get("example"), dict)]
+            return examples, found
+        except (OSError, ValueError, KeyError, TypeError):
+            return [], []
 
     def write(self, result: Exploration) -> None:
         """explore.json and explore.html (ftharness.reports.explore)."""
@@ -378,3 +419,15 @@ class ClusterExecutor:
         options = RunOptions(out_dir=folder, address=self.address, address_source=self.address_source,
                              progress=self.progress, allow_destructive=self.allow_destructive)
         return run_one(scenario, self.cluster, options)
+
+    def rejudge(self, folder: str, outcome: str) -> Dict[str, Any]:
+        """scenario.yaml's expect.outcome set to `outcome`, then `ftharness check`'s judgement."""
+        from ftharness.reports.judgement import rejudge
+
+        path = os.path.join(folder, "scenario.yaml")
+        with open(path) as f:
+            data = yaml.safe_load(f)
+        data.setdefault("expect", {})["outcome"] = outcome
+        with open(path, "w") as f:
+            yaml.safe_dump(data, f, sort_keys=False)
+        return rejudge(folder)
