@@ -36,7 +36,7 @@ from ftharness.scenarios.schema import Scenario, parse_scenario
 EXPLORE_FILE, PAGE_FILE = "explore.json", "explore.html"
 DB_DIR = ".hypothesis"
 #: an example is never quicker than this; it sizes Hypothesis's max_examples from the budget
-MIN_EXAMPLE_S = 2.0
+MIN_EXAMPLE_S = 10.0
 #: share of the budget left when a round finds its first gap that the round may spend shrinking
 SHRINK_SHARE = 0.5
 #: rounds at most (each finds at least one new signature, or the exploration ends)
@@ -221,6 +221,8 @@ class Explorer:
         @given(faults=strategy)
         @seed(self.seed + round_)   # under @given: above it, @seed would turn the example database off
         def explore_schedules(faults):
+            if self.remaining_s() <= self.reserve_s():
+                return      # the budget is spent: Hypothesis's remaining examples pass at once
             expected = es.expectation(self.fc, faults, self.ray_version)
             target(es.guide(expected, faults, self.covered, self.every), label="model: budget edges, new kind x phase")
             example = self.execute(faults, expected)
