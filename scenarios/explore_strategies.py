@@ -32,7 +32,7 @@ from ftharness.scenarios.schema import Scenario, parse_scenario, release_problem
 
 #: when a fault fires, in shrinking order (the simplest first)
 PHASES = (
-    "steady",                   # at a step after the first checkpoint
+    "steady",                   # at a step after the second checkpoint (the first is registered by then)
     "before_first_checkpoint",  # at a step before any checkpoint was written
     "checkpoint_write",         # while a worker writes/reports a checkpoint (event checkpoint_written/reported)
     "checkpoint_register",      # when the controller registers a checkpoint (event checkpoint_registered)
@@ -179,7 +179,7 @@ def phase_at(draw, phase: str, steps: int, every: int, prev: Optional[Dict[str, 
     if phase == "time" and "time_s" not in kinds_triggers:
         return None
     if phase == "steady":
-        lo = min(every + 1, steps)
+        lo = min(2 * every + 1, steps)   # the first checkpoint is registered by then: a restore has one
         return {"step": draw(st.integers(lo, max(lo, steps - 1)))}
     if phase == "before_first_checkpoint":
         return {"step": draw(st.integers(1, max(1, every - 1)))}

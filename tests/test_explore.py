@@ -61,7 +61,7 @@ def test_shrinking_goes_to_fewer_faults_simpler_kinds_earlier_phases():
 
     sup = es.supported(REF, "2.60.0")
     smallest = find(es.schedules(REF, sup, 3), lambda s: True, settings=settings(database=None))
-    assert smallest == [{"kind": "kill_worker", "at": {"step": 2}, "target": {"rank": 0}}]
+    assert smallest == [{"kind": "kill_worker", "at": {"step": 3}, "target": {"rank": 0}}]
     corrupt_then_kill = find(es.schedules(REF, sup, 3),
                              lambda s: len(s) >= 2 and s[0]["kind"] == "corrupt_checkpoint"
                              and es.failure_of(s[1])[0] == "worker_group",
