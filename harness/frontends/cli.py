@@ -764,6 +764,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_matrix(sub)
     add_bisect(sub)
 
+    from ftharness.harness.run.explore_command import add_parser as add_explore
+
+    add_explore(sub)
+
     c = sub.add_parser("check", help="re-judge a results folder from its history")
     c.add_argument("results")
     c.add_argument("--json", action="store_true", help="print the judgement as JSON (verdict, reasons, "

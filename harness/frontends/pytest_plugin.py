@@ -13,6 +13,8 @@ own names:
 - `ftharness_results`: the folder this test's runs go to: under
   `--ftharness-results DIR` (kept after the session, one subfolder per test),
   else under pytest's `tmp_path` (pruned after a few sessions).
+- `ftharness_explore`: a bounded `ftharness explore` as a test (`budget`, `seed`,
+  `max_faults`), on the shared cluster; returns explore.json's content.
 - `ftharness_exclusive` (fixture and marker): the test needs a cluster of its
   own (other node counts, an operator-started cluster); the fixture stops the
   shared cluster first, since several Ray clusters on one host confuse each
@@ -201,6 +203,37 @@ def ftharness_run(ftharness_results, tmp_path):
         return ScenarioRunner(sc, cluster, options).run()
 
     return _run
+
+
+@pytest.fixture
+def ftharness_explore(ftharness_results, tmp_path):
+    """A bounded `ftharness explore` as a test: `ftharness_explore(scenario=None, budget="2m",
+    seed=0, max_faults=2, out=None, **overrides) -> explore.json's content` (the reference job
+    by default), every example on the shared cluster. `result["exit_code"]` is the command's:
+    1 a finding (`result["findings"]`), 3 only inconclusive, 0 all passed.
+
+        def test_no_finding_in_two_minutes(ftharness_explore):
+            result = ftharness_explore("my_job.yaml", budget="2m", seed=0)
+            assert result["exit_code"] == 0, result["findings"]
+    """
+    from ftharness.harness.run.explore import ClusterExecutor, Explorer
+    from ftharness.harness.run.explore_command import parse_budget
+    from ftharness.harness.run.guard import check_route
+    from ftharness.scenarios.schema import default_scenario_path
+
+    counter = {"n": 0}
+
+    def _explore(scenario: Union[str, Dict[str, Any], Any, None] = None, budget: str = "2m", seed: int = 0,
+                 max_faults: int = 2, out: Optional[str] = None, **overrides: Any) -> Dict[str, Any]:
+        sc = with_overrides(scenario if scenario is not None else default_scenario_path(), overrides, str(tmp_path))
+        target = check_route(sc, False, started_by_us=True, has_faults=True)
+        counter["n"] += 1
+        out = out or os.path.join(ftharness_results, f"explore{counter['n']}")
+        cluster = _shared.get()
+        executor = ClusterExecutor(cluster, target.address, target.source, target.allow_destructive)
+        return Explorer(sc, executor, out, parse_budget(budget), seed=seed, max_faults=max_faults).explore().to_dict()
+
+    return _explore
 
 
 @pytest.fixture

@@ -1,0 +1,435 @@
+"""`ftharness explore`: Hypothesis searches fault schedules on a base scenario, each example
+a real run, and shrinks what fails to the smallest schedule that still fails.
+
+Hypothesis's own engine drives the search: a `@given` test over the schedules of
+ftharness.scenarios.explore_strategies whose body runs one example (through an
+`Executor`: the real one runs it as `suite` does, on one cluster kept between examples,
+healed in between) and raises a `Finding` of the example's signature when it failed.
+`report_multiple_bugs` keeps one minimal example per signature, `target()` steers toward
+what the failure-policy model marks as budget edges and toward (kind, phase) pairs not run
+yet, and the example database lives in OUT/.hypothesis, so a second explore into the same
+folder replays what failed first and goes on from there.
+
+The budget bounds search and shrinking together: once it is spent an example is not run
+(it passes at once, which ends shrinking with the smallest failure found so far), and time
+for one confirming repeat per finding is held back. A finding is reported only after that
+repeat: failing again with the same signature it is `confirmed`, else `flaky`. Examples
+run with identical scenarios are run once (a cache), so Hypothesis's replays cost nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Protocol
+
+import yaml
+
+from ftharness.scenarios import explore_strategies as es
+from ftharness.scenarios.schema import Scenario, parse_scenario
+
+EXPLORE_FILE, PAGE_FILE = "explore.json", "explore.html"
+DB_DIR = ".hypothesis"
+#: an example is never quicker than this; it sizes Hypothesis's max_examples from the budget
+MIN_EXAMPLE_S = 10.0
+#: share of the budget left when a round finds its first gap that the round may spend shrinking
+SHRINK_SHARE = 0.5
+#: rounds at most (each finds at least one new signature, or the exploration ends)
+MAX_ROUNDS = 50
+
+
+class Executor(Protocol):
+    """Runs one example scenario into `folder` and returns its summary (summary.json's content)."""
+
+    def run(self, scenario: Scenario, folder: str) -> Dict[str, Any]: ...
+
+    def rejudge(self, folder: str, outcome: str) -> Dict[str, Any]:
+        """The verdict of the run in `folder` judged again from its history, expecting `outcome`."""
+
+
+class Finding(Exception):
+    """An example failed; one subclass per signature, so Hypothesis shrinks each gap apart."""
+
+    record: "Example"
+
+
+_FINDING_TYPES: Dict[str, type] = {}
+
+
+def finding_type(signature: str) -> type:
+    if signature not in _FINDING_TYPES:
+        name = "Finding_" + re.sub(r"\W", "_", signature)[:80]
+        _FINDING_TYPES[signature] = type(name, (Finding,), {})
+    return _FINDING_TYPES[signature]
+
+
+@dataclass
+class Example:
+    """One example run: its schedule, what it showed, and its time."""
+
+    index: int
+    name: str
+    faults: List[Dict[str, Any]]
+    phases: List[str]
+    status: str                      # PASS | FAIL | INCONCLUSIVE | ERROR
+    signature: str = ""
+    verdict: Optional[str] = None
+    outcome: Optional[str] = None
+    error_type: Optional[str] = None
+    expected_outcomes: List[str] = field(default_factory=list)
+    reasons: List[str] = field(default_factory=list)
+    landed: List[bool] = field(default_factory=list)
+    folder: str = ""
+    wall_s: float = 0.0
+    at_s: float = 0.0                # seconds from the start of this explore to its end
+    purpose: str = "search"          # search | confirm
+    session: int = 1
+
+
+@dataclass
+class FoundGap:
+    """A finding: its signature, the smallest example, its replayable scenario and the repeat."""
+
+    signature: str
+    example: Example
+    scenario_file: str
+    repeat: Optional[Example]
+    status: str                      # confirmed | flaky | unconfirmed (no time to repeat)
+    first_found_s: float
+    examples_before: int
+
+
+@dataclass
+class Exploration:
+    base: str
+    seed: int
+    budget_s: float
+    max_faults: int
+    kinds: List[str]
+    left_out: Dict[str, str]
+    examples: List[Example]
+    findings: List[FoundGap]
+    wall_s: float
+    out: str
+    session: int = 1
+    earlier: List[Dict[str, Any]] = field(default_factory=list)   # examples of earlier sessions
+
+    def counts(self) -> Dict[str, int]:
+        runs = [e for e in self.examples if e.purpose == "search"]
+        return {s: sum(1 for e in runs if e.status == s) for s in ("PASS", "FAIL", "INCONCLUSIVE", "ERROR")}
+
+    def exit_code(self) -> int:
+        """1 a failure was found, 3 only inconclusive (or nothing run), 0 all passed."""
+        c = self.counts()
+        if self.findings or c["FAIL"]:
+            return 1
+        if c["ERROR"]:
+            return 4
+        if c["INCONCLUSIVE"] or not any(c.values()):
+            return 3
+        return 0
+
+    def coverage(self) -> Dict[str, Dict[str, List[int]]]:
+        """kind -> phase -> [faults run, faults landed], over this session's examples."""
+        table: Dict[str, Dict[str, List[int]]] = {k: {} for k in self.kinds}
+        for e in self.examples:
+            for f, phase, landed in zip(e.faults, e.phases, e.landed + [False] * len(e.faults)):
+                cell = table.setdefault(f["kind"], {}).setdefault(phase, [0, 0])
+                cell[0] += 1
+                cell[1] += int(bool(landed))
+        return table
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {**{k: v for k, v in asdict(self).items() if k not in ("examples", "findings", "earlier")},
+                "counts": self.counts(), "exit_code": self.exit_code(), "coverage": self.coverage(),
+                "examples": self.earlier + [asdict(e) for e in self.examples],
+                "findings": [asdict(f) for f in self.findings]}
+
+
+class Explorer:
+    """One exploration of `base` into `out`, within `budget_s`, seeded by `seed`."""
+
+    def __init__(self, base: Scenario, executor: Executor, out: str, budget_s: float, seed: int = 0,
+                 max_faults: int = 2, clock: Callable[[], float] = time.monotonic,
+                 say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+                 ray_version: Optional[str] = None):
+        self.base, self.executor, self.out = base, executor, os.path.abspath(out)
+        self.budget_s, self.seed, self.max_faults = float(budget_s), int(seed), int(max_faults)
+        self.clock, self.say, self.ray_version = clock, say, ray_version
+        self.support = es.supported(base, ray_version)
+        self.every = base.workload.checkpoint_every if base.workload.kind == "reference" else 1
+        self.fc = base.failure_config.model_dump()
+        self.examples: List[Example] = []
+        self.cache: Dict[str, Example] = {}
+        self.first_found: Dict[str, tuple] = {}   # signature -> (seconds, examples run before)
+        self.covered: Dict[tuple, int] = {}
+        self.earlier, self.earlier_findings = self._earlier()
+        for e in self.earlier:      # a second explore into OUT runs no scenario the first one ran
+            if e.get("purpose") == "search" and e.get("name"):
+                self.cache[e["name"]] = Example(**{k: v for k, v in e.items() if k in Example.__dataclass_fields__})
+        self.session = 1 + max((e.get("session", 1) for e in self.earlier), default=0)
+        self.t0 = 0.0
+        self.shrink_until: Optional[float] = None   # when this round stops shrinking
+        self.known: set = set()                     # signatures earlier rounds found
+
+    # -- the search
+    def explore(self) -> Exploration:
+        """Rounds of Hypothesis search until the budget is spent: each round ends when the gaps it
+        found are shrunk; the next one (seed + 1) looks for other gaps, the known ones passing."""
+        import hypothesis.internal.conjecture.engine as engine
+
+        os.makedirs(self.out, exist_ok=True)
+        self.t0 = self.clock()
+        found: Dict[str, Example] = {}
+        kept = engine.MAX_SHRINKING_SECONDS   # Hypothesis's own 300 s: the budget bounds shrinking here
+        engine.MAX_SHRINKING_SECONDS = max(kept, int(self.budget_s) + 600)
+        try:
+            for round_ in range(MAX_ROUNDS):
+                new = self.search_round(round_, set(found))
+                for sig, ex in new.items():
+                    found.setdefault(sig, ex)
+                if not new or self.remaining_s() <= self.reserve_s():
+                    break
+        finally:
+            engine.MAX_SHRINKING_SECONDS = kept
+        findings = [self.confirm(ex) for ex in found.values()]
+        result = Exploration(self.base.name, self.seed, self.budget_s, self.max_faults, list(self.support.kinds),
+                             dict(self.support.left_out), self.examples, findings,
+                             round(self.clock() - self.t0, 3), self.out, self.session, self.earlier)
+        self.write(result)
+        return result
+
+    def search_round(self, round_: int, known: set) -> Dict[str, Example]:
+        """One Hypothesis run over the schedules; returns the smallest example of each new signature."""
+        from hypothesis import HealthCheck, Phase, Verbosity, example, given, seed, settings, target
+        from hypothesis.database import DirectoryBasedExampleDatabase
+
+        strategy = es.schedules(self.base, self.support, self.max_faults)
+        self.shrink_until = None
+        self.known = known
+
+        @settings(max_examples=max(1, min(5000, int(self.budget_s / MIN_EXAMPLE_S))), deadline=None,
+                  database=DirectoryBasedExampleDatabase(os.path.join(self.out, DB_DIR)),
+                  phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+                  report_multiple_bugs=True, suppress_health_check=list(HealthCheck), derandomize=False,
+                  print_blob=False, verbosity=Verbosity.quiet)
+        @given(faults=strategy)
+        @seed(self.seed + round_)   # under @given: above it, @seed would turn the example database off
+        def explore_schedules(faults):
+            if self.remaining_s() <= self.reserve_s():
+                return      # the budget is spent: Hypothesis's remaining examples pass at once
+            expected = es.expectation(self.fc, faults, self.ray_version)
+            target(es.guide(expected, faults, self.covered, self.every), label="model: budget edges, new kind x phase")
+            example = self.execute(faults, expected)
+            if example is not None and example.status == "FAIL" and example.signature not in known:
+                err = finding_type(example.signature)(f"{example.signature} ({example.name})")
+                err.record = example
+                raise err
+
+        if round_ == 0:   # what earlier explores into OUT found comes first (their records: no rerun)
+            for faults in self.earlier_findings:
+                explore_schedules = example(faults=faults)(explore_schedules)
+        minimal: Dict[str, Example] = {}
+        try:
+            explore_schedules()
+        except Exception as e:  # noqa: BLE001 - a Finding, or a group of them; anything else is ours
+            found = [x for x in getattr(e, "exceptions", [e]) if isinstance(x, Finding)]
+            if not found:
+                raise
+            for x in found:
+                minimal.setdefault(x.record.signature, x.record)
+        return minimal
+
+    def _searched(self) -> int:
+        return sum(1 for e in self.examples if e.purpose == "search")
+
+    def remaining_s(self) -> float:
+        return self.budget_s - (self.clock() - self.t0)
+
+    def reserve_s(self) -> float:
+        """Time held back for one confirming repeat of every finding so far."""
+        runs = [e.wall_s for e in self.examples if e.purpose == "search"]
+        mean = sum(runs) / len(runs) if runs else 0.0
+        return mean * len(self.first_found)
+
+    def execute(self, faults: List[Dict[str, Any]], expected: "es.Expected") -> Optional[Example]:
+        """Run one example (once per distinct scenario); None once the budget is spent."""
+        data = es.example_scenario(self.base, faults, expected, self.ray_version)
+        if data["name"] in self.cache:
+            known = self.cache[data["name"]]
+            if known.status == "FAIL" and known.signature not in self.first_found:   # an earlier session's
+                self.first_found[known.signature] = (round(self.clock() - self.t0, 3), self._searched())
+            return known
+        if self.remaining_s() <= self.reserve_s():
+            return None
+        if self.shrink_until is not None and self.clock() > self.shrink_until:
+            return None       # this round's share of shrinking is spent: the rest goes to new search
+        example = self.run_example(data, expected, "search")
+        self.cache[data["name"]] = example
+        if example.status == "FAIL" and example.signature not in self.known and self.shrink_until is None:
+            self.shrink_until = self.clock() + SHRINK_SHARE * self.remaining_s()
+        return example
+
+    def run_example(self, data: Dict[str, Any], expected: "es.Expected", purpose: str) -> Example:
+        scenario = parse_scenario(data, source="explore", base_dir=self.base.base_dir)
+        index = len(self.earlier) + len(self.examples) + 1
+        folder = os.path.join(self.out, "examples", f"{index:04d}-{data['name']}" + ("-repeat" if purpose == "confirm" else ""))
+        faults = data["faults"]
+        phases = [es.phase_of(f, faults[i - 1] if i else None, self.every) for i, f in enumerate(faults)]
+        self.say(f"explore [{index}] {purpose}: " + ", ".join(f"{f['kind']}@{p}" for f, p in zip(faults, phases))
+                 + f"  ({self.remaining_s():.0f}s left)")
+        t = self.clock()
+        summary = self.executor.run(scenario, folder)
+        summary = self._allowed_outcome(summary, expected, folder)
+        example = Example(index=index, name=data["name"], faults=faults, phases=phases,
+                          status=status_of(summary), signature=es.signature(summary),
+                          verdict=summary.get("verdict"), outcome=summary.get("outcome"),
+                          error_type=summary.get("error_type"), expected_outcomes=list(expected.outcomes),
+                          reasons=[str(m) for m in (summary.get("mismatches") or []) + (summary.get("inconclusive") or [])]
+                          + [f"{u.get('property')} failed (not asked): {u.get('explanation')}"
+                             for u in summary.get("unasked_failures") or [] if isinstance(u, dict)],
+                          landed=[bool(f.get("landed")) for f in summary.get("faults") or []],
+                          folder=folder, wall_s=round(self.clock() - t, 3), at_s=round(self.clock() - self.t0, 3),
+                          purpose=purpose, session=self.session)
+        if example.status != "FAIL":
+            example.signature = ""
+        elif not example.signature:
+            example.signature = "verdict:FAIL"
+        self.examples.append(example)
+        for f, p, landed in zip(faults, phases, example.landed):
+            if landed:
+                self.covered[(f["kind"], p)] = self.covered.get((f["kind"], p), 0) + 1
+        if example.status == "FAIL" and example.signature not in self.first_found and purpose == "search":
+            self.first_found[example.signature] = (example.at_s, self._searched())
+        self.say(f"  {example.status} {example.name}: {example.outcome} ({example.error_type or 'no error'})"
+                 + (f"  finding: {example.signature}" if example.signature else "") + f"  {example.wall_s:.0f}s")
+        return example
+
+    def _allowed_outcome(self, summary: Dict[str, Any], expected: "es.Expected", folder: str) -> Dict[str, Any]:
+        """The outcome against the model: a run that failed raising what no allowed course raises
+        fails (with complete evidence); a schedule whose faults may or may not fail the run
+        allows both outcomes, and a run that ended in the other allowed one is judged again (from
+        its history) expecting that one."""
+        raised = summary.get("error_type")
+        if (summary.get("outcome") == "failed" and expected.errors and raised not in expected.errors
+                and summary.get("verdict") in ("PASS", "FAIL")):
+            why = f"outcome failed raising {raised} (the model allows {', '.join(expected.errors)})"
+            return dict(summary, verdict="FAIL", mismatches=list(summary.get("mismatches") or []) + [why])
+        if (summary.get("verdict") != "FAIL" or summary.get("outcome") not in expected.outcomes
+                or summary.get("outcome") == expected.outcomes[0]):
+            return summary
+        judged = self.executor.rejudge(folder, summary["outcome"])
+        merged = dict(summary, **{k: judged[k] for k in ("verdict", "matches_expectation", "mismatches", "inconclusive",
+                                                          "properties", "expected_properties", "unasked_failures")
+                                  if k in judged})
+        with open(os.path.join(folder, "summary.json"), "w") as f:
+            json.dump(merged, f, indent=2, default=str)
+        return merged
+
+    # -- after the search
+    def confirm(self, example: Example) -> FoundGap:
+        """The smallest example of a signature, repeated once; written as a replayable scenario."""
+        faults = example.faults
+        expected = es.expectation(self.fc, faults, self.ray_version)
+        data = es.example_scenario(self.base, faults, expected, self.ray_version)
+        repeat = self.run_example(data, expected, "confirm")
+        status = "confirmed" if (repeat.status == "FAIL" and repeat.signature == example.signature) else "flaky"
+        first_s, before = self.first_found.get(example.signature, (example.at_s, example.index))
+        path = self.write_finding(data, example, status)
+        return FoundGap(example.signature, example, path, repeat, status, first_s, before)
+
+    def write_finding(self, data: Dict[str, Any], example: Example, status: str) -> str:
+        folder = os.path.join(self.out, "findings")
+        os.makedirs(folder, exist_ok=True)
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", example.signature)[:60].strip("-") or "finding"
+        data = dict(data, name=f"finding-{slug}-{example.name.split('-')[-1]}"[:100],
+                    description=f"found by ftharness explore from {self.base.name} (seed {self.seed}); {status}: "
+                                f"{example.signature}")
+        path = os.path.join(folder, f"{data['name']}.yaml")
+        with open(path, "w") as f:
+            f.write(f"# {status} finding of ftharness explore: {example.signature}\n"
+                    f"# replay: ftharness run {path}\n")
+            yaml.safe_dump(data, f, sort_keys=False)
+        self._copy_modules(folder)
+        return path
+
+    def _copy_modules(self, folder: str) -> None:
+        """An entrypoint job's modules beside the finding, so `ftharness run` finds them there."""
+        w = self.base.workload
+        for ref in (w.entrypoint, w.datasets, w.dataset_config):
+            if not ref or not self.base.base_dir:
+                continue
+            src = os.path.join(self.base.base_dir, ref.partition(":")[0].split(".")[0] + ".py")
+            if os.path.isfile(src) and not os.path.exists(os.path.join(folder, os.path.basename(src))):
+                shutil.copy(src, folder)
+
+    def _earlier(self):
+        """(the examples, the smallest failing schedules) of earlier explores into OUT."""
+        try:
+            with open(os.path.join(self.out, EXPLORE_FILE)) as f:
+                data = json.load(f)
+            examples = [e for e in data.get("examples") or [] if isinstance(e, dict)]
+            found = [g["example"]["faults"] for g in data.get("findings") or []
+                     if isinstance(g, dict) and isinstance(g.get("example"), dict)]
+            return examples, found
+        except (OSError, ValueError, KeyError, TypeError):
+            return [], []
+
+    def write(self, result: Exploration) -> None:
+        """explore.json and explore.html (ftharness.reports.explore)."""
+        from ftharness.reports.explore import write_explore_page
+
+        data = result.to_dict()
+        with open(os.path.join(self.out, EXPLORE_FILE), "w") as f:
+            json.dump(data, f, indent=2, default=str)
+        try:
+            write_explore_page(json.loads(json.dumps(data, default=str)), os.path.join(self.out, PAGE_FILE))
+        except Exception as e:  # noqa: BLE001 - the findings are decided; a page that fails is one warning
+            self.say(f"ftharness: warning: explore.html not written ({type(e).__name__}: {e})")
+
+
+def status_of(summary: Dict[str, Any]) -> str:
+    """An example's status: FAIL when the verdict failed or any property failed (asked for or
+    not); INCONCLUSIVE, ERROR and PASS as the verdict says."""
+    verdict = summary.get("verdict")
+    if verdict == "ERROR":
+        return "ERROR"
+    if verdict == "FAIL" or (summary.get("unasked_failures") and es.signature(summary)):
+        return "FAIL"
+    return verdict if verdict in ("PASS", "INCONCLUSIVE") else "ERROR"
+
+
+class ClusterExecutor:
+    """Runs examples as `suite` runs scenarios: one open cluster, healed before each run."""
+
+    def __init__(self, cluster, address: Optional[str] = None, address_source: Optional[str] = None,
+                 allow_destructive: bool = False, progress: bool = False):
+        self.cluster, self.address, self.address_source = cluster, address, address_source
+        self.allow_destructive, self.progress = allow_destructive, progress
+
+    def run(self, scenario: Scenario, folder: str) -> Dict[str, Any]:
+        from ftharness.harness.run.runner import RunOptions
+        from ftharness.harness.run.suite import run_one
+
+        if hasattr(self.cluster, "heal"):
+            self.cluster.heal()
+        options = RunOptions(out_dir=folder, address=self.address, address_source=self.address_source,
+                             progress=self.progress, allow_destructive=self.allow_destructive)
+        return run_one(scenario, self.cluster, options)
+
+    def rejudge(self, folder: str, outcome: str) -> Dict[str, Any]:
+        """scenario.yaml's expect.outcome set to `outcome`, then `ftharness check`'s judgement."""
+        from ftharness.reports.judgement import rejudge
+
+        path = os.path.join(folder, "scenario.yaml")
+        with open(path) as f:
+            data = yaml.safe_load(f)
+        data.setdefault("expect", {})["outcome"] = outcome
+        with open(path, "w") as f:
+            yaml.safe_dump(data, f, sort_keys=False)
+        return rejudge(folder)

@@ -1,0 +1,133 @@
+"""`ftharness explore [SCENARIO] --budget 30m --seed S`: the command line of
+ftharness.harness.run.explore.
+
+Everything is checked before a cluster starts (the scenario, the release, the guard's
+route, --budget, --max-faults, --out); then one cluster is opened for every example,
+as `suite` does. Output: OUT/explore.json, OUT/explore.html, OUT/examples/ (a results
+folder per example), OUT/findings/ (one replayable scenario per finding), OUT/.hypothesis
+(the example database a second explore into OUT continues from).
+Exit: 1 a failure was found, 3 only inconclusive examples (or none run), 0 all passed,
+2 bad input, 4 an internal error.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+
+from ftharness.errors import ScenarioError
+
+DEFAULT_BUDGET = "30m"
+MAX_FAULTS_LIMIT = 5
+
+
+def parse_budget(text: str) -> float:
+    """'30m', '90s', '1h' -> seconds (one line naming --budget otherwise)."""
+    from ftharness.scenarios.soak import parse_duration
+
+    return parse_duration(text, "--budget")
+
+
+def add_parser(sub) -> None:
+    e = sub.add_parser("explore", help="search fault schedules with Hypothesis (real runs), shrink what fails "
+                                       "to the smallest replayable scenario")
+    e.add_argument("scenario", nargs="?", help="base scenario: its cluster, workload and budgets "
+                   "(default: the built-in reference job; its own faults and expect.properties are not used)")
+    e.add_argument("--budget", default=DEFAULT_BUDGET, help="wall-clock time for search and shrinking: 90s, 30m, 1h "
+                   f"(default {DEFAULT_BUDGET})")
+    e.add_argument("--seed", type=int, default=0, help="Hypothesis's seed (default 0): with --budget, what is run")
+    e.add_argument("--max-faults", type=int, default=2, help=f"most faults in one schedule (1-{MAX_FAULTS_LIMIT}, default 2)")
+    e.add_argument("--out", help="exploration folder (default: results/<scenario>-explore-<time>); an existing one "
+                   "is continued")
+    e.add_argument("--address", help="explore on an existing cluster instead")
+    e.add_argument("--allow-destructive", action="store_true", help="allow faults on a cluster ftharness did not start")
+    e.add_argument("--verbose", action="store_true", help="show Ray's and the workers' log lines live")
+    e.set_defaults(func=cmd_explore)
+
+
+def check_args(args):
+    """(base scenario, budget seconds, out folder, route): refused in one line before anything starts."""
+    from ftharness.harness.run.guard import check_route
+    from ftharness.harness.run.runner import preflight
+    from ftharness.safety import output_dir_problem
+    from ftharness.scenarios.schema import default_scenario_path, load_scenario, require_release
+
+    budget = parse_budget(args.budget)
+    if not 1 <= args.max_faults <= MAX_FAULTS_LIMIT:
+        raise ScenarioError(f"--max-faults: {args.max_faults} is not a count from 1 to {MAX_FAULTS_LIMIT}")
+    base = load_scenario(args.scenario or default_scenario_path())
+    if base.workload.runtime != "ray_train":
+        raise ScenarioError(f"workload.runtime: explore runs on Ray Train (ray_train); {base.workload.runtime} "
+                            f"is not explored yet")
+    require_release(base)
+    target = check_route(base, args.allow_destructive, address=args.address, has_faults=True)
+    preflight(base)
+    out = args.out or os.path.join("results", f"{base.name}-explore-{time.strftime('%Y%m%d-%H%M%S')}")
+    why = output_dir_problem(out)
+    if why:
+        raise ScenarioError(f"--out {out[:120]}: {why}")
+    if os.path.exists(os.path.join(out, "summary.json")):
+        raise ScenarioError(f"--out {out}: holds a run, not an exploration; choose another folder")
+    return base, budget, out, target
+
+
+def cmd_explore(args) -> int:
+    from ftharness.errors import ClusterError
+    from ftharness.harness.cluster.handles import open_cluster
+    from ftharness.harness.cluster.handles import keep_logs
+    from ftharness.harness.run.explore import ClusterExecutor, Explorer
+    from ftharness.reports.explore import terminal_text
+    from ftharness.scenarios import explore_strategies as es
+
+    out = args.out
+    try:
+        base, budget, out, target = check_args(args)
+        support = es.supported(base)
+        es.schedules(base, support, args.max_faults)   # no kind at all: one line, before a cluster starts
+        print(f"explore {base.name}: {len(support.kinds)} fault kinds ({', '.join(support.kinds)}); "
+              f"left out: {', '.join(support.left_out) or 'none'}; budget {budget:g}s, seed {args.seed}",
+              file=sys.stderr, flush=True)
+        if args.verbose:
+            os.environ["FTHARNESS_VERBOSE"] = "1"
+        keep_logs(os.path.abspath(out))
+        with open_cluster(base.cluster, target.address) as cluster:
+            executor = ClusterExecutor(cluster, target.address, target.source, target.allow_destructive)
+            result = Explorer(base, executor, out, budget, seed=args.seed, max_faults=args.max_faults).explore()
+    except (ScenarioError, ClusterError) as e:
+        return _fail(str(e))
+    except KeyboardInterrupt:
+        print("ftharness: interrupted; cluster torn down", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - ftharness's own bug: one line, traceback kept
+        return _internal(e, out)
+    print(terminal_text(result.to_dict()))
+    print(f"report: {os.path.join(os.path.abspath(out), 'explore.html')}")
+    return result.exit_code()
+
+
+def _fail(msg: str) -> int:
+    """One line, credentials redacted, exit 2 (as `ftharness run` says it)."""
+    from ftharness.safety import printable, redact
+    from ftharness.scenarios.schema import one_line
+
+    print(one_line(f"ftharness: error: {printable(redact(str(msg)))}"), file=sys.stderr)
+    return 2
+
+
+def _internal(exc: BaseException, out) -> int:
+    """One line; the traceback in OUT/error.txt; exit 4."""
+    from ftharness.scenarios.schema import one_line
+
+    path = "(not written)"
+    if isinstance(out, str):
+        try:
+            os.makedirs(out, exist_ok=True)
+            path = os.path.join(out, "error.txt")
+            with open(path, "w") as f:
+                f.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        except OSError:
+            path = "(not written)"
+    print(one_line(f"ftharness: internal error: {type(exc).__name__}: {exc}; traceback in {path}"), file=sys.stderr)
+    return 4

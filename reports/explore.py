@@ -1,0 +1,134 @@
+"""The report of `ftharness explore`: what was explored, for the terminal and as one HTML page.
+
+Both read explore.json's content (ftharness.harness.run.explore.Exploration.to_dict): the
+examples run and their verdicts, the coverage table (fault kind x phase: faults run /
+landed), the findings with their shrunk scenarios and confirming repeats, and the time
+spent per example. INCONCLUSIVE examples are counted and shown, never as passes.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from typing import Any, Dict, List
+
+from ftharness.scenarios.explore_strategies import PHASES
+
+
+def _search(data: Dict[str, Any]) -> List[Dict[str, Any]]:
+    session = data.get("session", 1)
+    return [e for e in data.get("examples") or [] if e.get("purpose") == "search" and e.get("session", 1) == session]
+
+
+def _fault_text(faults: List[Dict[str, Any]], phases: List[str]) -> str:
+    parts = []
+    for f, p in zip(faults, phases):
+        at = f.get("at") or {}
+        when = (f"step {at['step']}" if at.get("step") is not None else f"{at['time_s']:g}s" if at.get("time_s")
+                is not None else f"{at.get('event')}#{at.get('nth', 1)}")
+        extra = {k: v for k, v in f.items() if k not in ("kind", "at")}
+        parts.append(f"{f['kind']} @ {when} [{p}]" + (f" {extra}" if extra else ""))
+    return "; ".join(parts)
+
+
+def terminal_text(data: Dict[str, Any]) -> str:
+    """The explore summary for the terminal."""
+    runs = _search(data)
+    c = data.get("counts") or {}
+    walls = [e.get("wall_s") or 0 for e in runs]
+    lines = [f"explore {data['base']}: {len(runs)} examples in {data.get('wall_s', 0):.0f}s "
+             f"(budget {data.get('budget_s', 0):g}s, seed {data.get('seed')}, session {data.get('session', 1)}): "
+             f"{c.get('PASS', 0)} passed, {c.get('FAIL', 0)} failed, {c.get('INCONCLUSIVE', 0)} inconclusive, "
+             f"{c.get('ERROR', 0)} errors"
+             + (f"; per example {min(walls):.0f}-{max(walls):.0f}s, mean {sum(walls) / len(walls):.0f}s" if walls else "")]
+    lines.append(f"kinds: {', '.join(data.get('kinds') or [])}")
+    for kind, why in (data.get("left_out") or {}).items():
+        lines.append(f"  left out {kind}: {why}")
+    lines.append("coverage (faults run/landed by phase):")
+    cov = data.get("coverage") or {}
+    phases = [p for p in PHASES if any(p in row for row in cov.values())]
+    lines.append("  " + f"{'kind':<20}" + "".join(f"{p[:14]:>15}" for p in phases))
+    for kind, row in cov.items():
+        lines.append("  " + f"{kind:<20}" + "".join(f"{'%d/%d' % tuple(row[p]) if p in row else '-':>15}" for p in phases))
+    findings = data.get("findings") or []
+    if not findings:
+        lines.append("no finding")
+    for g in findings:
+        ex = g["example"]
+        lines.append(f"FINDING ({g['status']}) {g['signature']}: first found after {g['first_found_s']:.0f}s "
+                     f"({g['examples_before']} examples); shrunk to {len(ex['faults'])} fault(s): "
+                     f"{_fault_text(ex['faults'], ex['phases'])}")
+        for r in ex.get("reasons", [])[:3]:
+            lines.append(f"    - {r[:200]}")
+        lines.append(f"    replay: ftharness run {g['scenario_file']}")
+    incon = [e for e in runs if e.get("status") == "INCONCLUSIVE"]
+    for e in incon[:5]:
+        lines.append(f"  ? {e['name']}: {(e.get('reasons') or ['no reason'])[0][:160]}")
+    if len(incon) > 5:
+        lines.append(f"  ? ... {len(incon) - 5} more inconclusive (explore.json)")
+    lines.append(f"results: {data['out']}")
+    return "\n".join(lines)
+
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;font-size:.9em}th{background:#f4f4f4}
+.PASS{color:#186a3b}.FAIL{color:#b03a2e;font-weight:bold}.INCONCLUSIVE{color:#9a7d0a}.ERROR{color:#6c3483}
+.zero{color:#bbb}pre{background:#f8f8f8;padding:.6em;overflow:auto}"""
+
+
+def page_html(data: Dict[str, Any]) -> str:
+    """The whole page, self-contained (no scripts, no files beside it)."""
+    e = html.escape
+    runs = _search(data)
+    c = data.get("counts") or {}
+    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>explore {e(data['base'])}</title>"
+           f"<style>{_CSS}</style></head><body>",
+           f"<h1>ftharness explore: {e(data['base'])}</h1>",
+           f"<p>{len(runs)} examples in {data.get('wall_s', 0):.0f}s (budget {data.get('budget_s', 0):g}s, "
+           f"seed {data.get('seed')}, at most {data.get('max_faults')} faults, session {data.get('session', 1)}): "
+           f"<span class=PASS>{c.get('PASS', 0)} passed</span>, <span class=FAIL>{c.get('FAIL', 0)} failed</span>, "
+           f"<span class=INCONCLUSIVE>{c.get('INCONCLUSIVE', 0)} inconclusive</span>, "
+           f"<span class=ERROR>{c.get('ERROR', 0)} errors</span>. Exit code {data.get('exit_code')}.</p>",
+           "<h2>Findings</h2>"]
+    findings = data.get("findings") or []
+    if not findings:
+        out.append("<p>No finding.</p>")
+    for g in findings:
+        ex = g["example"]
+        out.append(f"<h3 class=FAIL>{e(g['signature'])} ({e(g['status'])})</h3>"
+                   f"<p>First found after {g['first_found_s']:.0f}s ({g['examples_before']} examples); shrunk to "
+                   f"{len(ex['faults'])} fault(s): {e(_fault_text(ex['faults'], ex['phases']))}</p><ul>"
+                   + "".join(f"<li>{e(r)}</li>" for r in ex.get("reasons", [])[:6]) + "</ul>"
+                   f"<p>Replay: <code>ftharness run {e(g['scenario_file'])}</code>; results of the smallest example: "
+                   f"<code>{e(ex['folder'])}</code>; repeat: <code>{e((g.get('repeat') or {}).get('folder', ''))}</code></p>")
+        try:
+            with open(g["scenario_file"]) as f:
+                out.append(f"<pre>{e(f.read())}</pre>")
+        except OSError:
+            pass
+    out.append("<h2>Coverage: faults run / landed, by kind and phase</h2><table><tr><th>kind</th>"
+               + "".join(f"<th>{e(p)}</th>" for p in PHASES) + "</tr>")
+    for kind, row in (data.get("coverage") or {}).items():
+        out.append(f"<tr><td>{e(kind)}</td>" + "".join(
+            f"<td>{row[p][0]}/{row[p][1]}</td>" if p in row else "<td class=zero>0</td>" for p in PHASES) + "</tr>")
+    out.append("</table>")
+    left = data.get("left_out") or {}
+    if left:
+        out.append("<p>Kinds this base cannot have: " + "; ".join(f"{e(k)} ({e(v)})" for k, v in left.items()) + "</p>")
+    out.append("<h2>Examples</h2><table><tr><th>#</th><th>at</th><th>purpose</th><th>status</th><th>schedule</th>"
+               "<th>outcome</th><th>model allows</th><th>wall</th><th>why</th></tr>")
+    session = data.get("session", 1)
+    for x in [x for x in data.get("examples") or [] if x.get("session", 1) == session]:
+        out.append(f"<tr><td>{x['index']}</td><td>{x.get('at_s', 0):.0f}s</td><td>{e(x.get('purpose', ''))}</td>"
+                   f"<td class={e(x['status'])}>{e(x['status'])}</td><td>{e(_fault_text(x['faults'], x['phases']))}</td>"
+                   f"<td>{e(str(x.get('outcome')))} {e(x.get('error_type') or '')}</td>"
+                   f"<td>{e(', '.join(x.get('expected_outcomes') or []))}</td><td>{x.get('wall_s', 0):.0f}s</td>"
+                   f"<td>{e('; '.join(x.get('reasons') or [])[:300])}</td></tr>")
+    out.append("</table></body></html>")
+    return "\n".join(out)
+
+
+def write_explore_page(data: Dict[str, Any], path: str) -> str:
+    with open(path, "w") as f:
+        f.write(page_html(data))
+    return os.path.abspath(path)

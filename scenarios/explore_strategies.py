@@ -1,0 +1,380 @@
+"""What `ftharness explore` generates: fault schedules over every fault kind a base
+scenario's cluster and runtime support, with triggers in the phases where bugs hide,
+and the expectation the failure-policy model gives each schedule.
+
+Pure (no Ray): `ftharness.harness.run.explore` runs what this draws. Which kinds
+a base supports is asked of the registry (faults.REGISTRY) and the schema: a
+kind is supported when a scenario of the base with one fault of that kind
+validates (the schema refuses GPU kinds on CPU workers, network kinds without
+namespaces, Ray-only kinds under torchrun) and the release accepts it. A kind
+this module has no argument table for is still generated, with its defaults.
+
+Shrinking: every choice is drawn so that Hypothesis shrinks toward the smallest
+scenario: fewer faults first (the count is drawn first), then simpler kinds
+(`KIND_ORDER`), earlier phases and steps, rank 0, each kind's first argument
+value. A phase names when a fault fires (`PHASES`); `phase_of` reads it back
+from a written trigger.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from hypothesis import strategies as st
+
+from ftharness.errors import ScenarioError
+from ftharness.scenarios.policy_model import expected_outcome
+from ftharness.scenarios.schema import Scenario, parse_scenario, release_problem
+
+#: when a fault fires, in shrinking order (the simplest first)
+PHASES = (
+    "steady",                   # at a step after the second checkpoint (the first is registered by then)
+    "before_first_checkpoint",  # at a step before any checkpoint was written
+    "checkpoint_write",         # while a worker writes/reports a checkpoint (event checkpoint_written/reported)
+    "checkpoint_register",      # when the controller registers a checkpoint (event checkpoint_registered)
+    "close_pair",               # at the step of the fault before it, or the next one
+    "recovery",                 # when the next attempt starts (event attempt_started, nth 2)
+    "restore",                  # when a restarted worker restores a checkpoint (event restored)
+    "time",                     # at a wall-clock time after training started
+)
+#: phases that only mean something after an earlier fault restarted the run
+AFTER_A_FAULT = ("close_pair", "recovery", "restore")
+
+#: kinds in shrinking order: the simplest first; kinds the registry has beyond these come last
+KIND_ORDER = ("kill_worker", "crash_worker", "kill_node", "preempt_node", "hang_worker", "partition_node",
+              "corrupt_checkpoint", "storage_errors", "starve_resources", "kill_controller", "network_degrade",
+              "cuda_error", "collective_hang")
+
+#: each kind's own arguments and the values drawn for them (the first is what shrinking goes to)
+ARGS: Dict[str, Dict[str, Sequence[Any]]] = {
+    "kill_worker": {"graceful": (None, True)},
+    "crash_worker": {"where": ("before_step", "after_step", "after_checkpoint_write", "before_report", "on_restore")},
+    "hang_worker": {"duration_s": (None, 4.0)},
+    "kill_node": {"replace": (True,), "graceful": (None, True)},
+    "preempt_node": {"replace": (True,), "notice_s": (3.0, 2.0), "kill_offset_s": (None, -1.5)},
+    "partition_node": {"duration_s": (None, 4.0)},
+    "network_degrade": {"loss_pct": (30.0, 90.0), "duration_s": (5.0,)},
+    "corrupt_checkpoint": {"which": ("latest", "oldest", "in_flight"),
+                           "how": ("bitflip", "truncate", "delete_file", "delete_dir", "snapshot")},
+    "storage_errors": {"path_glob": (None, "*checkpoint_manager_snapshot.json*", "*/checkpoint_*/*"),
+                       "ops": (None, ["read"], ["write", "move"], ["list"]),
+                       "duration_s": (3.0, 10.0), "partial": (None, True)},
+    "starve_resources": {"duration_s": (5.0, 15.0)},
+    "kill_controller": {"resume": (True, None)},
+    "cuda_error": {},
+    "collective_hang": {},
+}
+
+#: the failure class (ftharness.scenarios.policy_model) a kind's fault must cause; "maybe:" a class
+#: it may cause or not (a transient error, a stall shorter than the health check); None: none
+CERTAIN, MAYBE = "certain", "maybe"
+
+
+def failure_of(fault: Mapping[str, Any]) -> Tuple[Optional[str], str]:
+    """(class, certain|maybe) the policy model charges for one fault."""
+    kind = fault.get("kind")
+    if kind in ("kill_worker", "crash_worker", "kill_node", "cuda_error"):
+        return "worker_group", CERTAIN
+    if kind in ("hang_worker", "partition_node", "collective_hang"):
+        return "worker_group", (MAYBE if fault.get("duration_s") else CERTAIN)
+    if kind == "preempt_node":
+        return ("worker_group" if float(fault.get("kill_offset_s") or 0) < 0 else "preemption"), CERTAIN
+    if kind == "kill_controller":
+        return (None, CERTAIN) if fault.get("resume") else ("controller_fatal", CERTAIN)
+    if kind == "storage_errors":
+        return "worker_group", MAYBE     # a worker's upload may fail; a healthy system retries it
+    if kind == "starve_resources":
+        return "controller", MAYBE       # only a restart while starved fails to schedule
+    return None, CERTAIN                 # corrupt_checkpoint, network_degrade: no failure of their own
+
+
+@dataclass(frozen=True)
+class Support:
+    """What a base scenario can have: the kinds (in shrinking order), the triggers each takes,
+    and the kinds left out with why."""
+
+    kinds: Tuple[str, ...]
+    triggers: Dict[str, Tuple[str, ...]]           # kind -> subset of ("step", "event", "time_s")
+    left_out: Dict[str, str] = field(default_factory=dict)
+
+
+def base_data(base: Scenario) -> Dict[str, Any]:
+    return base.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
+
+
+def template(kind: str, at: Dict[str, Any], rank: int = 0) -> Dict[str, Any]:
+    """One fault of `kind` with its defaults (a target where its spec needs one)."""
+    from ftharness.faults import REGISTRY
+
+    spec = REGISTRY[kind].Spec
+    f: Dict[str, Any] = {"kind": kind, "at": at}
+    if "target" in spec.model_fields and spec.model_fields["target"].is_required():
+        f["target"] = {"rank": rank}
+    return f
+
+
+def plain(kind: str, at: Dict[str, Any]) -> Dict[str, Any]:
+    """One fault of `kind` with the first value of each drawn argument: what `supported` tries."""
+    f = template(kind, at)
+    f.update({name: values[0] for name, values in ARGS.get(kind, {}).items() if values and values[0] is not None})
+    if kind == "crash_worker" and at.get("step") is None:
+        f["where"] = "on_restore"
+    return f
+
+
+def _first_error(data: Dict[str, Any], base_dir: Optional[str]) -> Optional[str]:
+    try:
+        parse_scenario(data, source="explore", base_dir=base_dir)
+    except ScenarioError as e:
+        return str(e)
+    return None
+
+
+def supported(base: Scenario, ray_version: Optional[str] = None) -> Support:
+    """The kinds the registry has that `base`'s cluster, runtime and release accept."""
+    from ftharness import releases
+    from ftharness.faults import FAULT_KINDS
+
+    version = ray_version or releases.installed()
+    order = [k for k in KIND_ORDER if k in FAULT_KINDS] + [k for k in FAULT_KINDS if k not in KIND_ORDER]
+    steps = _steps(base)
+    kinds, triggers, left = [], {}, {}
+    for kind in order:
+        ok, why = [], None
+        for name, at in (("step", {"step": min(2, steps)}), ("event", {"event": "checkpoint_registered"}),
+                         ("time_s", {"time_s": 1.0})):
+            data = dict(base_data(base), faults=[plain(kind, at)], expect={"outcome": "succeeded"})
+            err = _first_error(data, base.base_dir)
+            if err is None:
+                sc = parse_scenario(data, base_dir=base.base_dir)
+                err = release_problem(sc, version) if version else None
+            if err is None:
+                ok.append(name)
+            why = why or err
+        if ok:
+            kinds.append(kind)
+            triggers[kind] = tuple(ok)
+        else:
+            left[kind] = why or "refused"
+    return Support(tuple(kinds), triggers, left)
+
+
+def _steps(base: Scenario) -> int:
+    w = base.workload
+    if w.kind == "reference":
+        return w.steps
+    return int(w.train_loop_config.get("steps") or w.train_loop_config.get("epochs") or 10)
+
+
+def phase_at(draw, phase: str, steps: int, every: int, prev: Optional[Dict[str, Any]], kinds_triggers) -> Optional[Dict[str, Any]]:
+    """The trigger of a fault in `phase`, or None where the kind cannot fire then."""
+    if phase in ("steady", "before_first_checkpoint", "close_pair") and "step" not in kinds_triggers:
+        return None
+    if phase in ("checkpoint_write", "checkpoint_register", "recovery", "restore") and "event" not in kinds_triggers:
+        return None
+    if phase == "time" and "time_s" not in kinds_triggers:
+        return None
+    if phase == "steady":
+        lo = min(2 * every + 1, steps)   # the first checkpoint is registered by then: a restore has one
+        return {"step": draw(st.integers(lo, max(lo, steps - 1)))}
+    if phase == "before_first_checkpoint":
+        return {"step": draw(st.integers(1, max(1, every - 1)))}
+    if phase == "close_pair":
+        if prev is None or prev.get("at", {}).get("step") is None:
+            return None
+        return {"step": min(steps, prev["at"]["step"] + draw(st.integers(0, 1)))}
+    if phase == "checkpoint_write":
+        return {"event": draw(st.sampled_from(("checkpoint_written", "checkpoint_reported"))),
+                "nth": draw(st.integers(1, 3))}
+    if phase == "checkpoint_register":
+        return {"event": "checkpoint_registered", "nth": draw(st.integers(1, 3))}
+    if phase == "recovery":
+        return {"event": "attempt_started", "nth": 2}
+    if phase == "restore":
+        return {"event": "restored"}
+    return {"time_s": draw(st.sampled_from((2.0, 4.0, 8.0, 15.0)))}
+
+
+def phase_of(fault: Mapping[str, Any], prev: Optional[Mapping[str, Any]] = None, every: int = 1) -> str:
+    """The phase a written fault fires in (for the coverage table)."""
+    at = fault.get("at") or {}
+    event = at.get("event")
+    if event in ("checkpoint_written", "checkpoint_reported"):
+        return "checkpoint_write"
+    if event == "checkpoint_registered":
+        return "checkpoint_register"
+    if event == "attempt_started":
+        return "recovery"
+    if event == "restored":
+        return "restore"
+    if at.get("time_s") is not None:
+        return "time"
+    step = at.get("step")
+    prev_step = ((prev or {}).get("at") or {}).get("step")
+    if step is not None and prev_step is not None and 0 <= step - prev_step <= 1:
+        return "close_pair"
+    if step is not None and step < every:
+        return "before_first_checkpoint"
+    return "steady"
+
+
+def _fault(draw, kind: str, at: Dict[str, Any], workers: int) -> Dict[str, Any]:
+    f = template(kind, at, rank=draw(st.integers(0, max(0, workers - 1))))
+    for name, values in ARGS.get(kind, {}).items():
+        value = draw(st.sampled_from(values))
+        if value is not None:
+            f[name] = value
+    if kind == "crash_worker" and at.get("step") is None:
+        f["where"] = "on_restore"     # every other crash point is a step's
+    return f
+
+
+def schedules(base: Scenario, support: Support, max_faults: int = 2):
+    """A strategy of fault lists (1 to `max_faults`) valid for `base`."""
+    if not support.kinds:
+        raise ScenarioError(f"{base.name}: no fault kind can run on this scenario's cluster and runtime")
+    steps = _steps(base)
+    every = base.workload.checkpoint_every if base.workload.kind == "reference" else 1
+    workers = base.workload.min_workers
+
+    restart = next((k for k in support.kinds if failure_of(plain(k, {}))[0] == "worker_group"), None)
+    # what the guided schedules lead with: the kinds that are no plain worker failure themselves
+    others = tuple(k for k in support.kinds if failure_of(plain(k, {})) != ("worker_group", CERTAIN))
+
+    @st.composite
+    def _draw(draw):
+        """`guided` (half the schedules): what the model says is worth a run: a kind that is no
+        plain worker failure (a preemption, a stall, damaged or failing storage, starved
+        resources, a controller death) first, then a failure that restarts the run, so what the
+        first did is restored, retried or recovered from (close together, at the restore, at the
+        next attempt, later). The count and the flag come first and each fault's choices sit in
+        the same places either way, so dropping a fault keeps the others as they were."""
+        n = draw(st.integers(1, max_faults))
+        guided = draw(st.booleans()) and restart is not None and bool(others)
+        out: List[Dict[str, Any]] = []
+        for i in range(n):
+            if guided and i == 1:
+                kind = restart
+                draw(st.sampled_from(support.kinds))   # keeps the places of the choices after it
+                phase = draw(st.sampled_from(("close_pair", "restore", "recovery", "steady")))
+            else:
+                kind = draw(st.sampled_from(others if guided and i == 0 else support.kinds))
+                phase = draw(st.sampled_from([p for p in PHASES if i > 0 or p not in AFTER_A_FAULT]))
+            out.append(_placed(draw, kind, phase, out))
+        return out
+
+    def _placed(draw, kind, phase, out):
+        at = phase_at(draw, phase, steps, every, out[-1] if out else None, support.triggers[kind])
+        if at is None:
+            at = ({"step": min(steps, every + 1)} if "step" in support.triggers[kind]
+                  else {"event": "checkpoint_registered"} if "event" in support.triggers[kind]
+                  else {"time_s": 2.0})
+        return _fault(draw, kind, at, workers)
+
+    return _draw()
+
+
+# ------------------------------------------------------------------ expectation
+#: what fit() may raise when a failure of this class is the last (policy_model.CLASSES, and the
+#: other names the same failure is raised under: a preempted worker that died, a killed controller)
+RAISED = {
+    "worker_group": ("WorkerGroupError",),
+    "preemption": ("PreemptionError", "WorkerGroupError"),
+    "preemption_death": ("WorkerGroupError",),
+    "controller": ("ControllerError",),
+    "controller_fatal": ("ControllerError", "ActorDiedError", "RayActorError"),
+}
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the model expects of a schedule: the outcomes it allows (one, unless a fault may or
+    may not fail the run), and the faults it never reaches (after a certain RAISE)."""
+
+    outcomes: Tuple[str, ...]
+    unreached: Tuple[int, ...]
+    edge: float       # how close the schedule sits to a budget edge (0..3), for guidance
+    errors: Tuple[str, ...] = ()   # what fit() may raise when it fails
+
+
+def expectation(failure_config: Mapping[str, Any], faults: Sequence[Mapping[str, Any]],
+                ray_version: Optional[str] = None) -> Expected:
+    """The outcomes the failure-policy model allows for `faults` in order."""
+    classes = [(c, how if i == 0 or how == MAYBE or separate(faults, i) else MAYBE)
+               for i, (c, how) in enumerate(failure_of(f) for f in faults)]
+    maybes = [i for i, (c, how) in enumerate(classes) if c and how == MAYBE]
+    outcomes, unreached, edge, errors = set(), None, 0.0, set()
+    for chosen in itertools.product((False, True), repeat=len(maybes)):
+        taken = {i for i, t in zip(maybes, chosen) if t}
+        order = [(i, c) for i, (c, how) in enumerate(classes) if c and (how == CERTAIN or i in taken)]
+        model = expected_outcome(failure_config, [c for _, c in order], ray_version)
+        outcomes.add(model.outcome)
+        raised_at = order[len(model.decisions) - 1][0] if model.outcome == "failed" else None
+        if raised_at is not None:
+            errors.update(RAISED.get(model.decisions[-1].failure_class, (model.error_type,)))
+        after = set() if raised_at is None else set(range(raised_at + 1, len(faults)))
+        unreached = after if unreached is None else unreached & after   # never reached on any course
+        for d in model.decisions:
+            if d.limit > 0 and d.decision == "RETRY" and d.count == d.limit:
+                edge = max(edge, 1.0)                     # the last retry
+            if d.decision == "RAISE" and d.limit >= 0 and d.count == d.limit + 1:
+                edge = max(edge, 1.5 if d.limit > 0 else 1.0)   # the first over-budget failure
+    kinds = {c for c, _ in classes}
+    if "preemption" in kinds and "worker_group" in kinds:
+        edge += 1.0                                       # a preemption beside a worker failure
+    order_outcomes = tuple(o for o in ("succeeded", "failed") if o in outcomes)
+    return Expected(order_outcomes, tuple(sorted(unreached or ())), edge, tuple(sorted(errors)))
+
+
+def separate(faults: Sequence[Mapping[str, Any]], i: int) -> bool:
+    """Whether fault `i` surely fails an attempt of its own: it fires once a restart began (the
+    next attempt, a restore) or at a step two or more from every other step fault. Faults close
+    together, at a time or on a checkpoint event may land in the attempt another fault fails, and
+    then Ray sees one failure for both."""
+    at = faults[i].get("at") or {}
+    if at.get("event") in ("attempt_started", "restored"):
+        return True
+    step = at.get("step")
+    if step is None:
+        return False
+    others = [(f.get("at") or {}) for j, f in enumerate(faults) if j != i]
+    return all(o.get("step") is not None and abs(o["step"] - step) >= 2 for o in others)
+
+
+def example_scenario(base: Scenario, faults: Sequence[Mapping[str, Any]], expected: Expected,
+                     ray_version: Optional[str] = None) -> Dict[str, Any]:
+    """The scenario one example runs: `base`'s cluster, workload and budgets with `faults`; its
+    expect judges every property that applies (only the base's declared bounds and counters are
+    kept), the outcome the model expects first."""
+    data = base_data(base)
+    keep = {k: v for k, v in (data.get("expect") or {}).items()
+            if k in ("monotonic", "recovery_bound_s", "max_lost_steps")}
+    body = {k: v for k, v in data.items() if k not in ("name", "description", "faults", "expect")}
+    body["faults"] = [dict(f) for i, f in enumerate(faults) if i not in expected.unreached]
+    body["expect"] = {"outcome": expected.outcomes[0], **keep}
+    digest = hashlib.sha1(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return {"name": f"explore-{digest}",
+            "description": f"generated by ftharness explore from {base.name}", **body}
+
+
+def guide(expected: Expected, faults: Sequence[Mapping[str, Any]], covered: Mapping[Tuple[str, str], int],
+          every: int = 1) -> float:
+    """The score Hypothesis's `target()` maximizes: budget edges the model sees, and
+    (kind, phase) pairs not run yet."""
+    pairs = {(f["kind"], phase_of(f, faults[i - 1] if i else None, every)) for i, f in enumerate(faults)}
+    fresh = sum(1 for p in pairs if not covered.get(p))
+    return expected.edge + fresh + (0.5 if len(faults) > 1 else 0.0)
+
+
+def signature(summary: Mapping[str, Any]) -> str:
+    """What a failed example found, the same for the same gap: the properties that failed, and an
+    outcome the model did not expect (with the error type)."""
+    parts = sorted(name for name, p in (summary.get("properties") or {}).items()
+                   if isinstance(p, dict) and p.get("status") == "failed")
+    if any(str(m).startswith("outcome ") for m in summary.get("mismatches") or []):
+        parts.append(f"outcome:{summary.get('outcome')}:{summary.get('error_type') or '-'}")
+    return "+".join(parts)

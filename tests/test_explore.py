@@ -1,0 +1,234 @@
+"""`ftharness explore` without a cluster: the strategies (every supported kind and phase
+generated, valid scenarios, shrinking order), the model's expectation, and the Hypothesis
+driver over a fake executor (a gap found and shrunk, confirmed or flaky, the database
+reused by a second explore, the budget, the exit codes), and bad input on the command line."""
+
+import json
+import os
+
+import pytest
+from hypothesis import given, settings
+
+from ftharness.faults import FAULT_KINDS
+from ftharness.harness.run.explore import Explorer
+from ftharness.scenarios import explore_strategies as es
+from ftharness.scenarios.schema import load_scenario, parse_scenario
+
+REF = load_scenario(os.path.join(os.path.dirname(__file__), "..", "scenarios", "catalog", "default.yaml"))
+GPU_BASE = parse_scenario({"name": "gpu", "cluster": {"nodes": 3, "gpus_per_node": 1},
+                           "workload": {"num_workers": 2, "steps": 12, "collective_timeout_s": 10},
+                           "failure_config": {"max_failures": 1}})
+NS_BASE = parse_scenario({"name": "ns", "cluster": {"nodes": 3, "network": "namespaces"},
+                          "workload": {"num_workers": 2, "steps": 12}})
+
+
+def test_supported_kinds_come_from_the_registry_and_the_schema():
+    sup = es.supported(REF, "2.60.0")
+    assert set(sup.kinds) | set(sup.left_out) == set(FAULT_KINDS)
+    assert set(sup.left_out) == {"network_degrade", "cuda_error", "collective_hang"}
+    assert "namespaces" in sup.left_out["network_degrade"] and "GPU" in sup.left_out["cuda_error"]
+    assert len(sup.kinds) == 10
+    assert {"cuda_error", "collective_hang"} <= set(es.supported(GPU_BASE, "2.60.0").kinds)
+    assert "network_degrade" in es.supported(NS_BASE, "2.60.0").kinds
+
+
+def _all_generated(base, n=400):
+    seen = []
+
+    @settings(max_examples=n, database=None, derandomize=True)
+    @given(es.schedules(base, es.supported(base, "2.60.0"), 3))
+    def collect(faults):
+        expected = es.expectation(base.failure_config.model_dump(), faults)
+        parse_scenario(es.example_scenario(base, faults, expected), source="generated")   # always valid
+        seen.append(faults)
+
+    collect()
+    return seen
+
+
+@pytest.mark.parametrize("base", [REF, GPU_BASE], ids=["reference", "gpu"])
+def test_every_supported_kind_and_every_phase_is_generated(base):
+    seen = _all_generated(base)
+    kinds = {f["kind"] for s in seen for f in s}
+    assert kinds == set(es.supported(base, "2.60.0").kinds)
+    phases = {es.phase_of(f, s[i - 1] if i else None, base.workload.checkpoint_every)
+              for s in seen for i, f in enumerate(s)}
+    assert phases >= set(es.PHASES) - ({"before_first_checkpoint"} if base.workload.checkpoint_every == 1 else set())
+
+
+def test_shrinking_goes_to_fewer_faults_simpler_kinds_earlier_phases():
+    from hypothesis import find
+
+    sup = es.supported(REF, "2.60.0")
+    smallest = find(es.schedules(REF, sup, 3), lambda s: True, settings=settings(database=None))
+    assert smallest == [{"kind": "kill_worker", "at": {"step": 3}, "target": {"rank": 0}}]
+    corrupt_then_kill = find(es.schedules(REF, sup, 3),
+                             lambda s: len(s) >= 2 and s[0]["kind"] == "corrupt_checkpoint"
+                             and es.failure_of(s[1])[0] == "worker_group",
+                             settings=settings(database=None, max_examples=5000))
+    assert len(corrupt_then_kill) == 2
+    assert corrupt_then_kill[1]["kind"] == "kill_worker"
+    first = corrupt_then_kill[0]
+    assert (first["which"], first["how"]) == ("latest", "bitflip")      # each argument's first value
+    assert corrupt_then_kill[1]["target"] == {"rank": 0}
+
+
+def test_the_model_gives_the_outcomes_and_the_budget_edges():
+    fc = {"max_failures": 1, "controller_failure_limit": 0}
+    kill = {"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 3}}
+    one = es.expectation(fc, [kill])
+    assert one.outcomes == ("succeeded",) and one.edge == 1.0          # the last retry
+    two = es.expectation(fc, [kill, dict(kill, at={"step": 5})])
+    assert two.outcomes == ("failed",) and two.edge == 1.5            # the first over-budget failure
+    three = es.expectation(fc, [kill, dict(kill, at={"step": 6}), dict(kill, at={"step": 9})])
+    assert three.unreached == (2,)                                      # after the RAISE: never fires
+    close = es.expectation(fc, [kill, dict(kill, at={"step": 4})])      # may land in the same attempt
+    assert close.outcomes == ("succeeded", "failed") and close.unreached == ()
+    storage = {"kind": "storage_errors", "at": {"step": 3}, "duration_s": 3.0}
+    assert es.expectation(fc, [storage]).outcomes == ("succeeded",)
+    assert es.expectation(fc, [kill, storage]).outcomes == ("succeeded", "failed")   # it may or may not fail it
+    preempt = {"kind": "preempt_node", "target": {"rank": 0}, "at": {"step": 3}}
+    assert es.expectation({"max_failures": 1, "max_preemption_failures": 1}, [preempt, kill]).edge >= 2.0
+    assert es.expectation(fc, [{"kind": "kill_controller", "at": {"step": 2}}]).outcomes == ("failed",)
+
+
+# ---------------------------------------------------------------- the driver, faked
+class FakeClock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+class FakeExecutor:
+    """A run takes `run_s` fake seconds; a corrupted checkpoint followed by a failure that
+    restarts the run fails exactly_once_restore; kill_controller without resume fails the outcome."""
+
+    def __init__(self, clock, run_s=30.0, flaky=False, inconclusive=False, snapshot=False):
+        self.clock, self.run_s, self.flaky, self.inconclusive = clock, run_s, flaky, inconclusive
+        self.snapshot = snapshot     # a failed write of the checkpoint snapshot is fatal too
+        self.runs = []
+
+    def run(self, scenario, folder):
+        self.clock.t += self.run_s
+        faults = [f.model_dump(mode="json", exclude_none=True) for f in scenario.faults]
+        self.runs.append(faults)
+        os.makedirs(folder, exist_ok=True)
+        bad = any(f["kind"] == "corrupt_checkpoint" and any(es.failure_of(g)[0] == "worker_group" for g in faults[i + 1:])
+                  for i, f in enumerate(faults))
+        if self.flaky and len([r for r in self.runs if r == faults]) > 1:
+            bad = False
+        fatal = self.snapshot and any(f.get("path_glob") == "*checkpoint_manager_snapshot.json*" for f in faults)
+        props = {"exactly_once_restore": {"status": "failed" if bad else "passed"},
+                 "budget_accounting": {"status": "passed"}}
+        verdict = "FAIL" if bad or fatal else ("INCONCLUSIVE" if self.inconclusive else "PASS")
+        mismatches = (["outcome failed (expected succeeded)"] if fatal else []) + (
+            ["property exactly_once_restore failed: digest mismatch"] if bad else [])
+        self.last = {"verdict": verdict, "outcome": "failed" if fatal else "succeeded",
+                     "error_type": "ControllerError" if fatal else None, "properties": props,
+                     "mismatches": mismatches, "inconclusive": ["fault 0 did not land"] if self.inconclusive else [],
+                     "faults": [{"landed": True} for _ in faults]}
+        return self.last
+
+
+    def rejudge(self, folder, outcome):
+        """Judged again expecting the outcome the run had: the outcome mismatch goes."""
+        s = dict(self.last)
+        s["mismatches"] = [m for m in s["mismatches"] if not m.startswith("outcome ")]
+        s["verdict"] = "FAIL" if s["mismatches"] else "PASS"
+        return s
+
+
+def explorer(tmp_path, budget_s=3000, **kw):
+    clock = FakeClock()
+    ex = FakeExecutor(clock, **kw)
+    return Explorer(REF, ex, str(tmp_path / "out"), budget_s, seed=3, max_faults=2, clock=clock,
+                    say=lambda line: None, ray_version="2.60.0"), ex
+
+
+def test_a_gap_is_found_shrunk_to_its_two_faults_and_confirmed(tmp_path):
+    exp, ex = explorer(tmp_path)
+    result = exp.explore()
+    assert result.exit_code() == 1
+    [gap] = result.findings
+    assert gap.signature == "exactly_once_restore" and gap.status == "confirmed"
+    assert [f["kind"] for f in gap.example.faults] == ["corrupt_checkpoint", "kill_worker"]
+    assert gap.example.faults[1]["target"] == {"rank": 0}
+    replay = load_scenario(gap.scenario_file)       # `ftharness run` replays it
+    assert [f.kind for f in replay.faults] == ["corrupt_checkpoint", "kill_worker"]
+    assert result.wall_s <= 3000 + 30                # the budget bounded it (one repeat held back)
+    saved = json.load(open(tmp_path / "out" / "explore.json"))
+    assert saved["exit_code"] == 1 and saved["findings"][0]["status"] == "confirmed"
+    assert saved["coverage"]["corrupt_checkpoint"]
+
+
+def test_rounds_find_two_gaps_each_shrunk_apart(tmp_path):
+    result = explorer(tmp_path, budget_s=6000, snapshot=True)[0].explore()
+    gaps = {g.signature: g for g in result.findings}
+    assert set(gaps) == {"exactly_once_restore", "outcome:failed:ControllerError"}
+    # (how far each shrinks in its share of the budget depends on Hypothesis's wall-clock
+    # heuristics; what each keeps is its own gap's fault)
+    snapshot = gaps["outcome:failed:ControllerError"].example.faults
+    assert snapshot[0]["kind"] == "storage_errors" and len(snapshot) <= 2
+    assert snapshot[0]["path_glob"] == "*checkpoint_manager_snapshot.json*"
+    assert [f["kind"] for f in gaps["exactly_once_restore"].example.faults][0] == "corrupt_checkpoint"
+    assert all(g.status == "confirmed" for g in gaps.values())
+
+
+def test_a_second_explore_into_the_same_folder_continues(tmp_path):
+    first, ex1 = explorer(tmp_path)
+    first.explore()
+    again, ex = explorer(tmp_path, budget_s=300)
+    result = again.explore()
+    # the finding comes back at once from OUT (explore.json and OUT/.hypothesis), without a rerun
+    # of its search; only its confirming repeat runs it again
+    assert result.session == 2 and [g.status for g in result.findings] == ["confirmed"]
+    assert result.findings[0].first_found_s == 0 and result.findings[0].examples_before == 0
+    searched = [e.faults for e in result.examples if e.purpose == "search"]
+    assert searched and not [f for f in searched if f in [e.faults for e in first.examples]]
+    assert len(json.load(open(tmp_path / "out" / "explore.json"))["examples"]) > len(result.examples)
+
+
+def test_a_failure_that_does_not_repeat_is_named_flaky(tmp_path):
+    result = explorer(tmp_path, flaky=True)[0].explore()
+    assert [g.status for g in result.findings] == ["flaky"]
+
+
+def test_only_inconclusive_examples_exit_3_and_nothing_run_is_no_pass(tmp_path):
+    exp, ex = explorer(tmp_path, budget_s=100, inconclusive=True)
+    exp.support = es.Support(("kill_worker",), {"kill_worker": ("step",)})
+    result = exp.explore()
+    assert result.counts()["INCONCLUSIVE"] >= 1 and result.exit_code() == 3
+    nothing = explorer(tmp_path / "b", budget_s=0)[0].explore()
+    assert nothing.examples == [] and nothing.exit_code() == 3
+
+
+def test_the_budget_stops_new_examples(tmp_path):
+    exp, ex = explorer(tmp_path, budget_s=95)
+    exp.support = es.Support(("kill_worker",), {"kill_worker": ("step",)})
+    exp.explore()
+    assert len(ex.runs) == 4      # 30 s each: started at 0, 30, 60 and 90 s
+
+
+def test_budget_parsing():
+    from ftharness.harness.run.explore_command import parse_budget
+
+    assert parse_budget("30m") == 1800 and parse_budget("90s") == 90 and parse_budget("1h") == 3600
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--budget", "soon"], "--budget"), (["--budget", "0"], "--budget"), (["--budget", "1000000h"], "--budget"),
+    (["--max-faults", "0"], "--max-faults"), (["--max-faults", "9"], "--max-faults"),
+    (["nope.yaml"], "nope.yaml"), (["--out", "/proc/self/x"], "/proc"), (["--out", "FILE"], "is a file"),
+    (["--out", "a\nb"], "control character"), (["--address", "ray://h:10001"], "ray://")])
+def test_bad_input_is_one_line_exit_2_before_anything_starts(tmp_path, capsys, args, words):
+    from ftharness.harness.frontends.cli import main
+
+    (tmp_path / "FILE").write_text("x")
+    args = [str(tmp_path / "FILE") if a == "FILE" else a for a in args]
+    out = [] if "--out" in args else ["--out", str(tmp_path / "o")]
+    assert main(["explore", *args, *out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0] and "Traceback" not in err[0], err
+    assert not (tmp_path / "o").exists()
