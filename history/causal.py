@@ -703,7 +703,7 @@ class _Builder:
                     m.add(RECORDS, "report", f"{where}: ftharness recorded it as step {metrics['ftharness_step']}")
                 if ref and isinstance(metrics, dict) and "step" in metrics and metrics["step"] != step:
                     m.add(SYSTEM, "report", f"{where}: the reference job reported metrics of step {metrics['step']}")
-                if type(step) is int and step not in steps_of[key]:
+                if ref and type(step) is int and step not in steps_of[key]:   # a user job's step is its report
                     m.add(SYSTEM, "report", f"{where}: that rank did no step {step} before reporting it", absence=True)
                 name = e.get("checkpoint")
                 if name is not None:
