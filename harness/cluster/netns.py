@@ -62,14 +62,26 @@ def nft_missing() -> Optional[str]:
 
 
 def netem_missing() -> Optional[str]:
-    """netem is a kernel module; probe it on a throwaway dummy link."""
+    """netem is a kernel module; probe it on a throwaway dummy link (only where a run is about to
+    build namespace hosts: `validate` changes nothing on the host). SIGINT and SIGTERM wait while
+    the link exists, so an interrupt cannot leave it behind; it is removed in any case."""
+    import threading
+
     name = f"fthp{uuid.uuid4().hex[:6]}"
-    if _ip("link", "add", name, "type", "dummy", check=False).returncode != 0:
-        return "cannot probe tc netem (no dummy link)"
+    blocked = {signal.SIGINT, signal.SIGTERM}
+    masked = threading.current_thread() is threading.main_thread()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, blocked) if masked else None
     try:
-        ok = _run(["tc", "qdisc", "add", "dev", name, "root", "netem", "delay", "1ms"], check=False).returncode == 0
+        if _ip("link", "add", name, "type", "dummy", check=False).returncode != 0:
+            return "cannot probe tc netem (no dummy link)"
+        try:
+            ok = _run(["tc", "qdisc", "add", "dev", name, "root", "netem", "delay", "1ms"],
+                      check=False).returncode == 0
+        finally:
+            _ip("link", "del", name, check=False)
     finally:
-        _ip("link", "del", name, check=False)
+        if masked:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)   # a deferred Ctrl-C arrives now, the link gone
     return None if ok else "this kernel has no tc netem (latency and jitter need it)"
 
 
@@ -274,8 +286,10 @@ def remove_leftovers(kind: str, name: str) -> None:
         _ip("link", "del", name, check=False)
 
 
-def refusal(scenario) -> Optional[str]:
-    """One line on what this host lacks for the scenario's network, or None."""
+def refusal(scenario, probe: bool = True) -> Optional[str]:
+    """One line on what this host lacks for the scenario's network, or None. Without `probe`
+    (validate) nothing is changed on the host: netem, which only a probe link can show, is
+    left to the run."""
     if getattr(scenario.cluster, "network", "shared") != "namespaces":
         return None
     why = unavailable()
@@ -285,6 +299,7 @@ def refusal(scenario) -> Optional[str]:
         drops = getattr(f, "mode", None) == "network" or getattr(f, "loss_pct", None) is not None
         if drops and nft_missing():
             return f"faults[{i}]: {nft_missing()}"
-        if getattr(f, "latency_ms", None) is not None and netem_missing():
-            return f"faults[{i}].latency_ms: {netem_missing()}; use loss_pct or rate_mbit"
+        missing = netem_missing() if probe and getattr(f, "latency_ms", None) is not None else None
+        if missing:
+            return f"faults[{i}].latency_ms: {missing}; use loss_pct or rate_mbit"
     return None
