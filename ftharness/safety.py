@@ -19,18 +19,22 @@ _HOST_END = re.compile(r"[A-Za-z0-9.\-\[\]_]+(?:[:/?#,;)\]}]|$)")
 
 def _redact_token(token: str) -> str:
     m = _SCHEME.search(token)
-    if not m:
-        return token
+    start = m.end() if m else 0
     at = len(token)
     while True:
-        at = token.rfind("@", m.end(), at)
+        at = token.rfind("@", start, at)
         if at < 0:
             return token
         if _HOST_END.match(token, at + 1):
             break
-    if token[m.end():at] == REDACTED:
+    if not m:   # `user:password@host` without a scheme (an address, a DSN): credentials when a ':' precedes
+        colon = token.find(":", 0, at)
+        if colon < 0:
+            return token
+        start = max(token.rfind(c, 0, colon) for c in "='\"([{,") + 1
+    if token[start:at] == REDACTED:
         return token
-    return f"{token[:m.end()]}{REDACTED}{token[at:]}"
+    return f"{token[:start]}{REDACTED}{token[at:]}"
 
 
 #: names of parameters (in a URL's query, or `name=value` on its own) that carry credentials
@@ -49,9 +53,9 @@ def redact(value: Any) -> Any:
     """`value` with credentials in URLs replaced by ***; strings inside lists and dicts too
     (a summary, a scenario dump). Anything else is returned as it is."""
     if isinstance(value, str):
-        if "://" not in value and "=" not in value:
+        if "@" not in value and "=" not in value:
             return value
-        if "://" in value and "@" in value:
+        if "@" in value:
             value = _TOKEN.sub(lambda m: _redact_token(m.group()), value)
         return _SECRET_PARAMS.sub(lambda m: f"{m.group(1)}{REDACTED}", value)
     if isinstance(value, dict):
