@@ -96,6 +96,8 @@ def read_bounded(path: str, cap: int, what: str = "", note: str = "") -> bytes:
     note = f"; {note}" if note else ""
     try:
         f = open_input(path, label)
+    except InputRefused:
+        raise
     except FileNotFoundError:
         raise InputRefused(f"{label}: no such file") from None
     except IsADirectoryError:

@@ -29,9 +29,14 @@ def _stop(*a, **k):
 def cli(capsys, monkeypatch):
     """(exit code, stderr lines, stdout) of the CLI in-process; a route that gets past every
     check and would start something exits 0 with `(would start)`."""
+    import ftharness.harness.matrix.command  # noqa: F401 - imported once (Ray, torch), outside the timed calls
     import ftharness.harness.matrix.runner as matrix_runner
     import ftharness.harness.run.runner as runner
     import ftharness.harness.run.suite as suite
+    import ftharness.reports.html  # noqa: F401
+    from ftharness.scenarios.schema import scenario_json_schema
+
+    scenario_json_schema()   # the first build reads the models' sources (seconds on a loaded machine)
 
     for module, name in ((runner, "run_scenario"), (matrix_runner, "run_matrix"), (suite, "run_suite")):
         monkeypatch.setattr(module, name, _stop)
@@ -57,6 +62,14 @@ def one_line(code, err, *words):
     for w in words:
         assert w in err[0], err[0]
     return err[0]
+
+
+def edit(path, old, new):
+    with open(path) as f:
+        text = f.read()
+    assert old in text
+    with open(path, "w") as f:
+        f.write(text.replace(old, new))
 
 
 def scenario(folder, text="", name="s"):
@@ -89,16 +102,16 @@ def test_suite_checks_every_entrypoint_before_anything_runs_without_running_it(t
     marker = tmp_path / "RAN"
     (tmp_path / "prjob2.py").write_text(MODULE.format(marker=str(marker)))
     path = scenario(tmp_path)
-    open(path, "w").write(open(path).read().replace("steps: 6}", "steps: 6, entrypoint: 'prjob2:train'}"))
-    code, _, out = cli("suite", path, "--out", tmp_path / "out")
-    assert code == 0 and "(would start)" in out   # it got to run_suite, which would import the module itself
+    edit(path, "steps: 6}", "steps: 6, entrypoint: 'prjob2:train'}")
+    code, err, out = cli("suite", path, "--out", tmp_path / "out")
+    assert code == 0 and "(would start)" in out, err   # it got to run_suite, which would import the module itself
     assert not marker.exists() and "prjob2" not in sys.modules
 
 
 # ------------------------------------------------------------------ 2. matrix: the guard first
 def test_matrix_refuses_a_scenario_address_with_faults_in_a_dry_run_before_writing(tmp_path, cli):
     path = scenario(tmp_path)
-    open(path, "w").write(open(path).read().replace("cluster: {", "cluster: {address: '127.0.0.1:6379', "))
+    edit(path, "cluster: {", "cluster: {address: '127.0.0.1:6379', ")
     out = tmp_path / "m"
     one_line(*cli("matrix", path, "--dry-run", "--out", out)[:2], "127.0.0.1:6379", "--allow-destructive")
     assert not out.exists()
@@ -170,7 +183,7 @@ def test_resume_takes_the_folders_own_storage_or_the_declared_one(tmp_path, cli)
     assert code == 0 and "(would start)" in out, err   # moved folder: its own storage
     (folder / "summary.json").write_text(json.dumps({"run_name": "s-1", "storage_path": "/data/ckpt"}))
     path = scenario(tmp_path)
-    open(path, "w").write(open(path).read().replace("steps: 6}", "steps: 6, storage_path: /data/ckpt}"))
+    edit(path, "steps: 6}", "steps: 6, storage_path: /data/ckpt}")
     code, err, out = cli("run", path, "--resume", folder, "--out", tmp_path / "out2")
     assert code == 0 and "(would start)" in out, err
 
@@ -185,7 +198,7 @@ def test_working_dir_is_confined_to_the_scenario_folder(tmp_path, cli, wd):
     os.symlink(outside, home / "out-link")
     os.symlink(outside, home / "code" / "inner-link")
     path = scenario(home)
-    open(path, "w").write(open(path).read().replace("steps: 6}", f"steps: 6, working_dir: '{wd}'}}"))
+    edit(path, "steps: 6}", f"steps: 6, working_dir: '{wd}'}}")
     one_line(*cli("validate", path)[:2], "workload.working_dir")
 
 
@@ -199,7 +212,7 @@ def test_submit_ships_no_symlink_out_of_the_folder(tmp_path):
     (tmp_path / "creds").write_text("secret")
     os.symlink(tmp_path / "creds", home / "code" / "creds")
     path = scenario(home)
-    open(path, "w").write(open(path).read().replace("steps: 6}", "steps: 6, working_dir: code}"))
+    edit(path, "steps: 6}", "steps: 6, working_dir: code}")
     with pytest.raises(ScenarioError, match="symlink out of the scenario's folder"):
         shipped_code(load_scenario(path))
     os.unlink(home / "code" / "creds")

@@ -17,12 +17,14 @@ Needs root, `ip netns`, and `nft` for drops (Debian package nftables); `tc netem
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -61,17 +63,35 @@ def nft_missing() -> Optional[str]:
     return None
 
 
+@contextlib.contextmanager
+def deferred_signals():
+    """SIGINT and SIGTERM wait until the block is done (its cleanup included), then act as they
+    would have: a Ctrl-C in the middle of a host change cannot leave the change behind. Only the
+    main thread can hold signals; elsewhere the block's own try/finally is the cleanup."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: List[int] = []
+    old = {s: signal.signal(s, lambda n, _frame: got.append(n)) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        if got:
+            handler = old[got[0]]
+            if callable(handler):
+                handler(got[0], None)   # Python's own SIGINT handler raises KeyboardInterrupt here
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), got[0])
+
+
 def netem_missing() -> Optional[str]:
     """netem is a kernel module; probe it on a throwaway dummy link (only where a run is about to
-    build namespace hosts: `validate` changes nothing on the host). SIGINT and SIGTERM wait while
-    the link exists, so an interrupt cannot leave it behind; it is removed in any case."""
-    import threading
-
+    build namespace hosts: `validate` changes nothing on the host). An interrupt waits until the
+    link is removed (deferred_signals), and it is removed in any case."""
     name = f"fthp{uuid.uuid4().hex[:6]}"
-    blocked = {signal.SIGINT, signal.SIGTERM}
-    masked = threading.current_thread() is threading.main_thread()
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, blocked) if masked else None
-    try:
+    with deferred_signals():
         if _ip("link", "add", name, "type", "dummy", check=False).returncode != 0:
             return "cannot probe tc netem (no dummy link)"
         try:
@@ -79,9 +99,6 @@ def netem_missing() -> Optional[str]:
                       check=False).returncode == 0
         finally:
             _ip("link", "del", name, check=False)
-    finally:
-        if masked:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)   # a deferred Ctrl-C arrives now, the link gone
     return None if ok else "this kernel has no tc netem (latency and jitter need it)"
 
 

@@ -718,6 +718,8 @@ def handed_input_problem(args) -> Optional[str]:
              "run": lambda: [args.resume] if args.resume else []}.get(command, list)()
     for path in paths:
         why = results_folder_problem(path)
+        if why and command == "run":
+            why = f"--resume {why}"
         if why is None and command == "report" and os.path.isfile(path) and path.endswith(".json"):
             from ftharness.history.records import read_json_file   # a journal: the folder it names too
 

@@ -56,8 +56,7 @@ def plan(args):
     from ftharness.harness.run.suite import collect_files
     from ftharness.inputs import read_bounded, shown
     from ftharness.safety import output_dir_problem
-    from ftharness.scenarios.schema import (MAX_FILE_BYTES, load_yaml_text, parse_scenario, release_problem,
-                                            scenario_json_schema)
+    from ftharness.scenarios.schema import MAX_FILE_BYTES, Scenario, load_yaml_text, parse_scenario, release_problem
 
     out = args.out or os.path.join("results", f"matrix-{time.strftime('%Y%m%d-%H%M%S')}")
     why = output_dir_problem(out)
@@ -66,7 +65,9 @@ def plan(args):
     if os.path.exists(os.path.join(out, "cells.jsonl")):
         raise ScenarioError(f"--out {shown(out)}: already holds a matrix; choose another folder")
     rays = parse_releases(args.ray)
-    axes = parse_sets(args.sets, args.runtime, scenario_json_schema())
+    # the fields' paths are all an axis needs: the model's schema (not the documented one, which reads the
+    # models' sources: seconds)
+    axes = parse_sets(args.sets, args.runtime, Scenario.model_json_schema() if args.sets else {})
     loaded = []
     for path in collect_files(args.paths):
         data = load_yaml_text(read_bounded(path, MAX_FILE_BYTES, shown(path), "more than a scenario may hold"),
