@@ -175,8 +175,11 @@ def _submit(args, scenario) -> int:
     out = args.out or default_out(scenario.name)
     check_out(out)
     submit_run(scenario, args.submit, out, args.allow_destructive, quiet=args.quiet)
-    with open(os.path.join(out, "summary.json")) as f:
-        summary = json.load(f)
+    from ftharness.history.records import read_json_file
+
+    summary = read_json_file(os.path.join(out, "summary.json"))   # brought back from the cluster: bounded
+    if not isinstance(summary, dict) or not {"verdict", "scenario", "outcome", "attempts", "steps", "wall_time_s"} <= set(summary):
+        return _fail(f"--submit: the job brought back no readable summary.json (results in {out})")
     print_summary(summary, out)
     return summary_exit(summary)
 
