@@ -295,19 +295,67 @@ def gen_results(rng: random.Random, tmp: str) -> Tuple[List[str], Dict]:
     return ["compare", f"base={a}", f"new={b}", "--out", os.path.join(tmp, "cmp")], {}
 
 
+#: the recorded run's events, and the kinds of events in it (resealed edits keep the history "complete")
+FIELD_VALUES = [None, float("nan"), float("inf"), -1, 0, 10 ** 30, "x", "", [], {}, True, 1.5, "kill_worker",
+                "PASS", {"a": 1}, [1, 2]]
+
+
+def resealed_folder(rng: random.Random, folder: str, data: str = DATA) -> None:
+    """A copy of a recorded folder whose history is edited (fields set to odd values, events
+    dropped or repeated) and sealed again, as a crafted folder would be: complete to the reader,
+    so `report` and `compare` judge and plot it."""
+    from ftharness.history.records import sealed_lines
+
+    shutil.copytree(data, folder)
+    with open(os.path.join(folder, "history.jsonl"), "rb") as f:
+        events = [json.loads(line) for line in f.read().splitlines() if line.strip()]
+    events = [e for e in events if e.get("kind") != "history_end"]
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(events))
+        op = rng.choice(["field", "field", "field", "drop", "dup", "kind"])
+        if op == "field":
+            key = rng.choice(sorted(events[i]) + ["metrics", "recovery_s", "wall_time_s", "error_type", "outcome"])
+            events[i][key] = rng.choice(FIELD_VALUES)
+        elif op == "drop":
+            del events[i]
+        elif op == "dup":
+            events.insert(i, dict(events[i]))
+        else:
+            events[i]["kind"] = rng.choice(["failure", "recovered", "run_end", "step", "report", "fault_injected",
+                                            "attempt_start", "controller_state", "checkpoint_written"])
+    try:
+        lines = sealed_lines(events, renumber=rng.random() < 0.5)
+    except TypeError:   # a seq or an emitter of another type cannot close the manifest: the folder as recorded
+        return
+    with open(os.path.join(folder, "history.jsonl"), "wb") as f:
+        f.write(b"\n".join(lines) + b"\n")
+    if rng.random() < 0.3:
+        os.unlink(os.path.join(folder, "summary.json"))
+
+
 def gen_compare(rng: random.Random, tmp: str) -> Tuple[List[str], Dict]:
-    """`compare` over two damaged folders (mostly damaged histories, which `report` handles)."""
+    """`compare` over two folders: recorded, damaged, or edited and sealed again (histories `report`
+    handles), of one scenario or of two."""
     folders = []
     for name in ("a", "b"):
         folder = os.path.join(tmp, name)
-        if rng.random() < 0.3:
-            shutil.copytree(DATA, folder)
-        else:
+        how = rng.random()
+        source = rng.choice([DATA, DATA, os.path.join(REPO, "tests", "data", "preempt-node"),
+                             os.path.join(REPO, "tests", "data", "torchrun-kill-worker")])
+        if how < 0.2:
+            shutil.copytree(source, folder)
+        elif how < 0.4:
             damaged_folder(rng, folder)
+        else:
+            resealed_folder(rng, folder, source)
         folders.append(folder)
     gates = ["--fail-if", rng.choice(["recovery_s.median > +10%", "lost_steps.p95 > 1", "ettr.median < 50%"])] \
         if rng.random() < 0.4 else []
-    return ["compare", f"base={folders[0]}", f"new={folders[1]}", "--out", os.path.join(tmp, "cmp"), *gates], {}
+    pool = ["--pool"] if rng.random() < 0.5 else []
+    if rng.random() < 0.3:   # `report` handles these histories: so must `compare`
+        return ["report", folders[0], folders[1], "--out", os.path.join(tmp, "rep")], {}
+    return ["compare", f"base={folders[0]}", f"new={folders[1]}", "--out", os.path.join(tmp, "cmp"),
+            *gates, *pool], {}
 
 
 def gen_resume(rng: random.Random, tmp: str) -> Tuple[List[str], Dict]:
