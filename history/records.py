@@ -35,7 +35,6 @@ import gc
 import hashlib
 import json
 import os
-import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
