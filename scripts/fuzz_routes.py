@@ -15,8 +15,9 @@ scenario.yaml or a fault record of no kind never PASSes.
 
     .venv/bin/python -P scripts/fuzz_routes.py --cases 400 --seed 1 [--json FILE]
 
-Prints counts per route and exit code, internal errors, hangs, the largest peak memory
-growth of a case, and the violations; exits 1 when any of those is not zero.
+Prints counts per route and exit code, internal errors, hangs, the slowest case (wall) and the
+most CPU one case used, the largest peak memory growth of a case, and the violations; exits 1
+when any of those is not zero.
 """
 
 from __future__ import annotations
@@ -494,7 +495,8 @@ def run_case(argv: List[str], env: Dict[str, str]) -> Dict:
         res = json.loads(b"".join(chunks)) if chunks else {"code": None, "out": "", "err": ""}
     except ValueError:
         res = {"code": None, "out": "", "err": ""}
-    res.update(seconds=seconds, hung=hung, peak_kb=usage.ru_maxrss, status=status)
+    res.update(seconds=seconds, cpu_s=usage.ru_utime + usage.ru_stime, hung=hung, peak_kb=usage.ru_maxrss,
+               status=status)
     return res
 
 
@@ -560,6 +562,7 @@ def campaign(cases: int, seed: int, routes: Optional[List[str]] = None, say=prin
     for route in routes or list(ROUTES):
         s = stats["routes"].setdefault(route, {"cases": 0, "exit_codes": {}, "internal_errors": 0, "hangs": 0,
                                                "over_1gb": 0, "violations": 0, "slowest_s": 0.0, "slowest_case": "",
+                                               "most_cpu_s": 0.0,
                                                "largest_peak_growth_mb": 0.0})
         for i in range(cases):
             tmp = tempfile.mkdtemp(prefix="issue-40-fuzz-")
@@ -582,6 +585,7 @@ def campaign(cases: int, seed: int, routes: Optional[List[str]] = None, say=prin
             s["hangs"] += res["hung"]
             s["over_1gb"] += any(b.startswith("peak memory") for b in bad)
             s["violations"] += any(not b.startswith(("internal error", "peak memory", "hang")) for b in bad)
+            s["most_cpu_s"] = round(max(s["most_cpu_s"], res["cpu_s"]), 2)
             if res["seconds"] > s["slowest_s"]:
                 s["slowest_s"], s["slowest_case"] = round(res["seconds"], 2), " ".join(a[:60] for a in argv)[:300]
             s["largest_peak_growth_mb"] = round(max(s["largest_peak_growth_mb"],
@@ -603,11 +607,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     t0 = time.time()
     stats = campaign(args.cases, args.seed, args.routes.split(",") if args.routes else None)
     stats["wall_s"] = round(time.time() - t0, 1)
-    print(f"{'route':<10} {'cases':>5}  exit codes{'':<30} internal  hangs  >1GB  violations  slowest_s  peak+MB")
+    print(f"{'route':<10} {'cases':>5}  exit codes{'':<30} internal  hangs  >1GB  violations  slowest_s  cpu_s  peak+MB")
     for route, s in stats["routes"].items():
         codes = ", ".join(f"{k}: {v}" for k, v in sorted(s["exit_codes"].items()))
         print(f"{route:<10} {s['cases']:>5}  {codes:<40} {s['internal_errors']:>8} {s['hangs']:>6} {s['over_1gb']:>5} "
-              f"{s['violations']:>11} {s['slowest_s']:>10} {s['largest_peak_growth_mb']:>8}")
+              f"{s['violations']:>11} {s['slowest_s']:>10} {s['most_cpu_s']:>6} {s['largest_peak_growth_mb']:>8}")
     print(f"{len(stats['breaches'])} breach(es); {stats['wall_s']} s")
     if args.json:
         with open(args.json, "w") as f:
