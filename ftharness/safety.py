@@ -9,11 +9,43 @@ from __future__ import annotations
 import re
 from typing import Any
 
-#: `scheme://user:password@host` or `scheme://token@host`: the credentials part of a URL
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<cred>[^/@\s'\"]+)@")
-#: query parameters that carry credentials (presigned URLs, tokens)
-_SECRET_PARAMS = re.compile(r"(?i)([?&](?:access_key|secret_key|secret|token|password|sig|signature|"
-                            r"x-amz-signature|x-amz-credential|x-amz-security-token|key)=)[^&\s'\"]+")
+#: `scheme://user:password@host` or `scheme://token@host`: the credentials part of a URL. It may hold
+#: `/` (AWS secret keys often do) and `@` (passwords): it ends at the last `@` a host follows
+#: (found token by token, so a long value costs linear time)
+_TOKEN = re.compile(r"[^\s'\"<>]+")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_HOST_END = re.compile(r"[A-Za-z0-9.\-\[\]_]+(?:[:/?#,;)\]}]|$)")
+
+
+def _redact_token(token: str) -> str:
+    m = _SCHEME.search(token)
+    start = m.end() if m else 0
+    at = len(token)
+    while True:
+        at = token.rfind("@", start, at)
+        if at < 0:
+            return token
+        if _HOST_END.match(token, at + 1):
+            break
+    if not m:   # `user:password@host` without a scheme (an address, a DSN): credentials when a ':' precedes
+        colon = token.find(":", 0, at)
+        if colon < 0:
+            return token
+        start = max(token.rfind(c, 0, colon) for c in "='\"([{,") + 1
+    if token[start:at] == REDACTED:
+        return token
+    return f"{token[:start]}{REDACTED}{token[at:]}"
+
+
+#: names of parameters (in a URL's query, or `name=value` on its own) that carry credentials
+SECRET_NAMES = ("access_key", "access_key_id", "secret_key", "secret", "secret_access_key", "aws_secret_access_key",
+                "session_token", "aws_session_token", "security_token", "x-amz-security-token", "x-amz-credential",
+                "x-amz-signature", "token", "access_token", "refresh_token", "id_token", "auth_token", "auth",
+                "authorization", "bearer", "api_key", "apikey", "api-key", "key", "client_secret", "client-secret",
+                "password", "passwd", "pwd", "pass", "sig", "signature", "credential", "credentials",
+                "private_key", "account_key", "accountkey", "sharedaccesssignature", "sas", "sas_token")
+_SECRET_PARAMS = re.compile(r"(?i)((?:^|(?<=[?&;\s,{(\[\"'#]))(?:" + "|".join(re.escape(n) for n in SECRET_NAMES)
+                            + r")=)[^&\s'\";#]+")
 REDACTED = "***"
 
 
@@ -21,9 +53,10 @@ def redact(value: Any) -> Any:
     """`value` with credentials in URLs replaced by ***; strings inside lists and dicts too
     (a summary, a scenario dump). Anything else is returned as it is."""
     if isinstance(value, str):
-        if "://" not in value and "=" not in value:
+        if "@" not in value and "=" not in value:
             return value
-        value = _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", value)
+        if "@" in value:
+            value = _TOKEN.sub(lambda m: _redact_token(m.group()), value)
         return _SECRET_PARAMS.sub(lambda m: f"{m.group(1)}{REDACTED}", value)
     if isinstance(value, dict):
         return {k: redact(v) for k, v in value.items()}

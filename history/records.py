@@ -35,7 +35,6 @@ import gc
 import hashlib
 import json
 import os
-import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
@@ -68,28 +67,25 @@ class HistoryError(OSError):
 
 
 def open_regular(path: str):
-    """`path` opened for reading in binary, if it is a regular file (following a symlink only to
-    a regular file); HistoryError otherwise. Non-blocking open: a FIFO never hangs the reader."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    """`path` opened for reading in binary through the one input reader (ftharness.inputs:
+    a regular file, following a symlink only to a regular file, never one under /proc, /sys
+    or /dev); HistoryError otherwise. Non-blocking open: a FIFO never hangs the reader."""
+    from ftharness.inputs import InputRefused, open_input
+
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise HistoryError(f"{path}: not a regular file (a FIFO, a device or a folder)")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+        return open_input(path)
+    except InputRefused as e:
+        raise HistoryError(str(e)) from None
 
 
 def read_json_file(path: str, missing: Any = None) -> Any:
     """The JSON value of a small file of a results folder, or `missing` when it is absent, not a
-    regular file, larger than MAX_JSON_BYTES, not JSON or nested too deep."""
+    regular file, larger than MAX_JSON_BYTES, not JSON or nested too deep (read_bounded)."""
+    from ftharness.inputs import InputRefused, read_bounded
+
     try:
-        with open_regular(path) as f:
-            raw = f.read(MAX_JSON_BYTES + 1)
-    except OSError:
-        return missing
-    if len(raw) > MAX_JSON_BYTES:
+        raw = read_bounded(path, MAX_JSON_BYTES)
+    except InputRefused:
         return missing
     try:
         return json.loads(raw.decode("utf-8"))

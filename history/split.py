@@ -49,7 +49,9 @@ def can_split(path: str) -> bool:
         st = os.lstat(path)
     except OSError:
         return False
-    return stat.S_ISREG(st.st_mode) and st.st_size >= SPLIT_FROM
+    from ftharness.inputs import system_path_problem
+
+    return stat.S_ISREG(st.st_mode) and st.st_size >= SPLIT_FROM and system_path_problem(path) is None
 
 
 def read_split(reader) -> bool:

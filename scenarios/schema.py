@@ -399,7 +399,29 @@ class Scenario(_Strict):
         if c.storage == "s3" and (c.address is not None or w.storage_path is not None):
             raise ValueError("cluster.storage: s3 starts an S3 endpoint for an embedded cluster; with "
                              "cluster.address or workload.storage_path, give storage_path: s3://... instead")
+        if w.working_dir is not None:
+            why = working_dir_problem(w.working_dir, self.base_dir)
+            if why:
+                raise ValueError(why)
         return self
+
+
+def working_dir_problem(working_dir: str, base_dir: Optional[str]) -> Optional[str]:
+    """Why `workload.working_dir` leaves the scenario's folder (it is uploaded to the cluster
+    by --submit): an absolute path, a `..` part, or (with the folder known) a path or a
+    symlink that resolves outside it; None when it stays inside."""
+    from ftharness.inputs import InputRefused, confined
+
+    parts = working_dir.replace("\\", "/").split("/")
+    if os.path.isabs(working_dir) or ".." in parts or "\x00" in working_dir:
+        return (f"workload.working_dir: {working_dir[:80]!r} leaves the scenario's folder; allowed: a folder "
+                f"inside it, written relative to it (no '..', not absolute)")
+    if base_dir:
+        try:
+            confined(base_dir, working_dir, "workload.working_dir")
+        except InputRefused as e:
+            return str(e)
+    return None
 
 
 #: labels pydantic puts in a location for the member of a plain union (num_workers, use_gpu)
@@ -855,26 +877,15 @@ def load_yaml_text(raw: bytes, source: str) -> Any:
 
 
 def load_scenario(path: str) -> Scenario:
-    """A validated Scenario from a YAML file: only a regular file is read (a FIFO or a
-    device is refused, never waited on), at most MAX_FILE_BYTES of it."""
-    import stat
+    """A validated Scenario from a YAML file, read through the one bounded reader
+    (ftharness.inputs.read_bounded: a regular file, not under /proc, /sys or /dev, never
+    waited on, at most MAX_FILE_BYTES of it)."""
+    from ftharness.inputs import read_bounded
 
     shown = _shown_path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except (OSError, ValueError, TypeError) as e:
-        why = "no such scenario file" if isinstance(e, FileNotFoundError) else \
-            f"cannot be read ({getattr(e, 'strerror', None) or type(e).__name__})"
-        raise ScenarioError(one_line(f"{shown}: {why}")) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise ScenarioError(one_line(f"{shown}: not a regular file (a folder, device or FIFO); "
-                                     f"give a scenario YAML file"))
-    with os.fdopen(fd, "rb") as f:
-        try:
-            raw = f.read(MAX_FILE_BYTES + 1)
-        except OSError as e:
-            raise ScenarioError(one_line(f"{shown}: cannot be read ({e.strerror})")) from None
+    if not isinstance(path, str) or not path or not os.path.lexists(path):
+        raise ScenarioError(one_line(f"{shown}: no such scenario file"))
+    raw = read_bounded(path, MAX_FILE_BYTES, shown, "more than a scenario may hold")
     data = load_yaml_text(raw, shown)
     return parse_scenario(data, source=_shown_path(os.path.basename(path)),
                           base_dir=os.path.dirname(os.path.abspath(path)))

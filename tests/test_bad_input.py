@@ -372,10 +372,36 @@ ENTRYPOINTS = {   # module file (or None), entrypoint, words of the one line
     "empty-module": (None, ":train", "must be 'module:function'"),
     "relative": (None, ".pkg:train", "must be 'module:function'"),
     "no-function": (None, "json:", "must be 'module:function'"),
-    "syntax-error": ("def train(:\n", "broken_job:train", "SyntaxError"),
-    "raises-on-import": ("raise RuntimeError('boom')\n", "broken_job:train", "RuntimeError: boom"),
-    "exits-on-import": ("import sys\nsys.exit(0)\n", "broken_job:train", "SystemExit: 0"),
+    "syntax-error": ("def train(:\n", "broken_job:train", "does not parse"),
+    "no-such-module": (None, "no_such_job_module:train", "no module named 'no_such_job_module'"),
+    "no-such-function": ("def other(config):\n    pass\n", "broken_job:train", "has no function 'train'"),
 }
+#: modules `validate` passes (it proves the function is there, statically) and `run` refuses in
+#: one line when it imports them, before a cluster starts
+FAILS_ON_IMPORT = {
+    "raises-on-import": ("def train(config):\n    pass\nraise RuntimeError('boom')\n", "RuntimeError: boom"),
+    "exits-on-import": ("import sys\ndef train(config):\n    pass\nsys.exit(0)\n", "SystemExit: 0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILS_ON_IMPORT))
+def test_a_module_that_fails_on_import_is_refused_by_run_not_run_by_validate(tmp_path, capsys, monkeypatch, case):
+    import sys
+
+    from ftharness.harness.run.runner import preflight
+    from ftharness.scenarios.schema import load_scenario
+
+    source, words = FAILS_ON_IMPORT[case]
+    (tmp_path / "broken_job.py").write_text(source)
+    (tmp_path / "s.yaml").write_text("name: n\nworkload: {entrypoint: 'broken_job:train'}\n")
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    code, err = cli(capsys, "validate", str(tmp_path / "s.yaml"))
+    assert code == 0 and not err and "broken_job" not in sys.modules, (code, err)
+    with pytest.raises(ScenarioError) as e:
+        preflight(load_scenario(str(tmp_path / "s.yaml")))   # what `run` asks before a cluster starts
+    assert words in str(e.value) and "workload.entrypoint" in str(e.value)
+    sys.modules.pop("broken_job", None)
 
 
 @pytest.mark.parametrize("case", sorted(ENTRYPOINTS))

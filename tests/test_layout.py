@@ -22,7 +22,8 @@ PACKAGES = ("ftharness", "ftharness.harness", "ftharness.scenarios", "ftharness.
 
 #: lowest first; a module may import only from its own layer or a lower one
 LAYERS = [
-    ("contracts", ("ftharness.errors", "ftharness.releases", "ftharness.safety", "ftharness.profiles", "ftharness.history")),
+    ("contracts", ("ftharness.errors", "ftharness.releases", "ftharness.safety", "ftharness.profiles",
+                   "ftharness.inputs", "ftharness.history")),
     ("doctor", ("ftharness.harness.doctor",)),  # a pure leaf: parses user scripts, imports only the errors
     ("kinds", ("ftharness.faults", "ftharness.scenarios.properties", "ftharness.scenarios.forked_checks",
                "ftharness.scenarios.reference_data", "ftharness.scenarios.policy_model")),
@@ -41,7 +42,8 @@ LAYERS = [
 #: folder by folder, lowest first: a folder imports only from itself or a folder below it
 #: (a folder's own subfolders belong to it unless listed: scenarios/properties/ is scenarios/)
 FOLDER_LAYERS = [
-    ("root", ("ftharness.errors", "ftharness.releases", "ftharness.safety", "ftharness.profiles")),  # ftharness/: the error root, the Ray releases' facts
+    ("root", ("ftharness.errors", "ftharness.releases", "ftharness.safety", "ftharness.profiles",
+              "ftharness.inputs")),  # ftharness/: the error root, the Ray releases' facts
     ("history", ("ftharness.history",)),
     ("doctor", ("ftharness.harness.doctor",)),
     ("faults", ("ftharness.faults",)),

@@ -17,12 +17,14 @@ Needs root, `ip netns`, and `nft` for drops (Debian package nftables); `tc netem
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -61,15 +63,42 @@ def nft_missing() -> Optional[str]:
     return None
 
 
-def netem_missing() -> Optional[str]:
-    """netem is a kernel module; probe it on a throwaway dummy link."""
-    name = f"fthp{uuid.uuid4().hex[:6]}"
-    if _ip("link", "add", name, "type", "dummy", check=False).returncode != 0:
-        return "cannot probe tc netem (no dummy link)"
+@contextlib.contextmanager
+def deferred_signals():
+    """SIGINT and SIGTERM wait until the block is done (its cleanup included), then act as they
+    would have: a Ctrl-C in the middle of a host change cannot leave the change behind. Only the
+    main thread can hold signals; elsewhere the block's own try/finally is the cleanup."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: List[int] = []
+    old = {s: signal.signal(s, lambda n, _frame: got.append(n)) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        ok = _run(["tc", "qdisc", "add", "dev", name, "root", "netem", "delay", "1ms"], check=False).returncode == 0
+        yield
     finally:
-        _ip("link", "del", name, check=False)
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        if got:
+            handler = old[got[0]]
+            if callable(handler):
+                handler(got[0], None)   # Python's own SIGINT handler raises KeyboardInterrupt here
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), got[0])
+
+
+def netem_missing() -> Optional[str]:
+    """netem is a kernel module; probe it on a throwaway dummy link (only where a run is about to
+    build namespace hosts: `validate` changes nothing on the host). An interrupt waits until the
+    link is removed (deferred_signals), and it is removed in any case."""
+    name = f"fthp{uuid.uuid4().hex[:6]}"
+    with deferred_signals():
+        if _ip("link", "add", name, "type", "dummy", check=False).returncode != 0:
+            return "cannot probe tc netem (no dummy link)"
+        try:
+            ok = _run(["tc", "qdisc", "add", "dev", name, "root", "netem", "delay", "1ms"],
+                      check=False).returncode == 0
+        finally:
+            _ip("link", "del", name, check=False)
     return None if ok else "this kernel has no tc netem (latency and jitter need it)"
 
 
@@ -274,8 +303,10 @@ def remove_leftovers(kind: str, name: str) -> None:
         _ip("link", "del", name, check=False)
 
 
-def refusal(scenario) -> Optional[str]:
-    """One line on what this host lacks for the scenario's network, or None."""
+def refusal(scenario, probe: bool = True) -> Optional[str]:
+    """One line on what this host lacks for the scenario's network, or None. Without `probe`
+    (validate) nothing is changed on the host: netem, which only a probe link can show, is
+    left to the run."""
     if getattr(scenario.cluster, "network", "shared") != "namespaces":
         return None
     why = unavailable()
@@ -285,6 +316,7 @@ def refusal(scenario) -> Optional[str]:
         drops = getattr(f, "mode", None) == "network" or getattr(f, "loss_pct", None) is not None
         if drops and nft_missing():
             return f"faults[{i}]: {nft_missing()}"
-        if getattr(f, "latency_ms", None) is not None and netem_missing():
-            return f"faults[{i}].latency_ms: {netem_missing()}; use loss_pct or rate_mbit"
+        missing = netem_missing() if probe and getattr(f, "latency_ms", None) is not None else None
+        if missing:
+            return f"faults[{i}].latency_ms: {missing}; use loss_pct or rate_mbit"
     return None

@@ -7,6 +7,7 @@ pattern hurts when workers, nodes or the driver fail, and the fix.
 
 import ast
 import os
+import time
 from dataclasses import asdict, dataclass
 from typing import Iterable, List
 
@@ -14,6 +15,7 @@ from ftharness.harness.doctor import release_rules  # noqa: F401 - registers the
 from ftharness.harness.doctor.rules import RULES, dataset_index
 from ftharness.harness.doctor.source import Module
 from ftharness.errors import InputError
+from ftharness.inputs import InputRefused, file_problem, read_bounded, shown
 
 __all__ = ["Finding", "RULES", "analyse", "python_files", "render"]
 
@@ -35,19 +37,43 @@ class Finding:
         return asdict(self)
 
 
+#: doctor's bounds: a driver script is a page, not generated code (the rules' cost grows faster
+#: than the file: 256 KiB of trainers take about 10 s), a project a few thousand files
+MAX_FILE_BYTES = 256 * 1024
+MAX_FILES = 5_000
+MAX_TOTAL_BYTES = 32 << 20
+MAX_SECONDS = 120.0
+
+
 def python_files(paths: Iterable[str]) -> List[str]:
-    """Files named, and the *.py files under folders named (hidden folders skipped)."""
+    """Files named, and the *.py files under folders named (hidden folders skipped); InputError
+    past MAX_FILES files or MAX_TOTAL_BYTES of them, or for a file larger than MAX_FILE_BYTES."""
     out: List[str] = []
+    total = 0
     for p in paths:
         if os.path.isdir(p):
             for folder, dirs, files in os.walk(p):
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
                 out += [os.path.join(folder, f) for f in sorted(files) if f.endswith(".py")]
-        elif os.path.isfile(p):
+                if len(out) > MAX_FILES:
+                    raise InputError(f"{shown(p)}: more than {MAX_FILES} Python files; name fewer folders")
+        elif os.path.lexists(p):
             out.append(p)
         else:
-            raise InputError(f"{p}: no such file or directory")
-    return list(dict.fromkeys(out))
+            raise InputError(f"{shown(p)}: no such file or directory")
+    out = list(dict.fromkeys(out))
+    for path in out:
+        why = file_problem(path, MAX_FILE_BYTES)
+        if why:
+            raise InputError(why)
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            continue
+        if total > MAX_TOTAL_BYTES:
+            raise InputError(f"more than {MAX_TOTAL_BYTES >> 20} MiB of Python files under "
+                             f"{shown(', '.join(paths), 80)}; name fewer files or folders")
+    return out
 
 
 def _finding(path: str, line: int, col: int, rule: str, message: str) -> Finding:
@@ -57,10 +83,10 @@ def _finding(path: str, line: int, col: int, rule: str, message: str) -> Finding
 
 def _parse(path: str):
     try:
-        with open(path, "rb") as f:
-            source = f.read()
-    except OSError as e:
-        raise InputError(f"{path}: cannot be read ({e.strerror})") from None
+        source = read_bounded(path, MAX_FILE_BYTES, shown(path),
+                              f"doctor reads Python files of at most {MAX_FILE_BYTES // 1024} KiB")
+    except InputRefused as e:
+        raise InputError(str(e)) from None
     try:
         return ast.parse(source, filename=path)
     except SyntaxError as e:
@@ -76,7 +102,9 @@ def analyse(paths: Iterable[str]) -> List[Finding]:
     findings: List[Finding] = []
     modules: List[Module] = []
     files = python_files(paths)
+    deadline = time.monotonic() + MAX_SECONDS
     for path in files:
+        _in_time(deadline, files)
         parsed = _parse(path)
         if isinstance(parsed, Finding):
             findings.append(parsed)
@@ -86,6 +114,7 @@ def analyse(paths: Iterable[str]) -> List[Finding]:
     for m in modules:
         project.update(dataset_index(m))
     for m in modules:
+        _in_time(deadline, files)
         m.project = project
         try:
             found = [(r.id, node, message) for r in RULES.values() if r.check for node, message in r.check(m)]
@@ -96,6 +125,11 @@ def analyse(paths: Iterable[str]) -> List[Finding]:
     order = {p: i for i, p in enumerate(files)}
     unique = {(f.file, f.line, f.rule): f for f in reversed(findings)}  # one per line and rule: the first
     return sorted(unique.values(), key=lambda f: (order[f.file], f.line, f.col, f.rule))
+
+
+def _in_time(deadline: float, files: List[str]) -> None:
+    if time.monotonic() > deadline:
+        raise InputError(f"doctor: stopped after {MAX_SECONDS:.0f} s on {len(files)} files; name fewer files")
 
 
 def render(findings: List[Finding], files: int) -> str:

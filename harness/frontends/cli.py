@@ -122,10 +122,14 @@ def cmd_run(args) -> int:
     out = args.out
     try:
         scenario = load_scenario(args.scenario or default_scenario_path())
-        if args.steps is not None:  # re-validated: faults may aim past the new end
+        if args.scenario_dir and not os.path.isdir(args.scenario_dir):
+            return _fail(f"--scenario-dir {args.scenario_dir[:120]}: no such folder")
+        if args.steps is not None or args.scenario_dir:  # re-validated: faults may aim past the new end
             data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
-            data["workload"]["steps"] = args.steps
-            scenario = parse_scenario(data, source="--steps", base_dir=scenario.base_dir)
+            if args.steps is not None:
+                data["workload"]["steps"] = args.steps
+            scenario = parse_scenario(data, source="--steps" if args.steps is not None else "--scenario-dir",
+                                      base_dir=os.path.abspath(args.scenario_dir or scenario.base_dir))
         if args.submit is not None:
             return _submit(args, scenario)
         require_release(scenario)
@@ -134,6 +138,10 @@ def cmd_run(args) -> int:
         check_out(out)
         if args.resume and not os.path.isdir(args.resume):
             return _fail(f"--resume {args.resume}: not a results folder (no such directory)")
+        if args.resume and scenario.workload.runtime == "ray_train":   # summary.json and its storage, now
+            from ftharness.harness.run.runner import check_resume
+
+            check_resume(args.resume, scenario)
         options = RunOptions(out_dir=out, address=target.address, resume=args.resume, address_source=target.source,
                              progress=not args.quiet, allow_destructive=target.allow_destructive)
         _logs(args, out)
@@ -167,8 +175,11 @@ def _submit(args, scenario) -> int:
     out = args.out or default_out(scenario.name)
     check_out(out)
     submit_run(scenario, args.submit, out, args.allow_destructive, quiet=args.quiet)
-    with open(os.path.join(out, "summary.json")) as f:
-        summary = json.load(f)
+    from ftharness.history.records import read_json_file
+
+    summary = read_json_file(os.path.join(out, "summary.json"))   # brought back from the cluster: bounded
+    if not isinstance(summary, dict) or not {"verdict", "scenario", "outcome", "attempts", "steps", "wall_time_s"} <= set(summary):
+        return _fail(f"--submit: the job brought back no readable summary.json (results in {out})")
     print_summary(summary, out)
     return summary_exit(summary)
 
@@ -250,7 +261,7 @@ def cmd_suite(args) -> int:
         targets(scenarios, args.address, args.allow_destructive)   # every scenario's cluster, before any runs
         for s in scenarios:   # what `run` would refuse at its start, for every scenario before the first runs
             try:
-                preflight(s)
+                preflight(s, static=True)   # nothing of the scenario's modules runs yet
             except ScenarioError as e:
                 raise ScenarioError(f"{s.name}: {e} (nothing ran; leave this scenario out to run the others)") from None
         repeat = getattr(args, "repeat", 1)
@@ -292,13 +303,28 @@ def judge_folder(results: str):
     from ftharness.reports.judgement import rejudge
     from ftharness.scenarios.schema import load_scenario
 
+    from ftharness.history.agreement import fault_record_problems, recorded, scenario_problem
+    from ftharness.inputs import results_folder_problem
+
     if not os.path.isdir(results):
         raise ScenarioError(f"{results}: not a results folder (no such directory)")
+    why = results_folder_problem(results)
+    if why:
+        raise ScenarioError(why)
     try:
         scenario = load_scenario(os.path.join(results, "scenario.yaml"))
     except ScenarioError as e:
         raise ScenarioError(f"{results}: not a results folder ({e})") from None
-    return scenario, rejudge(results)
+    rec = recorded(results)
+    why = scenario_problem(scenario.name, rec)
+    if why:
+        raise ScenarioError(f"{results}: {why}")
+    summary = rejudge(results)
+    damaged = fault_record_problems(rec)
+    if damaged and summary.get("verdict") == "PASS":   # unattributable faults: no pass
+        summary["verdict"] = "INCONCLUSIVE"
+    summary["inconclusive"] = list(summary.get("inconclusive") or []) + damaged
+    return scenario, summary
 
 
 def cmd_check(args) -> int:
@@ -401,6 +427,10 @@ def cmd_validate(args) -> int:
     status = EXIT_PASS
     from ftharness.scenarios.schema import address_form_problem, ray_client_refusal
 
+    from ftharness.inputs import release_text_problem
+
+    if args.ray is not None and release_text_problem(args.ray):
+        return _fail(f"--ray {args.ray[:40]!r}: {release_text_problem(args.ray)}")
     if args.address is not None:
         why = ray_client_refusal(args.address) or address_form_problem(args.address)
         if why:
@@ -417,7 +447,7 @@ def cmd_validate(args) -> int:
             check_route(scenario, args.allow_destructive, address=args.address)
             if in_folder and _skipped_here(scenario, path):
                 continue
-            preflight(scenario)
+            preflight(scenario, static=True)   # static: no module of the scenario's runs
             print(f"ok {printable(path, keep_newlines=False)}")
         except ScenarioError as e:
             problems = getattr(e, "problems", None) or [str(e)]
@@ -634,7 +664,9 @@ def cmd_doctor(args) -> int:
     from ftharness import releases
     from ftharness.harness.doctor import RULES, analyse, python_files, release_rules, render
 
-    if args.ray and releases.release(args.ray) is None:
+    from ftharness.inputs import release_text_problem
+
+    if args.ray and (release_text_problem(args.ray) or releases.release(args.ray) is None):
         return _fail(f"--ray: {args.ray} is not a supported release; allowed: {', '.join(releases.SUPPORTED)}")
     release_rules.set_target(args.ray)
     if args.list_rules:
@@ -684,6 +716,33 @@ def doctor_probe(args) -> int:
     return summary_exit(summary)
 
 
+def handed_input_problem(args) -> Optional[str]:
+    """The one line refusing a results folder (or journal) a command is handed that holds a file
+    ftharness does not read (a FIFO, a device, a file under /proc, /sys or /dev, one over its
+    size cap: ftharness.inputs.results_folder_problem), before the command reads anything."""
+    from ftharness.inputs import results_folder_problem
+
+    command = getattr(args, "command", None)
+    paths = {"check": lambda: [args.results], "trace": lambda: [args.results],
+             "report": lambda: list(args.results), "plan": lambda: list(args.results),
+             "compare": lambda: [p for g in args.groups for p in g.partition("=")[2].split(",") if p],
+             "run": lambda: [args.resume] if args.resume else []}.get(command, list)()
+    for path in paths:
+        why = results_folder_problem(path)
+        if why and command == "run":
+            why = f"--resume {why}"
+        if why is None and command == "report" and os.path.isfile(path) and path.endswith(".json"):
+            from ftharness.history.records import read_json_file   # a journal: the folder it names too
+
+            journal = read_json_file(path)
+            fth = journal.get("ftharness") if isinstance(journal, dict) else None
+            folder = fth.get("results_dir") if isinstance(fth, dict) else None
+            why = results_folder_problem(folder) if isinstance(folder, str) else None
+        if why:
+            return why
+    return None
+
+
 def version_text() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -724,6 +783,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--verbose", action="store_true", help="show Ray's and the workers' log lines live "
                     "(they are kept in RESULTS/logs either way)")
     r.add_argument("--quiet", action="store_true", help="no live progress")
+    r.add_argument("--scenario-dir", help=argparse.SUPPRESS)   # a matrix cell: the folder of the scenario it copies
     r.set_defaults(func=cmd_run)
 
     sk = sub.add_parser("soak", help="train for a duration while seeded random faults arrive; judge the whole run")
@@ -860,6 +920,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                 pass
     args = build_parser().parse_args(argv)
     try:
+        why = handed_input_problem(args)
+        if why:
+            return _fail(why)
         return args.func(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

@@ -21,6 +21,7 @@ import yaml
 
 from ftharness import releases
 from ftharness.errors import ScenarioError
+from ftharness.inputs import release_text_problem
 from ftharness.safety import redact
 
 RUNTIMES = {"ray": "ray_train", "ray_train": "ray_train", "torchrun": "torchrun"}
@@ -90,9 +91,9 @@ def parse_releases(text: Optional[str]) -> List[str]:
     out: List[str] = []
     for item in [t.strip() for t in text.split(",") if t.strip()]:
         version = item
-        if re.fullmatch(r"\d+\.\d+", item):
+        if release_text_problem(item) is None and item.count(".") == 1:
             version = next((v for v in releases.SUPPORTED if v.startswith(item + ".")), item)
-        if not re.fullmatch(r"\d+\.\d+\.\d+", version) or releases.release(version) is None:
+        if release_text_problem(version) is not None or version.count(".") != 2 or releases.release(version) is None:
             raise ScenarioError(f"--ray: {item} is not a supported release; allowed: "
                                 f"{', '.join(releases.SUPPORTED)} (or another patch of those minors), or all")
         if version not in out:
@@ -159,10 +160,10 @@ def parse_sets(items: Sequence[str], runtime: Optional[str], schema: Dict[str, A
         if not schema_has(path, schema):
             raise ScenarioError(f"--set {path}: no such scenario field (see `ftharness schema`), e.g. "
                                 f"workload.checkpoint_every, cluster.storage, failure_config.max_failures")
-        try:
-            parsed = tuple(yaml.safe_load(v) if v else None for v in _split_values(values))
-        except yaml.YAMLError:
-            raise ScenarioError(f"--set {path}: values must be YAML scalars or flow lists ({values})") from None
+        texts = _split_values(values)
+        if len(texts) > MAX_CELLS:
+            raise ScenarioError(f"--set {path}: {len(texts)} values, more than the {MAX_CELLS} cells a matrix may have")
+        parsed = tuple(set_value(path, v) for v in texts)
         if any(a.path == path for a in axes):
             raise ScenarioError(f"--set {path}: given twice; list all its values once")
         axes.append(Axis(path, parsed))
@@ -174,6 +175,29 @@ def parse_sets(items: Sequence[str], runtime: Optional[str], schema: Dict[str, A
             values.append(RUNTIMES[r])
         axes.append(Axis("workload.runtime", tuple(dict.fromkeys(values))))
     return axes
+
+
+def set_value(path: str, text: str) -> Any:
+    """One `--set` value through the scenario loader with its limits (no aliases, bounded size,
+    depth, numbers, dates as strings: ftharness.scenarios.schema.load_yaml_text); only what a
+    scenario file may hold (None, booleans, numbers, strings, lists and mappings of them)."""
+    from ftharness.scenarios.schema import load_yaml_text
+
+    if not text:
+        return None
+    value = load_yaml_text(text.encode("utf-8", "surrogatepass"), f"--set {path}")
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif v is not None and not isinstance(v, (bool, int, float, str)):
+            raise ScenarioError(f"--set {path}: {text[:60]!r} is a {type(v).__name__}; allowed: YAML scalars "
+                                f"or flow lists and mappings of them")
+    return value
 
 
 def apply(data: Dict[str, Any], settings: Dict[str, Any]) -> Dict[str, Any]:
@@ -195,15 +219,23 @@ def expand(scenarios: Sequence[Tuple[str, str, Dict[str, Any]]], rays: Sequence[
     """Every cell, grouped by release (one environment at a time), then scenario, then configuration."""
     if not 1 <= repeat <= MAX_REPEAT:
         raise ScenarioError(f"--repeat: {repeat}; allowed: 1 to {MAX_REPEAT}")
-    combos = list(itertools.product(*[a.values for a in axes])) or [()]
-    total = len(scenarios) * len(rays) * len(combos) * repeat
+    total = len(scenarios) * len(rays) * repeat
+    for a in axes:   # counted before anything is built: 8 axes of 40 values are 6.5e12 cells
+        total *= len(a.values)
     if total > MAX_CELLS:
         raise ScenarioError(f"matrix: {total} cells, more than {MAX_CELLS}; use fewer values, releases or repeats")
-    cells = []
+    combos = list(itertools.product(*[a.values for a in axes])) or [()]
+    cells, ids = [], {}
     for ray in rays:
         for name, source, data in scenarios:
             for combo in combos:
                 settings = {a.path: v for a, v in zip(axes, combo)}
                 for r in range(1, repeat + 1):
-                    cells.append(Cell(name, source, ray, settings, r, apply(data, settings)))
+                    cell = Cell(name, source, ray, settings, r, apply(data, settings))
+                    other = ids.setdefault(cell.cell_id, cell)
+                    if other is not cell:   # two cells, one folder: the second would overwrite the first
+                        raise ScenarioError(f"matrix: cells [{other.config}] and [{cell.config}] of {name} share "
+                                            f"the folder name {cell.cell_id[:80]}; give values that differ in "
+                                            f"letters, digits, '.', '=' or '-'")
+                    cells.append(cell)
     return cells

@@ -44,35 +44,48 @@ def add_parser(sub) -> None:
 
 
 def plan(args):
-    """(cells, out folder): everything checked, nothing started."""
+    """(cells, out folder): everything checked, nothing started, built or written: the
+    releases, the axes (every --set value through the scenario loader), the scenario files
+    (through the bounded reader), --out, the number of cells (before they are built), every
+    cell's scenario against the schema and its release, and the cluster guard for every cell
+    (a cluster.address from a scenario or --set is refused without --allow-destructive; the
+    cells do not inherit RAY_ADDRESS, so it is no source)."""
     from ftharness.harness.matrix.axes import expand, parse_releases, parse_sets
     from ftharness.harness.matrix.cells import for_release
+    from ftharness.harness.run.guard import check_route
     from ftharness.harness.run.suite import collect_files
-    from ftharness.scenarios.schema import load_yaml_text, parse_scenario, release_problem, scenario_json_schema
+    from ftharness.inputs import read_bounded, shown
+    from ftharness.safety import output_dir_problem
+    from ftharness.scenarios.schema import MAX_FILE_BYTES, Scenario, load_yaml_text, parse_scenario, release_problem
 
+    out = args.out or os.path.join("results", f"matrix-{time.strftime('%Y%m%d-%H%M%S')}")
+    why = output_dir_problem(out)
+    if why:
+        raise ScenarioError(f"--out {shown(out)}: {why}")
+    if os.path.exists(os.path.join(out, "cells.jsonl")):
+        raise ScenarioError(f"--out {shown(out)}: already holds a matrix; choose another folder")
     rays = parse_releases(args.ray)
-    axes = parse_sets(args.sets, args.runtime, scenario_json_schema())
+    # the fields' paths are all an axis needs: the model's schema (not the documented one, which reads the
+    # models' sources: seconds)
+    axes = parse_sets(args.sets, args.runtime, Scenario.model_json_schema() if args.sets else {})
     loaded = []
     for path in collect_files(args.paths):
-        with open(path, "rb") as f:
-            data = load_yaml_text(f.read(), path)
+        data = load_yaml_text(read_bounded(path, MAX_FILE_BYTES, shown(path), "more than a scenario may hold"),
+                              shown(path))
         sc = parse_scenario(data, source=os.path.basename(path), base_dir=os.path.dirname(os.path.abspath(path)))
+        check_route(sc, args.allow_destructive, environment=False)
         loaded.append((sc.name, path, data))
     names = [n for n, _, _ in loaded]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ScenarioError(f"name: {', '.join(dup)} used by more than one scenario")
     cells = expand(loaded, rays, axes, args.repeat)
-    for c in cells:   # each cell's scenario as it will run, on its release
+    for c in cells:   # each cell's scenario as it will run, on its release, and where it runs
         data, _ = for_release(c.data, c.ray)
         where = f"{os.path.basename(c.source)} [{c.config}]"
         sc = parse_scenario(data, source=where, base_dir=os.path.dirname(os.path.abspath(c.source)))
+        check_route(sc, args.allow_destructive, environment=False)
         c.na = release_problem(sc, c.ray)   # a feature the release lacks: the cell is N/A, not an error
-    out = args.out or os.path.join("results", f"matrix-{time.strftime('%Y%m%d-%H%M%S')}")
-    if os.path.exists(os.path.join(out, "cells.jsonl")):
-        raise ScenarioError(f"--out {out}: already holds a matrix; choose another folder")
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise ScenarioError(f"--out {out}: is a file, not a folder")
     return cells, out
 
 
@@ -81,10 +94,12 @@ def cmd_matrix(args) -> int:
     from ftharness.reports.matrix import write_report
     from ftharness.scenarios.schema import one_line
 
+    from ftharness.safety import printable, redact
+
     try:
         cells, out = plan(args)
     except ScenarioError as e:
-        print(f"ftharness: error: {one_line(str(e))}", file=sys.stderr)
+        print(one_line(f"ftharness: error: {printable(redact(str(e)), keep_newlines=False)}"), file=sys.stderr)
         return 2
     rays = sorted({c.ray for c in cells}, key=releases.parse)
     print(f"matrix: {len(cells)} cell(s): {len({c.scenario for c in cells})} scenario(s) on Ray {', '.join(rays)}"

@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Optional
 import yaml
 
 from ftharness import releases
+from ftharness.history.records import read_json_file
 from ftharness.safety import redact
 from ftharness.harness.matrix.axes import Cell
 from ftharness.harness.matrix.cells import for_release
@@ -58,16 +59,26 @@ def run_cell(cell: Cell, python: str, opts: MatrixOptions) -> Dict[str, Any]:
     os.makedirs(folder, exist_ok=True)
     data, notes = for_release(cell.data, cell.ray)
     results = os.path.join(folder, "run")
-    # the scenario's own folder first on the path: its entrypoint modules are found there as in a
-    # single run (the cell's copy of the scenario lives in the matrix folder)
     home = os.path.dirname(os.path.abspath(cell.source))
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    env["PYTHONPATH"] = os.pathsep.join([home] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env = cell_environment()
     with cell_scenario(folder, data) as scenario_file, host_lock(opts.host_lock, opts.say):
-        cmd = [python, "-P", "-m", "ftharness", "run", scenario_file, "--out", results, "--quiet"]
+        # the cell's copy of the scenario lives in the matrix folder: --scenario-dir names the folder its
+        # entrypoint modules are looked up in, as in a single run (only while they are imported, never
+        # first on the harness process's path, where a `yaml.py` beside the scenario would replace the library)
+        cmd = [python, "-P", "-m", "ftharness", "run", scenario_file, "--out", results, "--quiet",
+               "--scenario-dir", home]
         if opts.allow_destructive:
             cmd.append("--allow-destructive")
         return _run_locked(cell, cmd, env, home, folder, results, notes, opts)
+
+
+def cell_environment() -> Dict[str, str]:
+    """The environment of a cell's `ftharness run`: this one without RAY_ADDRESS (a cell runs on
+    the cluster its scenario names, checked by the guard before the matrix starts, else on its own
+    embedded cluster; never on one an operator's shell points at)."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
 
 
 @contextlib.contextmanager
@@ -125,9 +136,9 @@ def _run_locked(cell: Cell, cmd, env, home, folder, results, notes, opts: Matrix
            "results": os.path.relpath(results, opts.out_dir), "summary": None}
     row["verdict"] = "TIMEOUT" if rc is None else EXIT_VERDICTS.get(rc, f"EXIT {rc}")
     summary_path = os.path.join(results, "summary.json")
-    if os.path.isfile(summary_path):
-        with open(summary_path) as f:
-            row["summary"] = json.load(f)
+    summary = read_json_file(summary_path) if os.path.lexists(summary_path) else None
+    if isinstance(summary, dict):
+        row["summary"] = summary
     else:   # no judgement without a summary: a run that died before writing one is an error
         row["error"] = _last_error_line(os.path.join(folder, "log.txt"))
         if row["verdict"] in ("PASS", "FAIL", "INCONCLUSIVE"):

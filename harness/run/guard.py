@@ -33,9 +33,11 @@ from ftharness.scenarios.schema import ray_client_refusal
 ADDRESS_SOURCES = ("--address", "cluster.address", "RAY_ADDRESS")
 
 
-def cluster_address(flag: Optional[str], scenario) -> Tuple[Optional[str], Optional[str]]:
-    """(address, where it came from), or (None, None) for the embedded cluster."""
-    for value, source in zip((flag, scenario.cluster.address, os.environ.get("RAY_ADDRESS")), ADDRESS_SOURCES):
+def cluster_address(flag: Optional[str], scenario, environment: bool = True) -> Tuple[Optional[str], Optional[str]]:
+    """(address, where it came from), or (None, None) for the embedded cluster. `environment`
+    False: RAY_ADDRESS is not read (a matrix's cells do not inherit it)."""
+    env = os.environ.get("RAY_ADDRESS") if environment else None
+    for value, source in zip((flag, scenario.cluster.address, env), ADDRESS_SOURCES):
         if value:
             return value, source
     return None, None
@@ -58,7 +60,7 @@ class Target:
 
 def check_route(scenario, allow_destructive: bool = False, started_by_us: bool = False,
                 address: Optional[str] = None, source: str = "--address",
-                has_faults: Optional[bool] = None) -> Target:
+                has_faults: Optional[bool] = None, environment: bool = True) -> Target:
     """Which cluster `scenario` runs on, and whether its faults may run there; one line
     (ScenarioError) otherwise. Call it for every scenario before anything starts.
 
@@ -67,7 +69,8 @@ def check_route(scenario, allow_destructive: bool = False, started_by_us: bool =
     `started_by_us`: the route runs the scenario on a cluster it starts itself (the pytest
     plugin's shared cluster, a matrix's embedded cluster): an address from any source is then
     refused rather than ignored. `has_faults`: faults come from elsewhere than
-    `scenario.faults` (a soak's drawn plan, Chaos Toolkit actions: pass True)."""
+    `scenario.faults` (a soak's drawn plan, Chaos Toolkit actions: pass True). `environment`
+    False: RAY_ADDRESS is not a source (a route whose processes do not inherit it: the matrix)."""
     if scenario.workload.runtime == "torchrun":   # its own local agents: RAY_ADDRESS is not ours to read
         if address:
             raise ScenarioError(f"{source}: workload.runtime torchrun starts its own agents and uses no Ray "
@@ -80,7 +83,7 @@ def check_route(scenario, allow_destructive: bool = False, started_by_us: bool =
             raise ScenarioError(f"{scenario.name}: {where}: {redact(value)}: this route runs on a cluster ftharness "
                                 f"starts itself; drop the address (or use `ftharness run --address`)")
         return Target(None, None, True)
-    addr, src = cluster_address(address, scenario)
+    addr, src = cluster_address(address, scenario, environment)
     if address:
         src = source
     check_existing(scenario, addr, src, allow_destructive, has_faults)

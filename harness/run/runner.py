@@ -291,7 +291,7 @@ class ScenarioRunner:
                                 "(its S3 endpoint stopped with it)")
         self.run_name = self.resume_of["run_name"] if self.resume_of else new_run_name(scenario.name)
         self.storage_path = (
-            _resumed_storage(self.resume_of["storage_path"], scenario) if self.resume_of
+            _resumed_storage(self.resume_of["storage_path"], scenario, options.resume) if self.resume_of
             else storage_location(scenario.workload.storage_path or os.path.join(self.out_dir, "storage"))
         )
         self.s3 = None                     # the S3 endpoint of cluster.storage: s3, once started
@@ -570,25 +570,41 @@ class ScenarioRunner:
         return summary
 
 
-def _resumed_storage(recorded: str, scenario: Scenario) -> str:
-    """The storage of the run resumed: summary.json's, whose credentials were redacted when it was
-    written; the scenario given now supplies them back when it names the same storage."""
-    if REDACTED not in recorded:
-        return recorded
+def _resumed_storage(recorded: str, scenario: Scenario, results_dir: Optional[str] = None) -> str:
+    """The storage of the run resumed, confined: the results folder's own storage (`RESULTS/storage`,
+    also after the folder was moved), or exactly the storage the scenario given now declares
+    (workload.storage_path, which also supplies credentials summary.json had redacted). Any other
+    path or bucket a handed summary.json names is refused: it would aim the resumed run's
+    checkpoint writes, restores and the corruption faults' deletions there."""
     given = scenario.workload.storage_path
     if given and redact(storage_location(given)) == recorded:
         return storage_location(given)
-    raise ScenarioError(f"--resume: the run's storage_path {recorded} had credentials, which ftharness does not "
-                        f"keep; give the same workload.storage_path (with them) in the scenario")
+    if REDACTED in recorded:
+        raise ScenarioError(f"--resume: the run's storage_path {recorded} had credentials, which ftharness does not "
+                            f"keep; give the same workload.storage_path (with them) in the scenario")
+    if results_dir is not None and "://" not in recorded:
+        own = os.path.join(os.path.abspath(results_dir), "storage")
+        if os.path.realpath(recorded) == os.path.realpath(own) or \
+                os.path.basename(os.path.normpath(recorded)) == "storage" and os.path.isdir(own):
+            return os.path.realpath(own)
+    raise ScenarioError(one_line(
+        f"--resume {results_dir}: summary.json storage_path {recorded[:100]} is neither the folder's own storage "
+        f"nor the scenario's workload.storage_path; to resume there, declare workload.storage_path: "
+        f"{recorded[:100]} in the scenario"))
 
 
 def _read_summary(results_dir: str) -> Dict[str, Any]:
+    """summary.json of the folder `--resume` names, through the bounded reader (a regular file
+    of at most 64 MiB, never a FIFO or a file under /proc, /sys or /dev)."""
+    from ftharness.inputs import InputRefused, MAX_JSON_BYTES, read_bounded
+
     path = os.path.join(results_dir, "summary.json")
     try:
-        with open(path) as f:
-            s = json.load(f)
-    except (OSError, ValueError, RecursionError):
-        raise ScenarioError(f"--resume {results_dir}: no readable summary.json there") from None
+        s = json.loads(read_bounded(path, MAX_JSON_BYTES, f"--resume {results_dir}: summary.json").decode("utf-8"))
+    except InputRefused as e:
+        raise ScenarioError(one_line(str(e))) from None
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise ScenarioError(f"--resume {results_dir}: no readable summary.json there (not JSON)") from None
     if not isinstance(s, dict) or not s.get("run_name") or not s.get("storage_path"):
         raise ScenarioError(f"--resume {results_dir}: summary.json lacks run_name/storage_path")
     why = path_component_problem(s["run_name"])   # it names the spool folder and Ray Train's run folder
@@ -599,11 +615,28 @@ def _read_summary(results_dir: str) -> Dict[str, Any]:
     return s
 
 
-def preflight(scenario: Scenario) -> None:
+def check_resume(results_dir: str, scenario: Scenario) -> str:
+    """The storage `--resume results_dir` resumes on, or a one-line ScenarioError (summary.json
+    unreadable, damaged, or naming storage the folder does not own): before anything starts."""
+    return _resumed_storage(_read_summary(results_dir)["storage_path"], scenario, results_dir)
+
+
+def preflight(scenario: Scenario, static: bool = False) -> None:
     """What `run` refuses before a cluster starts, beyond the file itself: an entrypoint,
     datasets or dataset_config that does not import, a host without namespaces, nftables or
-    netem for cluster.network: namespaces. `validate` and `suite` ask it for every scenario."""
+    netem for cluster.network: namespaces. `static` (validate, and suite before its first run):
+    the functions are proved to exist from their modules' source (harness/run/entrypoints.py:
+    nothing of the user's module runs) and nothing of the host is changed (the netem probe,
+    which adds a network link, is left to run)."""
     if scenario.workload.runtime != "ray_train":
+        return
+    if static:
+        from ftharness.harness.run.entrypoints import check_scenario_functions
+
+        check_scenario_functions(scenario)
+        why = netns.refusal(scenario, probe=False)
+        if why:
+            raise ScenarioError(why)
         return
     resolve_train_fn(scenario)
     why = netns.refusal(scenario)
@@ -620,8 +653,8 @@ def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
         from ftharness.harness.run.torchrun_runner import run_torchrun
 
         return run_torchrun(scenario, options)
-    if options.resume:
-        _read_summary(options.resume)  # refuse before anything starts
+    if options.resume:   # refuse before anything starts: the summary, and where its storage is
+        check_resume(options.resume, scenario)
     preflight(scenario)
     handle = open_cluster(scenario.cluster, options.address)
     check_capabilities(scenario, handle)   # before the cluster starts

@@ -39,8 +39,8 @@ def collect_files(paths: List[str]) -> List[str]:
         files.extend(sorted(glob.glob(os.path.join(p, "*.yaml"))) if os.path.isdir(p) else [p])
     if not files:
         raise ScenarioError(f"{', '.join(paths)}: no scenario files (*.yaml)")
-    for f in files:
-        if not os.path.isfile(f):
+    for f in files:   # a FIFO or a device is the bounded reader's to refuse, with its own line
+        if not os.path.lexists(f) or os.path.isdir(f):
             raise ScenarioError(f"{f}: no such scenario file")
     return files
 

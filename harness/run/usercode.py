@@ -39,7 +39,9 @@ def code_root(scenario) -> Optional[str]:
     declared = scenario.workload.working_dir
     if not declared:
         return base
-    root = os.path.abspath(os.path.join(base or os.getcwd(), declared))
+    from ftharness.inputs import confined
+
+    root = confined(base or os.getcwd(), declared, "workload.working_dir")   # symlinks resolved: inside the folder
     if not os.path.isdir(root):
         raise ScenarioError(f"workload.working_dir: {declared}: no such folder beside the scenario")
     return root
@@ -95,8 +97,23 @@ def units(scenario) -> List[str]:
     if not root:
         return []
     if scenario.workload.working_dir:
-        return [os.path.join(root, n) for n in sorted(os.listdir(root)) if not excluded(n, os.path.join(root, n))]
-    return sorted(set(named_units(scenario, root)) | set(imported_units(root)))
+        found = [os.path.join(root, n) for n in sorted(os.listdir(root)) if not excluded(n, os.path.join(root, n))]
+    else:
+        found = sorted(set(named_units(scenario, root)) | set(imported_units(root)))
+    for path in found:   # an upload follows symlinks: none may lead out of the scenario's folder
+        links_out(path, getattr(scenario, "base_dir", None) or root)
+    return found
+
+
+def links_out(path: str, base: str) -> None:
+    """Refuse a shipped file or folder that is, or holds, a symlink to anything outside the
+    scenario's folder (the upload would follow it and ship, say, ~/.aws to every node)."""
+    from ftharness.inputs import inside, links_leaving
+
+    out = [path] if not inside(path, base) else links_leaving(path) if os.path.isdir(path) else []
+    if out:
+        raise ScenarioError(f"workload: {out[0][:120]} is a symlink out of the scenario's folder"
+                            f"{f' (and {len(out) - 1} more)' if len(out) > 1 else ''}; only code inside it ships")
 
 
 def _size(path: str) -> int:
