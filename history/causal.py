@@ -89,6 +89,7 @@ TYPED: Dict[Tuple[Optional[str], str], tuple] = {
     (None, "cur"): (str, _N),
     (None, "prev"): (str, _N),
     (None, "num_workers"): (int, list, _N),
+    (None, "fault_kind"): (str, _N),
     ("step", "rows"): (list, _N),
     ("step", "step"): (int,),
     ("report", "step"): (int,),

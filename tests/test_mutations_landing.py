@@ -253,6 +253,10 @@ def judge(tmp_path, name, events, folder_src, scenario):
         folder.mkdir()
         sc_model = parse_scenario(scenario)
         (folder / "scenario.yaml").write_text(yaml.safe_dump(sc_model.model_dump(mode="json")))
+    name = yaml.safe_load((folder / "scenario.yaml").read_text())["name"]
+    for e in events:   # the history records the scenario it ran (a synthetic one: this one)
+        if e.get("kind") == "run_start" and "scenario" in e and e["scenario"] != name and folder_src is None:
+            e["scenario"] = name
     (folder / "history.jsonl").write_bytes(b"".join(line + b"\n" for line in reseal(events)))
     out = io.StringIO()
     with redirect_stdout(out):

@@ -126,7 +126,7 @@ def test_worker_kill_charged_to_the_preemption_budget_fails(tmp_path, capsys):
 
 def scenario(**expect):
     # the limits tests/data/kill-worker was recorded with (before ftharness left the other two to Ray's -1)
-    return parse_scenario({"name": "k", "workload": {"num_workers": 2, "steps": 12, "checkpoint_every": 2},
+    return parse_scenario({"name": "kill-worker", "workload": {"num_workers": 2, "steps": 12, "checkpoint_every": 2},
                            "failure_config": {"max_failures": 1, "max_preemption_failures": 0,
                                               "controller_failure_limit": 0},
                            "faults": [{"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 5}}],
@@ -335,7 +335,7 @@ def test_seen_3_a_soak_is_judged_again_exactly(tmp_path, capsys):
     end["fault_specs"] = run.scenario.pop("faults")
     run.scenario["faults"] = []
     run.scenario["workload"].update(steps=1_000_000, duration_s=60.0, rows_per_epoch=12 * 32)
-    run.scenario["name"] = "kill-worker-soak"
+    run.scenario["name"] = start["scenario"] = "kill-worker-soak"
     folder = run.write(tmp_path / "soak")
     with open(os.path.join(folder, "summary.json"), "w") as f:   # as the run wrote it (an output only)
         json.dump({"scenario": "kill-worker-soak", "verdict": "PASS",
@@ -432,7 +432,7 @@ def test_seen_6_a_failure_nobody_asked_for_is_shown(tmp_path, capsys):
     for e in syn.events:   # the kill the scenario declares, as the injector records what it was asked
         if e["kind"] == "fault_injected":
             e["target_asked"] = {"rank": 1}
-    sc = parse_scenario({"name": "k", "workload": {"num_workers": 2, "steps": 12, "checkpoint_every": 2, "batch_size": 4},
+    sc = parse_scenario({"name": "synthetic", "workload": {"num_workers": 2, "steps": 12, "checkpoint_every": 2, "batch_size": 4},
                          "failure_config": {"max_failures": 1},
                          "faults": [{"kind": "kill_worker", "at": {"step": 6}, "target": {"rank": 1}}],
                          "expect": {"outcome": "succeeded", "properties": ["budget_accounting"]}})

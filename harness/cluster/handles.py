@@ -386,7 +386,7 @@ class EmbeddedCluster:
                     # placement group of a killed controller is never removed.
                     "temp_dir": self._temp_dir,
                     "object_store_memory": NODE_OBJECT_STORE_BYTES,
-                    "_system_config": PROFILES[self.profile]["system_config"],
+                    "_system_config": dict(PROFILES[self.profile]["system_config"]),   # Ray writes into the dict it is given
                 },
             )
             self._watch(self._cluster.head_node)

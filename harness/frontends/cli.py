@@ -316,14 +316,14 @@ def judge_folder(results: str):
     except ScenarioError as e:
         raise ScenarioError(f"{results}: not a results folder ({e})") from None
     rec = recorded(results)
-    why = scenario_problem(scenario.name, rec)
-    if why:
-        raise ScenarioError(f"{results}: {why}")
     summary = rejudge(results)
-    damaged = fault_record_problems(rec)
-    if damaged and summary.get("verdict") == "PASS":   # unattributable faults: no pass
+    # a scenario.yaml of another scenario, fault records that name no kind: no pass (the verdict
+    # names a rename too, for every output; this keeps `check` and `verdict` so for old verdicts)
+    damaged = fault_record_problems(rec) + [p for p in [scenario_problem(scenario.name, rec)] if p]
+    if damaged and summary.get("verdict") == "PASS":
         summary["verdict"] = "INCONCLUSIVE"
-    summary["inconclusive"] = list(summary.get("inconclusive") or []) + damaged
+    summary["inconclusive"] = list(summary.get("inconclusive") or []) + [d for d in damaged
+                                                                         if d not in summary.get("inconclusive", [])]
     return scenario, summary
 
 
