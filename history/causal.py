@@ -543,9 +543,7 @@ class _Builder:
     def _states(self) -> None:
         last: Dict[Any, dict] = {}
         whole: Dict[Any, bool] = {}   # emitter -> its chain starts at INITIALIZING: it records every change
-        for e in self.events:
-            if e.get("kind") == "run_start":
-                last.clear()
+        for e in self.events:   # (each fit() has its own controller process: its own emitter)
             if e.get("kind") != "controller_state" or e.get("source") != "controller":
                 continue
             em = e.get("emitter")
@@ -611,6 +609,17 @@ class _Builder:
                 m.add(SYSTEM, "registration", f"{where}: step {step} registered after step {last_step[fit]}")
             if type(step) is int:
                 last_step[fit] = max(step, last_step.get(fit, step))
+        if ray:   # the controller registers reported checkpoints in order: none skipped before a later one
+            regs_of: Dict[Any, List[int]] = defaultdict(list)
+            for name, e in m.registered.items():
+                if type(e.get("step")) is int:
+                    regs_of[e.get("attempt_id")].append(e["step"])
+            for name, reps in reports.items():
+                r = reps[0]
+                later = [x for x in regs_of.get(r.get("attempt_id"), []) if type(r.get("step")) is int and x > r["step"]]
+                if name not in m.registered and later:
+                    m.add(SYSTEM, "registration", f"checkpoint {name[:40]} (step {r.get('step')}) was reported and "
+                                                  f"never registered, while step {min(later)}'s was", absence=True)
         for att in self.h.ordered():
             for w in att.worker_starts:
                 name = w.get("restored_checkpoint")
@@ -704,7 +713,7 @@ class _Builder:
                     m.add(RECORDS, "report", f"{where}: ftharness recorded it as step {metrics['ftharness_step']}")
                 if ref and isinstance(metrics, dict) and "step" in metrics and metrics["step"] != step:
                     m.add(SYSTEM, "report", f"{where}: the reference job reported metrics of step {metrics['step']}")
-                if ref and type(step) is int and step not in steps_of[key]:   # a user job's step is its report
+                if ref and type(step) is int and steps_of[key] and step not in steps_of[key]:   # (a user job's step is its report)
                     m.add(SYSTEM, "report", f"{where}: that rank did no step {step} before reporting it", absence=True)
                 name = e.get("checkpoint")
                 if name is not None:

@@ -433,10 +433,6 @@ def _recorded_mismatches(scenario: Scenario, facts_: Dict[str, Any],
     if runtime is not None and runtime != scenario.workload.runtime:
         out.append(f"the run recorded runtime {runtime}, the scenario says {scenario.workload.runtime}")
     start = facts_.get("run_start") or {}
-    ran = start.get("scenario")
-    if isinstance(ran, str) and ran != scenario.name:   # another scenario's expectations would judge it
-        out.append(f"the history ran scenario {ran[:60]!r}, scenario.yaml is {scenario.name[:60]!r}: judged "
-                   f"with another scenario's expectations")
     recorded, mine = start.get("workload"), _safe(lambda _: {**_workload_defaults(), **scenario.workload.model_dump()},
                                                   None, {})
     if scenario.workload.kind == "reference" and isinstance(recorded, dict):

@@ -358,16 +358,6 @@ def test_the_bounded_reader(tmp_path):
 
 
 # ------------------------------------------------------------------ 8. the smaller ones
-def test_check_refuses_a_scenario_yaml_renamed_to_another_scenario(tmp_path, cli):
-    folder = tmp_path / "r"
-    shutil.copytree(DATA, folder)
-    text = (folder / "scenario.yaml").read_text()
-    (folder / "scenario.yaml").write_text(text.replace("name: kill-worker", "name: kill-node", 1))
-    code, err, out = cli("check", folder)   # judged with another scenario's expectations: never a PASS
-    assert code == 3, (code, err, out)
-    assert "the history ran scenario 'kill-worker', scenario.yaml is 'kill-node'" in out, out
-
-
 @pytest.mark.parametrize("kind", [b"7", b"null", b'["kill_worker"]', b"true"])
 def test_check_never_passes_a_fault_record_of_no_kind(tmp_path, cli, kind):
     folder = tmp_path / "r"

@@ -93,7 +93,7 @@ def test_expand_groups_by_release_and_counts_repeats():
 @pytest.mark.parametrize("version", [v for v in releases.SUPPORTED if releases.parse(v) < (2, 58, 0)])
 def test_preempt_node_before_2_58_is_expected_to_fail_as_its_policy_says(version):
     data, notes = cells.for_release(_catalog("preempt-node"), version)
-    assert data["failure_config"] == {"max_failures": 0}
+    assert data["failure_config"] == {"max_failures": 0, "controller_failure_limit": 0}
     assert data["expect"]["outcome"] == "failed" and data["expect"]["error_type"] == "WorkerGroupError"
     assert "recovers" not in data["expect"]["properties"]
     assert any("charged to max_failures (count 1, limit 0)" in n for n in notes)

@@ -27,8 +27,8 @@ from ftharness.scenarios.synthetic import FAULTS, Fault, Plan, generate
 approx = pytest.approx
 STEPS = 8
 #: first step after a fault, less the plan's recovery_s: the synthetic
-#: controller's bookkeeping events between the two, 1 ms apart
-RECOVERY_OFFSET = 0.008
+#: controller's bookkeeping events between the two, 1 ms apart, and the slower rank's first step
+RECOVERY_OFFSET = 0.009
 
 
 def make_results(folder, name, faults=(), failure_config=None, expect=None, edit=None):
@@ -280,7 +280,7 @@ def fake_run(monkeypatch, module, name):
         calls.append(out)   # each round's runs are distinct runs (compare counts a copied history once)
         return [summary_of(make_results(Path(out) / n, n, [kill(2.0 + 0.25 * len(calls))])) for n in ("kill", "kill-again")]
 
-    monkeypatch.setattr(ftharness.harness.run.runner, "preflight", lambda scenario: None)   # any host
+    monkeypatch.setattr(ftharness.harness.run.runner, "preflight", lambda scenario, **kw: None)   # any host
     target = {"runner": ftharness.harness.run.runner, "suite": ftharness.harness.run.suite}[module]
     monkeypatch.setattr(target, name, {"run_scenario": run_scenario, "run_suite": run_suite}[name])
 
@@ -339,11 +339,11 @@ def test_compare_prints_a_table_and_a_tripped_gate_exits_1(groups, tmp_path, cap
     assert args.func(args) == 1
     out = capsys.readouterr().out.splitlines()
     row = next(l.split() for l in out if l.startswith("recovery_s") and "slow" in l)
-    assert row[:5] == ["recovery_s", "slow", "5", "7.008", "8.808"] and row[5] == "+4.000"
+    assert row[:5] == ["recovery_s", "slow", "5", "7.009", "8.809"] and row[5] == "+4.000"
     low, high = (float(x.strip("[],")) for x in row[6:8])
     assert 1.0 <= low <= 4.0 <= high <= 7.0
     (fail,) = [l for l in out if l.startswith("FAIL")]
-    assert "recovery_s median of slow 7.008 against fast 3.008" in fail and "+133.0%" in fail
+    assert "recovery_s median of slow 7.009 against fast 3.009" in fail and "+132.9%" in fail
     assert [l for l in out if l.startswith("ok")] == [
         "ok   --fail-if 'lost_steps.median > 3': lost_steps median of fast 1.000",
         "ok   --fail-if 'lost_steps.median > 3': lost_steps median of slow 1.000"]
@@ -375,7 +375,7 @@ def test_compare_with_fewer_than_3_samples_warns_and_shows_no_interval(groups, t
     (warning,) = captured.err.strip().splitlines()
     assert warning.startswith("ftharness: warning: one: fewer than 3 samples of recovery_s (1)")
     row = next(l.split() for l in captured.out.splitlines() if l.startswith("recovery_s") and "one" in l)
-    assert row == ["recovery_s", "one", "1", "5.008", "5.008", "+2.000"]
+    assert row == ["recovery_s", "one", "1", "5.009", "5.009", "+2.000"]
     df = pd.read_csv(tmp_path / "cmp" / "compare.csv").set_index("configuration")
     assert df.loc["one", "recovery_median_diff_s"] == approx(2.0, abs=1e-5)
     assert math.isnan(df.loc["one", "recovery_diff_ci_low_s"]) and math.isnan(df.loc["one", "recovery_diff_ci_high_s"])

@@ -303,7 +303,7 @@ def judge_folder(results: str):
     from ftharness.reports.judgement import rejudge
     from ftharness.scenarios.schema import load_scenario
 
-    from ftharness.history.agreement import fault_record_problems, recorded, scenario_problem
+    from ftharness.history.agreement import fault_record_problems, recorded
     from ftharness.inputs import results_folder_problem
 
     if not os.path.isdir(results):
@@ -317,9 +317,7 @@ def judge_folder(results: str):
         raise ScenarioError(f"{results}: not a results folder ({e})") from None
     rec = recorded(results)
     summary = rejudge(results)
-    # a scenario.yaml of another scenario, fault records that name no kind: no pass (the verdict
-    # names a rename too, for every output; this keeps `check` and `verdict` so for old verdicts)
-    damaged = fault_record_problems(rec) + [p for p in [scenario_problem(scenario.name, rec)] if p]
+    damaged = fault_record_problems(rec)   # fault records that name no kind: no pass
     if damaged and summary.get("verdict") == "PASS":
         summary["verdict"] = "INCONCLUSIVE"
     summary["inconclusive"] = list(summary.get("inconclusive") or []) + [d for d in damaged

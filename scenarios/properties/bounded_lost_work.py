@@ -125,7 +125,7 @@ def _bound(ckpts: _Checkpoints, context: dict) -> Tuple[Optional[int], str]:
     elif context.get("workload_missing"):   # its cadence sets the bound: never the run's own gaps instead
         return None, context["workload_missing"]
     elif cfg is not None and type(cfg.checkpoint_every) is int and cfg.checkpoint_every > 0:
-        cadence, where = cfg.checkpoint_every, "workload.checkpoint_every (recorded)"
+        cadence, where = cfg.checkpoint_every, "workload.checkpoint_every"
     elif ckpts.gap is not None:
         cadence, where = ckpts.gap, "the largest gap between the job's reported checkpoints"
     else:
