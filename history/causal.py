@@ -476,7 +476,7 @@ class _Builder:
                 m.add(SYSTEM, "attempt-order", f"{what}: {start - t:.1f} s before its attempt started")
             if t is not None:
                 death = m.pid_deaths.get(pid)
-                if death is not None and t > death[0] + TOL_SAME:
+                if death is not None and t > death[0] + TOL_CROSS:   # (the injector's clock and the worker's)
                     m.add(SYSTEM, "after-death", f"{what}: {t - death[0]:.1f} s after fault "
                                                  f"{death[1].get('fault')} killed pid {pid}")
                 node = e.get("node_id")
