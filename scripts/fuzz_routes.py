@@ -431,6 +431,7 @@ def install_sentinels() -> None:
 def child(argv: List[str], env: Dict[str, str], wfd: int) -> None:
     """In the forked child: run the CLI, send (exit, stdout, stderr) back, exit."""
     os.environ.update(env)
+    install_sentinels()   # in the child only: the parent (a pytest process) keeps its real functions
     out, err = io.StringIO(), io.StringIO()
     from ftharness.harness.frontends.cli import main
 
@@ -551,7 +552,6 @@ def campaign(cases: int, seed: int, routes: Optional[List[str]] = None, say=prin
     import ftharness.harness.run.runner  # noqa: F401 - warm: Ray, torch
     import ftharness.reports.html  # noqa: F401 - pandas
     import ftharness.reports.trace  # noqa: F401
-    install_sentinels()
     from ftharness.harness.frontends.cli import main
 
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
