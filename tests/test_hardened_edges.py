@@ -389,6 +389,7 @@ def test_validate_changes_nothing_on_the_host(monkeypatch):
     assert calls == [1]
 
 
+@pytest.mark.serial   # adds a real network link and sends itself a signal: not beside the real-cluster lane
 def test_the_netem_probe_removes_its_link_when_interrupted(monkeypatch):
     from ftharness.harness.cluster import netns
 
