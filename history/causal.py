@@ -920,8 +920,10 @@ class _Builder:
                     and e.get("fit_index", fit.index) == fit.index]
             if isinstance(metrics, dict) and metrics and regs and end.get("outcome") == "succeeded":
                 name = regs[-1].get("checkpoint")
+                # Ray's Result.metrics are rank 0's report (report_handler: metrics_per_worker[0]);
+                # other ranks may report other values (e.g. their own shard's loss)
                 rep = next((r for r in self.h.events if r.get("kind") == "report" and r.get("checkpoint") == name
-                            and isinstance(r.get("metrics"), dict)), None)
+                            and r.get("rank") == 0 and isinstance(r.get("metrics"), dict)), None)
                 if rep is not None and rep["metrics"] != metrics:
                     diff = sorted(k for k in set(rep["metrics"]) | set(metrics)
                                   if rep["metrics"].get(k) != metrics.get(k))

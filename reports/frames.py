@@ -264,12 +264,14 @@ def missing(v: Any) -> bool:
 
 
 def _storable(df: pd.DataFrame) -> pd.DataFrame:
-    """Parquet wants one type per column: object columns that mix types or
-    hold dicts become JSON text."""
+    """Parquet wants one type per column: object columns that mix types, hold
+    dicts, or hold lists of dicts or lists (e.g. `ray_settings`, whose values mix
+    numbers and text) become JSON text; flat lists of scalars stay lists."""
     df = df.copy()
     for col in df.columns[df.dtypes == object]:
         types = {type(v) for v in df[col] if not missing(v)}
-        if len(types) > 1 or dict in types:
+        nested = any(isinstance(x, (dict, list)) for v in df[col] if isinstance(v, list) for x in v)
+        if len(types) > 1 or dict in types or nested:
             df[col] = df[col].map(lambda v: None if missing(v) else json.dumps(v, default=str))
     return df
 

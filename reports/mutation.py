@@ -311,6 +311,12 @@ def controls(source: str, events: List[Event], seed: int = 0) -> Iterator[Mutant
             if out[i].get("emitter") != out[i + 1].get("emitter"):
                 out[i], out[i + 1] = out[i + 1], out[i]
         yield Mutant(source, "control-interleave", "*", "seq", f"seed {seed}-{n}", out, control=True)
+    ranks = copy.deepcopy(events)   # ranks other than 0 report their own values (e.g. their shard's loss)
+    for e in ranks:
+        if e.get("kind") == "report" and e.get("rank") not in (0, None) and isinstance(e.get("metrics"), dict):
+            e["metrics"] = {k: (v * 1.5 + 1.0 if isinstance(v, float) else v) for k, v in e["metrics"].items()}
+    if ranks != events:
+        yield Mutant(source, "control-rank-metrics", "report", "metrics", "ranks > 0 differ", ranks, control=True)
     states = [i for i, e in enumerate(events) if e.get("kind") == "controller_state"]
     if states:
         i = states[len(states) // 2]

@@ -44,9 +44,14 @@ def pid_alive(pid):
         return False
 
 
+@pytest.mark.full   # the core lane runs this scenario through the CLI (test_reports_logs) with these checks
 def test_kill_worker_is_charged_to_max_failures(run_scenario):
-    s, ev = run(run_scenario, "kill-worker")
-    assert s["matches_expectation"], s["mismatches"]
+    assert_kill_worker_charged_to_max_failures(*run(run_scenario, "kill-worker"))
+
+
+def assert_kill_worker_charged_to_max_failures(s, ev):
+    assert s["verdict"] == "PASS" and s["matches_expectation"], s["mismatches"]
+    assert all(f["landed"] for f in s["faults"]) and s["history"]["complete"]
     hit = injected(ev, "kill_worker")["target_hit"]
     first_group = kinds(ev, "worker_group_started")[0]["workers"]
     assert hit["pid"] == next(w["pid"] for w in first_group if w["rank"] == 1)
@@ -110,6 +115,7 @@ def test_preemption_killed_before_deadline_is_an_ordinary_failure(run_scenario):
     assert failures(ev) == [("worker_group", "RETRY")]
 
 
+@pytest.mark.full   # the core lane's partition is test_network's, with real packets dropped
 def test_partitioned_node_is_detected_and_run_recovers(run_scenario):
     s, ev = run(run_scenario, "partition-node")
     assert s["matches_expectation"], s["mismatches"]

@@ -365,3 +365,18 @@ def test_frames_stack_folders_and_write(tmp_path):
 def test_missing_folder_is_an_error(tmp_path):
     with pytest.raises(FileNotFoundError):
         Frames.load(tmp_path)
+
+
+def test_lists_of_settings_with_mixed_values_are_written_as_json(tmp_path):
+    """Seen on a real run: summary.json's `ray_settings` (a list of dicts whose values mix
+    numbers, text and null) made pyarrow refuse the whole report."""
+    from ftharness.reports.frames import _storable
+
+    settings = [{"name": "max_failures", "value": 1, "source": "scenario"},
+                {"name": "storage_path", "value": "/tmp/x", "source": "ftharness"},
+                {"name": "controller_failure_limit", "value": None, "source": "ray"}]
+    df = pd.DataFrame({"ray_settings": [settings, None], "nodes": [["n0", "n1"], ["n2"]]})
+    _storable(df).to_parquet(tmp_path / "x.parquet", index=False)
+    back = pd.read_parquet(tmp_path / "x.parquet")
+    assert json.loads(back["ray_settings"][0]) == settings
+    assert list(back["nodes"][0]) == ["n0", "n1"]

@@ -3,7 +3,8 @@ worker died ...", its logger's warnings) go to a log file instead of the
 terminal, Ray's log files are copied (bounded) into RESULTS/logs before
 teardown deletes them, the report links them, and --verbose shows them live.
 
-The last test is a real run (slow: it starts its own embedded cluster)."""
+The last test is a real run (slow: it starts its own embedded cluster), `ftharness run` of the
+catalog's kill-worker as a user runs it; the core lane's real kill_worker case is this one."""
 
 import os
 import re
@@ -114,3 +115,9 @@ def test_a_real_kill_worker_run_prints_only_progress_and_verdict_and_keeps_ray_l
     from test_junit import validate_junit
 
     validate_junit(out / "junit.xml")
+    # the run is also the core lane's kill_worker case (tests/test_faults.py holds it for `make test-full`)
+    from test_faults import assert_kill_worker_charged_to_max_failures
+
+    from ftharness.history.records import read_events
+
+    assert_kill_worker_charged_to_max_failures(json.load(open(out / "summary.json")), read_events(str(out)))
