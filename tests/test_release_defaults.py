@@ -94,7 +94,7 @@ def test_every_catalog_scenario_validates():
 def test_cached_release_environments_hold_their_releases_defaults():
     """Each release environment the matrix has built (2.51.2, 2.57.1, ...) reads its own
     classes and constants; they must be what releases.py says for that release."""
-    from ftharness.harness.matrix.envs import cache_root
+    from ftharness.harness.matrix.envs import cache_root, code_farm
 
     root = cache_root() / "envs"
     envs = sorted(p for p in root.glob("ray-*") if (p / ".ftharness-env").is_file()) if root.is_dir() else []
@@ -103,6 +103,7 @@ def test_cached_release_environments_hold_their_releases_defaults():
     code = ("import json, ray; from ftharness.harness.cluster import ray_private as rp; "
             "print(json.dumps([ray.__version__, rp.release_defaults()]))")
     for env in envs:
+        code_farm(env / "shared-code")   # this checkout's code, as the matrix links it on every use
         r = subprocess.run([str(env / "bin" / "python"), "-P", "-c", code], capture_output=True, text=True,
                            timeout=300, cwd=str(env), env={**os.environ, "PYTHONPATH": ""})
         assert r.returncode == 0, r.stderr[-500:]
