@@ -446,6 +446,10 @@ def with_error_before_failure(landing: Landing, view: FaultView) -> Landing:
                    landing.budget, landing.failure_seq)
 
 
+#: `graceful: true` (kill_worker, kill_node): Ray's own stop, which a torchrun run has no door to
+GRACEFUL_IS_RAY_ONLY = {"graceful": ("ray.kill / a raylet's SIGTERM", "is a SIGKILL")}
+
+
 def describe_failure(f: Dict[str, Any]) -> str:
     return (f"failure seq {f.get('seq')} ({f.get('error_type')}, charged to {f.get('budget')}, "
             f"{f.get('decision')})")
@@ -475,6 +479,9 @@ class Fault(ABC):
     runs_in: str = "driver"
     #: the cluster capabilities it needs whatever its arguments (faults/capabilities.py)
     needs: FrozenSet[str] = frozenset()
+    #: its arguments that only Ray Train honours: name -> (what Ray does with it, what the kind
+    #: is under another runtime instead); set there, the fault is refused (`runtime_problem`)
+    ray_only_args: Dict[str, Tuple[str, str]] = {}
     #: its `duration_s` ends with `heal` on the injector's timeline (False: the kind ends it itself)
     heals_after_duration = True
     #: the run's storage must go through the chaos filesystem (faults/storage.py) from the start
@@ -514,7 +521,13 @@ class Fault(ABC):
     @classmethod
     def runtime_problem(cls, spec: Any, runtime: str, index: int) -> Optional[str]:
         """Why this fault (a spec model) cannot run under `runtime`, beyond the kind itself
-        (an argument that means nothing there), as `faults[i].field: reason`; None if it can."""
+        (an argument that means nothing there), as `faults[i].field: reason`; None if it can.
+        By default: a `ray_only_args` argument set under a runtime other than Ray Train."""
+        if runtime == "ray_train":
+            return None
+        for name, (ray_does, instead) in cls.ray_only_args.items():
+            if getattr(spec, name, None):
+                return f"faults[{index}].{name}: Ray-only ({ray_does}); under {runtime} {cls.kind} {instead}"
         return None
 
     @classmethod

@@ -39,7 +39,7 @@ from typing import Any, Dict, FrozenSet, Literal, Optional, Tuple
 from pydantic import Field
 
 from ftharness.history.causal import fault_time
-from ftharness.faults.base import (DEFAULT_HEALTH_CHECK_S, LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
+from ftharness.faults.base import (DEFAULT_HEALTH_CHECK_S, GRACEFUL_IS_RAY_ONLY, LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
                                    _short, describe_failure, with_error_before_failure)
 from ftharness.errors import FaultSkipped
 from ftharness.faults.capabilities import ADD_NODE, NODE_INDEX, NODE_NETWORK, PAUSE_NODE, RAY, REMOVE_NODE
@@ -139,13 +139,8 @@ class KillNode(NodeFault):
     kind = "kill_node"
     Spec = KillNodeSpec
     runtimes = ("ray_train", "torchrun")
+    ray_only_args = GRACEFUL_IS_RAY_ONLY
 
-    @classmethod
-    def runtime_problem(cls, spec, runtime: str, index: int) -> Optional[str]:
-        if runtime == "torchrun" and spec.graceful:
-            return (f"faults[{index}].graceful: Ray-only (ray.kill / a raylet's SIGTERM); under torchrun "
-                    f"{cls.kind} is a SIGKILL")
-        return None
 
     @classmethod
     def needs_for(cls, spec) -> FrozenSet[str]:

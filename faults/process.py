@@ -24,7 +24,7 @@ from typing import Any, Dict, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from ftharness.faults.base import Fault, FaultContext, FaultView, Landing, TargetedSpec, with_error_before_failure
+from ftharness.faults.base import GRACEFUL_IS_RAY_ONLY, Fault, FaultContext, FaultView, Landing, TargetedSpec, with_error_before_failure
 from ftharness.errors import ChaosCrash, FaultSkipped
 
 CRASH_POINTS = ("before_step", "after_step", "after_checkpoint_write", "before_report", "on_restore")
@@ -65,14 +65,9 @@ class KillWorker(Fault):
     kind = "kill_worker"
     Spec = KillWorkerSpec
     runtimes = ("ray_train", "torchrun")
+    ray_only_args = GRACEFUL_IS_RAY_ONLY
     runs_in = "node_agent"
 
-    @classmethod
-    def runtime_problem(cls, spec, runtime: str, index: int) -> Optional[str]:
-        if runtime == "torchrun" and spec.graceful:
-            return (f"faults[{index}].graceful: Ray-only (ray.kill / a raylet's SIGTERM); under torchrun "
-                    f"{cls.kind} is a SIGKILL")
-        return None
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         v = self.victim(ctx)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from ftharness.scenarios.explore_strategies import PHASES
 
@@ -31,15 +31,30 @@ def _fault_text(faults: List[Dict[str, Any]], phases: List[str]) -> str:
     return "; ".join(parts)
 
 
+#: the statuses an example can end with, and the word each count takes
+_COUNTED = (("PASS", "passed"), ("FAIL", "failed"), ("INCONCLUSIVE", "inconclusive"), ("ERROR", "errors"))
+
+
+def _counts(data: Dict[str, Any]) -> List[Tuple[str, str]]:
+    """(status, "N passed") for each status, in _COUNTED's order: both reports' tallies."""
+    c = data.get("counts") or {}
+    return [(status, f"{c.get(status, 0)} {word}") for status, word in _COUNTED]
+
+
+def _found(g: Dict[str, Any]) -> str:
+    """How a finding was found and what it shrank to (both reports say it so)."""
+    ex = g["example"]
+    return (f"found after {g['first_found_s']:.0f}s ({g['examples_before']} examples); shrunk to "
+            f"{len(ex['faults'])} fault(s): {_fault_text(ex['faults'], ex['phases'])}")
+
+
 def terminal_text(data: Dict[str, Any]) -> str:
     """The explore summary for the terminal."""
     runs = _search(data)
-    c = data.get("counts") or {}
     walls = [e.get("wall_s") or 0 for e in runs]
     lines = [f"explore {data['base']}: {len(runs)} examples in {data.get('wall_s', 0):.0f}s "
              f"(budget {data.get('budget_s', 0):g}s, seed {data.get('seed')}, session {data.get('session', 1)}): "
-             f"{c.get('PASS', 0)} passed, {c.get('FAIL', 0)} failed, {c.get('INCONCLUSIVE', 0)} inconclusive, "
-             f"{c.get('ERROR', 0)} errors"
+             + ", ".join(text for _, text in _counts(data))
              + (f"; per example {min(walls):.0f}-{max(walls):.0f}s, mean {sum(walls) / len(walls):.0f}s" if walls else "")]
     lines.append(f"kinds: {', '.join(data.get('kinds') or [])}")
     for kind, why in (data.get("left_out") or {}).items():
@@ -55,9 +70,7 @@ def terminal_text(data: Dict[str, Any]) -> str:
         lines.append("no finding")
     for g in findings:
         ex = g["example"]
-        lines.append(f"FINDING ({g['status']}) {g['signature']}: first found after {g['first_found_s']:.0f}s "
-                     f"({g['examples_before']} examples); shrunk to {len(ex['faults'])} fault(s): "
-                     f"{_fault_text(ex['faults'], ex['phases'])}")
+        lines.append(f"FINDING ({g['status']}) {g['signature']}: first {_found(g)}")
         for r in ex.get("reasons", [])[:3]:
             lines.append(f"    - {r[:200]}")
         lines.append(f"    replay: ftharness run {g['scenario_file']}")
@@ -80,15 +93,13 @@ def page_html(data: Dict[str, Any]) -> str:
     """The whole page, self-contained (no scripts, no files beside it)."""
     e = html.escape
     runs = _search(data)
-    c = data.get("counts") or {}
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>explore {e(data['base'])}</title>"
            f"<style>{_CSS}</style></head><body>",
            f"<h1>ftharness explore: {e(data['base'])}</h1>",
            f"<p>{len(runs)} examples in {data.get('wall_s', 0):.0f}s (budget {data.get('budget_s', 0):g}s, "
            f"seed {data.get('seed')}, at most {data.get('max_faults')} faults, session {data.get('session', 1)}): "
-           f"<span class=PASS>{c.get('PASS', 0)} passed</span>, <span class=FAIL>{c.get('FAIL', 0)} failed</span>, "
-           f"<span class=INCONCLUSIVE>{c.get('INCONCLUSIVE', 0)} inconclusive</span>, "
-           f"<span class=ERROR>{c.get('ERROR', 0)} errors</span>. Exit code {data.get('exit_code')}.</p>",
+           + ", ".join(f"<span class={status}>{text}</span>" for status, text in _counts(data))
+           + f". Exit code {data.get('exit_code')}.</p>",
            "<h2>Findings</h2>"]
     findings = data.get("findings") or []
     if not findings:
@@ -96,8 +107,7 @@ def page_html(data: Dict[str, Any]) -> str:
     for g in findings:
         ex = g["example"]
         out.append(f"<h3 class=FAIL>{e(g['signature'])} ({e(g['status'])})</h3>"
-                   f"<p>First found after {g['first_found_s']:.0f}s ({g['examples_before']} examples); shrunk to "
-                   f"{len(ex['faults'])} fault(s): {e(_fault_text(ex['faults'], ex['phases']))}</p><ul>"
+                   f"<p>First {e(_found(g))}</p><ul>"
                    + "".join(f"<li>{e(r)}</li>" for r in ex.get("reasons", [])[:6]) + "</ul>"
                    f"<p>Replay: <code>ftharness run {e(g['scenario_file'])}</code>; results of the smallest example: "
                    f"<code>{e(ex['folder'])}</code>; repeat: <code>{e((g.get('repeat') or {}).get('folder', ''))}</code></p>")

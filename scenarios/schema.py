@@ -880,6 +880,12 @@ def load_scenario(path: str) -> Scenario:
     """A validated Scenario from a YAML file, read through the one bounded reader
     (ftharness.inputs.read_bounded: a regular file, not under /proc, /sys or /dev, never
     waited on, at most MAX_FILE_BYTES of it)."""
+    return read_scenario_file(path)[1]
+
+
+def read_scenario_file(path: str) -> Tuple[Dict[str, Any], Scenario]:
+    """(the file's data, its validated Scenario), read as load_scenario reads it: for a
+    caller that rewrites the data (a matrix cell, a bisect probe: one per release)."""
     from ftharness.inputs import read_bounded
 
     shown = _shown_path(path)
@@ -887,8 +893,8 @@ def load_scenario(path: str) -> Scenario:
         raise ScenarioError(one_line(f"{shown}: no such scenario file"))
     raw = read_bounded(path, MAX_FILE_BYTES, shown, "more than a scenario may hold")
     data = load_yaml_text(raw, shown)
-    return parse_scenario(data, source=_shown_path(os.path.basename(path)),
-                          base_dir=os.path.dirname(os.path.abspath(path)))
+    return data, parse_scenario(data, source=_shown_path(os.path.basename(path)),
+                                base_dir=os.path.dirname(os.path.abspath(path)))
 
 
 def _shown_path(path: Any, limit: int = 120) -> str:

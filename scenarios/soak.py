@@ -23,6 +23,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Mapping, Optional
 
+from ftharness import releases
 from ftharness.errors import ScenarioError
 from ftharness.scenarios.schema import Scenario
 
@@ -138,12 +139,32 @@ def draw_plan(seed: int, duration_s: float, mtbf_s: float, mix: Optional[Mapping
         plan.draws.append(Draw(len(plan.draws), round(gap, 3), kind, spec))
 
 
-def soak_scenario(base: Scenario, plan: SoakPlan) -> Scenario:
-    """`base` trained for the plan's duration, with budgets sized to survive the
-    plan; its own faults are left out (the soak injects the plan's as they come)."""
+def budget_limit(given: Optional[int], need: int, default: Any) -> Optional[int]:
+    """The limit a soak gives one FailureConfig budget so that `need` failures charged to it are
+    retried. -1 is Ray's "unlimited": a scenario's -1 stays -1 (no number is larger). A number
+    the scenario set is raised to `need`. A field it left out is the release's `default`
+    (-1 for max_preemption_failures, 0 for max_failures): it stays out (None) while that
+    default survives `need` failures, and becomes `need` where it does not."""
+    if given is not None:
+        return -1 if given == -1 else max(given, need)
+    if isinstance(default, int) and (default == -1 or default >= need):
+        return None
+    return need
+
+
+def soak_scenario(base: Scenario, plan: SoakPlan, ray_version: Optional[str] = None) -> Scenario:
+    """`base` trained for the plan's duration, with budgets sized to survive the plan on Ray
+    `ray_version` (default: the installed one; before 2.58 a preemption is charged to
+    max_failures); its own faults are left out (the soak injects the plan's as they come).
+    Its failure_config holds what `base` set and the budgets the plan needs: a field both
+    leave out stays Ray's default (run_start records it as such)."""
     if base.workload.kind != "reference":
         raise ScenarioError("workload.kind: a soak runs the reference workload (it must stop on a deadline)")
     budgets = plan.budgets()
+    rel = releases.release(ray_version or releases.installed()) or releases.newest()
+    needs = {"max_failures": budgets["worker_group"], "max_preemption_failures": budgets["preemption"]}
+    if not rel.preemption_budget:
+        needs["max_failures"] += needs.pop("max_preemption_failures")
     data = base.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
     data["name"] = f"{base.name}-soak"
     data["description"] = (f"soak of {base.name}: {plan.duration_s:g} s, mtbf {plan.mtbf_s:g} s, "
@@ -153,9 +174,11 @@ def soak_scenario(base: Scenario, plan: SoakPlan) -> Scenario:
     if not workload.get("step_delay_s"):
         workload["step_delay_s"] = SOAK_STEP_DELAY_S
     workload.setdefault("num_to_keep", SOAK_NUM_TO_KEEP)
-    fc = data.setdefault("failure_config", {})
-    fc["max_failures"] = max(int(fc.get("max_failures") or 0), budgets["worker_group"])
-    fc["max_preemption_failures"] = max(int(fc.get("max_preemption_failures") or 0), budgets["preemption"])
+    fc = data["failure_config"] = base.failure_config.given()   # not the model's defaults: Ray's are the release's
+    for name, need in needs.items():
+        limit = budget_limit(fc.get(name), need, rel.failure_config.get(name))
+        if limit is not None:
+            fc[name] = limit
     data["faults"] = []
     data["timeout_s"] = plan.duration_s + RECOVERY_WAIT_S + 300
     expect = data.setdefault("expect", {})

@@ -162,6 +162,18 @@ def test_per_kind_rules():
         REGISTRY["storage_errors"].Spec.model_validate(minimal("storage_errors", error_rate=1.5))
 
 
+@pytest.mark.parametrize("kind", ["kill_worker", "kill_node"])
+def test_a_ray_only_argument_is_refused_under_torchrun_naming_it(kind):
+    """`graceful` is declared Ray-only (Fault.ray_only_args): one line under torchrun, nothing under Ray Train."""
+    fault = minimal(kind, graceful=True, **({"target": {"node": 1}} if kind == "kill_node" else {}))
+    assert parse_scenario({"name": "x", "faults": [fault]})
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario({"name": "x", "workload": {"runtime": "torchrun"}, "faults": [fault]}, source="s.yaml")
+    assert str(e.value) == (f"s.yaml: faults[0].graceful: Ray-only (ray.kill / a raylet's SIGTERM); under torchrun "
+                            f"{kind} is a SIGKILL")
+    assert REGISTRY["crash_worker"].ray_only_args == {}
+
+
 def test_trigger_events_are_the_history_s():
     assert TRIGGER_EVENTS == tuple(EVENT_TRIGGERS)
     assert "lunch" in error_of(minimal("kill_worker", at={"event": "lunch"}))

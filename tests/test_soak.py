@@ -11,8 +11,9 @@ from ftharness.history.records import read_history
 from ftharness.harness.run.soak import SoakDriver
 from ftharness.reports.metrics import fault_kind_table
 from ftharness.scenarios.reference_data import WorkloadConfig, expected_accumulators
-from ftharness.scenarios.schema import default_scenario_path, load_scenario, parse_scenario
-from ftharness.scenarios.soak import (QUIET_TAIL_S, SOAK_KINDS, draw_plan, parse_duration, parse_mix, soak_scenario)
+from ftharness.scenarios.schema import default_scenario_path, load_scenario, parse_scenario, release_problem
+from ftharness.scenarios.soak import (QUIET_TAIL_S, SOAK_KINDS, budget_limit, draw_plan, parse_duration, parse_mix,
+                                      soak_scenario)
 from ftharness.scenarios.verdict import final_state
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
@@ -59,15 +60,44 @@ def test_budgets_cover_every_fault_the_plan_can_cause():
     budgets = plan.budgets()
     assert budgets["worker_group"] == sum(SOAK_KINDS[d.kind][0] == "worker_group" for d in plan.draws)
     assert budgets["preemption"] == sum(d.kind == "preempt_node" for d in plan.draws)
-    sc = soak_scenario(load_scenario(default_scenario_path()), plan)
+    sc = soak_scenario(load_scenario(default_scenario_path()), plan, "2.60.0")
     assert sc.failure_config.max_failures >= budgets["worker_group"]
-    assert sc.failure_config.max_preemption_failures >= budgets["preemption"]
+    assert sc.failure_config.max_preemption_failures == -1   # left out: Ray's default, unlimited
     assert sc.faults == [] and sc.workload.duration_s == 1800 and sc.timeout_s > 1800
     assert sc.workload.rows_per_epoch == 100 * sc.workload.batch_size
     assert sc.workload.step_delay_s > 0 and sc.workload.num_to_keep
     # every drawn spec is a valid fault of the scenario language
     parse_scenario(dict(sc.model_dump(mode="json", exclude_none=True), faults=[d.spec for d in plan.draws]),
                    source="plan")
+
+
+@pytest.mark.parametrize("given, need, default, limit", [
+    (-1, 5, 0, -1),       # the scenario's unlimited stays unlimited: -1 is no smaller than 5
+    (2, 5, 0, 5), (9, 5, 0, 9),
+    (None, 5, -1, None),  # left out, and the release's default is unlimited: stays out
+    (None, 5, 0, 5), (None, 0, 0, None),
+    (None, 5, None, 5),   # a field the release lacks (the caller moves its need elsewhere)
+])
+def test_budget_limit_keeps_minus_one_as_unlimited_and_defaults_as_defaults(given, need, default, limit):
+    assert budget_limit(given, need, default) == limit
+
+
+def test_a_soak_keeps_unlimited_budgets_and_the_release_s_defaults():
+    """max(-1, n) made an unlimited budget n, and the model's dump made every failure_config
+    field the scenario's own: on 2.57 that was max_preemption_failures, which 2.57 lacks."""
+    plan = draw_plan(3, 1800, 60, {"kill_worker": 1, "preempt_node": 1})
+    need = plan.budgets()
+    assert need["worker_group"] and need["preemption"]
+    base = load_scenario(default_scenario_path())
+    given = base.failure_config.given()
+    assert given == {"max_failures": 1, "controller_failure_limit": 0}   # no max_preemption_failures
+    assert soak_scenario(base, plan, "2.60.0").failure_config.given() == {**given, "max_failures": need["worker_group"]}
+    old = soak_scenario(base, plan, "2.57.1")   # a preemption is charged to max_failures there
+    assert old.failure_config.given() == {**given, "max_failures": need["worker_group"] + need["preemption"]}
+    assert release_problem(old, "2.57.1") is None
+    unlimited = parse_scenario({"name": "u", "failure_config": {"max_failures": -1, "max_preemption_failures": 1}})
+    assert soak_scenario(unlimited, plan, "2.60.0").failure_config.given() == {
+        "max_failures": -1, "max_preemption_failures": max(1, need["preemption"])}
 
 
 def test_duration_is_for_the_reference_workload_only():

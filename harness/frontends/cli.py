@@ -15,12 +15,12 @@ import json
 import os
 import sys
 import tempfile
-import time
 import traceback
 from typing import Dict, List, Optional
 
 from ftharness.scenarios.verdict import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_PASS, exit_code, overall)
 from ftharness.errors import ClusterError, InputError, ScenarioError
+from ftharness.harness.run.arguments import check_new_out, default_out, refuse
 from ftharness.harness.run.guard import check_route
 from ftharness.safety import output_dir_problem, output_file_problem, printable, redact
 from ftharness.scenarios.schema import one_line
@@ -29,23 +29,13 @@ EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports it
 
 
-def _fail(msg: str) -> int:
-    """One line (at most 300 characters, prefix included), credentials redacted, exit 2."""
-    print(one_line(f"ftharness: error: {printable(redact(str(msg)))}"), file=sys.stderr)
-    return EXIT_CANNOT_RUN
+#: one line (at most 300 characters, prefix included), credentials redacted, exit 2
+_fail = refuse
 
 
 def check_out(out: str, flag: str = "--out") -> None:
     """A results folder this run creates, refused before anything starts (ScenarioError)."""
-    why = output_dir_problem(out)
-    if why:
-        raise ScenarioError(f"{flag} {out[:120]}: {why}")
-    if os.path.exists(os.path.join(out, "summary.json")):
-        raise ScenarioError(f"{flag} {out}: already holds a run; choose another folder")
-
-
-def default_out(name: str, kind: str = "") -> str:
-    return os.path.join("results", f"{name}{kind}-{time.strftime('%Y%m%d-%H%M%S')}")
+    check_new_out(out, "summary.json", "already holds a run", flag)
 
 
 def internal_error(exc: BaseException, folder: Optional[str] = None) -> int:
@@ -692,7 +682,7 @@ def doctor_probe(args) -> int:
     from ftharness.harness.run.probe import probe_lines, probe_scenario
     from ftharness.harness.run.runner import RunOptions, exit_code as summary_exit, run_scenario
 
-    out = args.out or os.path.join("results", f"doctor-probe-{time.strftime('%Y%m%d-%H%M%S')}")
+    out = args.out or default_out("doctor-probe")
     try:
         config = json.loads(args.config) if args.config else {}
         if not isinstance(config, dict):

@@ -217,8 +217,9 @@ def apply(data: Dict[str, Any], settings: Dict[str, Any]) -> Dict[str, Any]:
 def expand(scenarios: Sequence[Tuple[str, str, Dict[str, Any]]], rays: Sequence[str],
            axes: Sequence[Axis], repeat: int) -> List[Cell]:
     """Every cell, grouped by release (one environment at a time), then scenario, then configuration."""
-    if not 1 <= repeat <= MAX_REPEAT:
-        raise ScenarioError(f"--repeat: {repeat}; allowed: 1 to {MAX_REPEAT}")
+    from ftharness.harness.run.arguments import check_count
+
+    check_count("--repeat", repeat, MAX_REPEAT)
     total = len(scenarios) * len(rays) * repeat
     for a in axes:   # counted before anything is built: 8 axes of 40 values are 6.5e12 cells
         total *= len(a.values)

@@ -41,23 +41,14 @@ def plan(args):
     """(scenario entry, releases, out folder): everything checked, nothing started."""
     from ftharness.harness.matrix.axes import MAX_REPEAT
     from ftharness.harness.matrix.bisect import parse_range
-    from ftharness.scenarios.schema import load_yaml_text, parse_scenario
+    from ftharness.harness.run.arguments import check_count, check_new_out, default_out
+    from ftharness.scenarios.schema import read_scenario_file
 
     versions = parse_range(args.ray)
-    if not 1 <= args.repeat <= MAX_REPEAT:
-        raise ScenarioError(f"--repeat: {args.repeat}; allowed: 1 to {MAX_REPEAT}")
-    path = args.scenario
-    if not os.path.isfile(path):
-        raise ScenarioError(f"{path}: no such scenario file")
-    with open(path, "rb") as f:
-        data = load_yaml_text(f.read(), path)
-    sc = parse_scenario(data, source=os.path.basename(path), base_dir=os.path.dirname(os.path.abspath(path)))
-    out = args.out or os.path.join("results", f"bisect-{time.strftime('%Y%m%d-%H%M%S')}")
-    if os.path.exists(os.path.join(out, "cells.jsonl")):
-        raise ScenarioError(f"--out {out}: already holds a matrix or a bisect; choose another folder")
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise ScenarioError(f"--out {out}: is a file, not a folder")
-    return (sc.name, path, data), versions, out
+    check_count("--repeat", args.repeat, MAX_REPEAT)
+    data, sc = read_scenario_file(args.scenario)
+    out = check_new_out(args.out or default_out("bisect"), "cells.jsonl", "already holds a matrix or a bisect")
+    return (sc.name, args.scenario, data), versions, out
 
 
 def probe_function(entry, repeat: int, opts):
@@ -86,13 +77,12 @@ def cmd_bisect(args) -> int:
     from ftharness.harness.matrix.bisect import search
     from ftharness.harness.matrix.command import _report
     from ftharness.harness.matrix.runner import MatrixOptions
-    from ftharness.scenarios.schema import one_line
+    from ftharness.harness.run.arguments import refuse
 
     try:
         entry, versions, out = plan(args)
     except ScenarioError as e:
-        print(f"ftharness: error: {one_line(str(e))}", file=sys.stderr)
-        return 2
+        return refuse(e)
     print(f"bisect: {entry[0]} over Ray {versions[0]}..{versions[-1]} ({len(versions)} releases), "
           f"{args.repeat} run(s) per probe; results in {out}", flush=True)
     quiet = lambda m: None   # noqa: E731 - the cells' own lines; bisect prints one line per probe

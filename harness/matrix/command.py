@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-from typing import List
 
 from ftharness import releases
 from ftharness.errors import ScenarioError
@@ -52,27 +50,19 @@ def plan(args):
     cells do not inherit RAY_ADDRESS, so it is no source)."""
     from ftharness.harness.matrix.axes import expand, parse_releases, parse_sets
     from ftharness.harness.matrix.cells import for_release
+    from ftharness.harness.run.arguments import check_new_out, default_out
     from ftharness.harness.run.guard import check_route
     from ftharness.harness.run.suite import collect_files
-    from ftharness.inputs import read_bounded, shown
-    from ftharness.safety import output_dir_problem
-    from ftharness.scenarios.schema import MAX_FILE_BYTES, Scenario, load_yaml_text, parse_scenario, release_problem
+    from ftharness.scenarios.schema import Scenario, parse_scenario, read_scenario_file, release_problem
 
-    out = args.out or os.path.join("results", f"matrix-{time.strftime('%Y%m%d-%H%M%S')}")
-    why = output_dir_problem(out)
-    if why:
-        raise ScenarioError(f"--out {shown(out)}: {why}")
-    if os.path.exists(os.path.join(out, "cells.jsonl")):
-        raise ScenarioError(f"--out {shown(out)}: already holds a matrix; choose another folder")
+    out = check_new_out(args.out or default_out("matrix"), "cells.jsonl", "already holds a matrix")
     rays = parse_releases(args.ray)
     # the fields' paths are all an axis needs: the model's schema (not the documented one, which reads the
     # models' sources: seconds)
     axes = parse_sets(args.sets, args.runtime, Scenario.model_json_schema() if args.sets else {})
     loaded = []
     for path in collect_files(args.paths):
-        data = load_yaml_text(read_bounded(path, MAX_FILE_BYTES, shown(path), "more than a scenario may hold"),
-                              shown(path))
-        sc = parse_scenario(data, source=os.path.basename(path), base_dir=os.path.dirname(os.path.abspath(path)))
+        data, sc = read_scenario_file(path)
         check_route(sc, args.allow_destructive, environment=False)
         loaded.append((sc.name, path, data))
     names = [n for n, _, _ in loaded]
@@ -91,16 +81,12 @@ def plan(args):
 
 def cmd_matrix(args) -> int:
     from ftharness.harness.matrix.runner import MatrixOptions, run_matrix
-    from ftharness.reports.matrix import write_report
-    from ftharness.scenarios.schema import one_line
-
-    from ftharness.safety import printable, redact
+    from ftharness.harness.run.arguments import refuse
 
     try:
         cells, out = plan(args)
     except ScenarioError as e:
-        print(one_line(f"ftharness: error: {printable(redact(str(e)), keep_newlines=False)}"), file=sys.stderr)
-        return 2
+        return refuse(e)
     rays = sorted({c.ray for c in cells}, key=releases.parse)
     print(f"matrix: {len(cells)} cell(s): {len({c.scenario for c in cells})} scenario(s) on Ray {', '.join(rays)}"
           f"{f', {args.repeat} repeat(s)' if args.repeat > 1 else ''}; results in {out}")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 import traceback
 
 from ftharness.errors import ScenarioError
@@ -49,14 +48,13 @@ def add_parser(sub) -> None:
 
 def check_args(args):
     """(base scenario, budget seconds, out folder, route): refused in one line before anything starts."""
+    from ftharness.harness.run.arguments import check_count, check_new_out, default_out
     from ftharness.harness.run.guard import check_route
     from ftharness.harness.run.runner import preflight
-    from ftharness.safety import output_dir_problem
     from ftharness.scenarios.schema import default_scenario_path, load_scenario, require_release
 
     budget = parse_budget(args.budget)
-    if not 1 <= args.max_faults <= MAX_FAULTS_LIMIT:
-        raise ScenarioError(f"--max-faults: {args.max_faults} is not a count from 1 to {MAX_FAULTS_LIMIT}")
+    check_count("--max-faults", args.max_faults, MAX_FAULTS_LIMIT)
     base = load_scenario(args.scenario or default_scenario_path())
     if base.workload.runtime != "ray_train":
         raise ScenarioError(f"workload.runtime: explore runs on Ray Train (ray_train); {base.workload.runtime} "
@@ -64,12 +62,8 @@ def check_args(args):
     require_release(base)
     target = check_route(base, args.allow_destructive, address=args.address, has_faults=True)
     preflight(base)
-    out = args.out or os.path.join("results", f"{base.name}-explore-{time.strftime('%Y%m%d-%H%M%S')}")
-    why = output_dir_problem(out)
-    if why:
-        raise ScenarioError(f"--out {out[:120]}: {why}")
-    if os.path.exists(os.path.join(out, "summary.json")):
-        raise ScenarioError(f"--out {out}: holds a run, not an exploration; choose another folder")
+    out = check_new_out(args.out or default_out(f"{base.name}-explore"), "summary.json",
+                        "holds a run, not an exploration")
     return base, budget, out, target
 
 
@@ -77,6 +71,7 @@ def cmd_explore(args) -> int:
     from ftharness.errors import ClusterError
     from ftharness.harness.cluster.handles import open_cluster
     from ftharness.harness.cluster.handles import keep_logs
+    from ftharness.harness.run.arguments import refuse
     from ftharness.harness.run.explore import ClusterExecutor, Explorer
     from ftharness.reports.explore import terminal_text
     from ftharness.scenarios import explore_strategies as es
@@ -96,7 +91,7 @@ def cmd_explore(args) -> int:
             executor = ClusterExecutor(cluster, target.address, target.source, target.allow_destructive)
             result = Explorer(base, executor, out, budget, seed=args.seed, max_faults=args.max_faults).explore()
     except (ScenarioError, ClusterError) as e:
-        return _fail(str(e))
+        return refuse(e)
     except KeyboardInterrupt:
         print("ftharness: interrupted; cluster torn down", file=sys.stderr)
         return 130
@@ -105,15 +100,6 @@ def cmd_explore(args) -> int:
     print(terminal_text(result.to_dict()))
     print(f"report: {os.path.join(os.path.abspath(out), 'explore.html')}")
     return result.exit_code()
-
-
-def _fail(msg: str) -> int:
-    """One line, credentials redacted, exit 2 (as `ftharness run` says it)."""
-    from ftharness.safety import printable, redact
-    from ftharness.scenarios.schema import one_line
-
-    print(one_line(f"ftharness: error: {printable(redact(str(msg)))}"), file=sys.stderr)
-    return 2
 
 
 def _internal(exc: BaseException, out) -> int:

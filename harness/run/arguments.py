@@ -1,0 +1,57 @@
+"""The checks the commands (`run`, `suite`, `explore`, `matrix`, `bisect`) make of their
+arguments before anything starts, and the one line they print when one fails.
+
+One place, so they refuse a bad count or a bad --out with the same words, name their
+default folder the same way, and print the refusal the same way: one line, credentials
+redacted, exit 2. (A scenario file is read by scenarios/schema.py: load_scenario,
+read_scenario_file.) It sits in the run layer so harness/run/ and harness/matrix/ can use it;
+the front ends (harness/frontends/cli.py) import it from above.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from ftharness.errors import ScenarioError
+from ftharness.scenarios.verdict import EXIT_CANNOT_RUN
+
+
+def refuse(msg: Any) -> int:
+    """Print `msg` as the one error line (control characters escaped, credentials redacted,
+    at most one_line's length); return 2, the exit code for bad input."""
+    from ftharness.safety import printable, redact
+    from ftharness.scenarios.schema import one_line
+
+    print(one_line(f"ftharness: error: {printable(redact(str(msg)))}"), file=sys.stderr)
+    return EXIT_CANNOT_RUN
+
+
+def check_count(flag: str, value: int, high: int, low: int = 1) -> int:
+    """`value` of `flag` if it lies in low..high; else ScenarioError naming the flag and the range."""
+    if not low <= value <= high:
+        raise ScenarioError(f"{flag}: {value}; allowed: {low} to {high}")
+    return value
+
+
+def default_out(name: str) -> str:
+    """results/<name>-<time>: the folder a command writes when --out is not given."""
+    return os.path.join("results", f"{name}-{time.strftime('%Y%m%d-%H%M%S')}")
+
+
+def check_new_out(out: str, marker: str, holds: str, flag: str = "--out") -> str:
+    """`out` if it can be the folder this command creates, or continues: creatable or a writable
+    folder (ftharness.safety.output_dir_problem), and not one holding `marker` (a file another
+    command wrote, described as `holds`). Else ScenarioError, before anything starts."""
+    from ftharness.inputs import shown
+    from ftharness.safety import output_dir_problem
+
+    why = output_dir_problem(out)
+    if why:
+        raise ScenarioError(f"{flag} {shown(out)}: {why}")
+    if os.path.exists(os.path.join(out, marker)):
+        raise ScenarioError(f"{flag} {shown(out)}: {holds}; choose another folder")
+    return out
+
