@@ -126,17 +126,18 @@ def test_force_overwrites_and_without_a_ci_file_any_folder_goes(tmp_path, monkey
     assert "wrote ../outside/kill-worker.yaml" in capsys.readouterr().out
 
 
-def test_a_failed_write_leaves_nothing_new(tmp_path, monkeypatch):
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_a_failed_or_interrupted_write_leaves_nothing_new(tmp_path, monkeypatch, error):
     files = starter.plan(str(tmp_path / "a" / "chaos"), None, "github", False, root=str(tmp_path))
     real, calls = os.replace, []
 
     def replace_once(src, dst):   # the second file cannot be moved in: the first must go again
         calls.append(dst)
         if len(calls) == 2:
-            raise OSError(28, "No space left on device", dst)
+            raise error
         real(src, dst)
 
     monkeypatch.setattr(os, "replace", replace_once)
-    with pytest.raises(OSError):
+    with pytest.raises(type(error)):
         starter.write(files)
     assert os.listdir(tmp_path) == [] and len(calls) == 2

@@ -504,7 +504,8 @@ def cmd_init(args) -> int:
     try:
         write(files)
     except OSError as e:
-        return _fail(f"{e.filename or args.dir}: cannot be written ({e.strerror}); nothing was written")
+        return _fail(f"{e.filename or args.dir}: cannot be written ({e.strerror}); "
+                     f"the files init wrote were removed")
     for path in files:
         print(f"wrote {printable(os.path.normpath(path), False)}")
     folder = printable(args.dir, False)
@@ -793,7 +794,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     ini = sub.add_parser("init", help="write a starter scenario (your train function, a killed worker) and "
                          "a CI file that runs it, as docs/ci.md lays them out")
-    ini.add_argument("dir", nargs="?", default="chaos", metavar="DIR",
+    from ftharness.harness.frontends.starter import DEFAULT_DIR
+
+    ini.add_argument("dir", nargs="?", default=DEFAULT_DIR, metavar="DIR",
                      help="the scenarios' folder, inside the repository (default: chaos)")
     ini.add_argument("--train", metavar="MODULE:FUNCTION", help="your train function, in DIR or an installed "
                      "module; it must exist (default: ftharness's reference workload)")

@@ -1,14 +1,14 @@
 """`ftharness init`: the starter files of a chaos folder in a user's repository.
 
-    ftharness init                                  # chaos/kill-worker.yaml (the reference workload) + .github/workflows/chaos.yml
-    ftharness init --train job:train_func           # the same scenario running your train function (chaos/job.py)
-    ftharness init tests/chaos --train mypkg.train:train_func --ci gitlab
+    ftharness init                           # chaos/kill-worker.yaml (the reference workload), .github/workflows/chaos.yml
+    ftharness init --train job:train_func    # the same scenario running your train function (chaos/job.py)
+    ftharness init ml/chaos --train mypkg.train:train_func --ci gitlab
 
 A new user's first scenario and CI file should be what docs/ci.md teaches, not a copy that drifts
 from it: the CI files here are that page's recipes (tests/test_init.py holds them equal), and the
 scenario is the one that page shows. `plan` checks everything (the function exists, as `validate`
 proves it, statically; no file in the way; every path writable) before `write` writes anything, and
-`write` leaves nothing behind when a write fails.
+`write` leaves nothing new behind when a write fails or is interrupted.
 """
 
 from __future__ import annotations
@@ -211,8 +211,8 @@ def plan(target: str, train: Optional[str], ci: str, force: bool, root: str = ".
 
 def write(files: Dict[str, str]) -> None:
     """Write every file, or none new: each is written beside its place first and moved in only
-    when all are written; on an error the files and folders this call created are removed (a file
-    --force already replaced stays replaced) and the OSError raised."""
+    when all are written; on an error (or Ctrl-C) the files and folders this call created are
+    removed (a file --force already replaced stays replaced) and the error raised."""
     umask = os.umask(0)
     os.umask(umask)
     made: List[str] = []
@@ -228,7 +228,7 @@ def write(files: Dict[str, str]) -> None:
             os.chmod(tmp, 0o666 & ~umask)   # mkstemp's 0600 is for secrets; these are source files
         for tmp, path in staged:
             os.replace(tmp, path)
-    except OSError:
+    except BaseException:   # OSError, and Ctrl-C: no half-written folder either way
         for path in [tmp for tmp, _ in staged] + new:
             if os.path.lexists(path):
                 os.unlink(path)
