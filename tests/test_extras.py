@@ -32,7 +32,8 @@ def cli_without_extras(*args, cwd=REPO):
 
 def test_help_validate_check_and_verdict_need_no_extra(tmp_path):
     for args, code in ((["--help"], 0), (["validate", "scenarios/catalog/kill-worker.yaml"], 0),
-                       (["check", "tests/data/kill-worker"], 0)):
+                       (["check", "tests/data/kill-worker"], 0),
+                       (["init", str(tmp_path / "chaos"), "--ci", "none"], 0)):   # a user's first command
         r = cli_without_extras(*args)
         assert r.returncode == code, (args, r.stderr[-1500:])
         assert "LEAKED []" in r.stderr or args == ["--help"], r.stderr[-500:]

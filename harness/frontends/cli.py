@@ -482,6 +482,30 @@ def scenario_schema_text() -> str:
     return json.dumps(scenario_json_schema(), indent=2) + "\n"
 
 
+def cmd_init(args) -> int:
+    """The starter scenario and CI file of a user's chaos folder (harness/frontends/starter.py):
+    all checked first, then written together, or one line and exit 2 with nothing written."""
+    from ftharness.harness.frontends.starter import CI_FILES, SCENARIO_FILE, plan, write
+
+    try:
+        files = plan(args.dir, args.train, args.ci, args.force)
+    except ScenarioError as e:
+        return _fail(str(e))
+    try:
+        write(files)
+    except OSError as e:
+        return _fail(f"{e.filename or args.dir}: cannot be written ({e.strerror}); "
+                     f"the files init wrote were removed")
+    for path in files:
+        print(f"wrote {printable(os.path.normpath(path), False)}")
+    folder = printable(args.dir, False)
+    print(f"next: ftharness validate {folder}; ftharness run {os.path.join(folder, SCENARIO_FILE)} (a minute or two)")
+    if args.ci != "none":
+        print(f"      in {CI_FILES[args.ci]}, replace HOST/OWNER in the install line with where ftharness "
+              f"comes from (docs/ci.md)")
+    return EXIT_PASS
+
+
 def cmd_schema(args) -> int:
     """Print the JSON Schema of scenario files (for editors), or write it to --out."""
     text = scenario_schema_text()
@@ -757,6 +781,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ftharness", description=__doc__.splitlines()[0])
     p.add_argument("--version", action="version", version=version_text())
     sub = p.add_subparsers(dest="command", required=True)
+
+    ini = sub.add_parser("init", help="write a starter scenario (your train function, a killed worker) and "
+                         "a CI file that runs it, as docs/ci.md lays them out")
+    from ftharness.harness.frontends.starter import DEFAULT_DIR
+
+    ini.add_argument("dir", nargs="?", default=DEFAULT_DIR, metavar="DIR",
+                     help="the scenarios' folder, inside the repository (default: chaos)")
+    ini.add_argument("--train", metavar="MODULE:FUNCTION", help="your train function, in DIR or an installed "
+                     "module; it must exist (default: ftharness's reference workload)")
+    ini.add_argument("--ci", default="github", choices=("github", "gitlab", "none"), help="the CI file written "
+                     "into the current folder (the repository root): github (.github/workflows/chaos.yml), "
+                     "gitlab (.gitlab-ci.yml) or none (default: github)")
+    ini.add_argument("--force", action="store_true", help="overwrite files of the same name")
+    ini.set_defaults(func=cmd_init)
 
     r = sub.add_parser("run", help="run one scenario (default: the built-in one) and write a results folder")
     r.add_argument("scenario", nargs="?", help="scenario YAML file (default: scenarios/catalog/default.yaml)")
