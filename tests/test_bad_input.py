@@ -388,7 +388,7 @@ FAILS_ON_IMPORT = {
 def test_a_module_that_fails_on_import_is_refused_by_run_not_run_by_validate(tmp_path, capsys, monkeypatch, case):
     import sys
 
-    from ftharness.harness.run.runner import preflight
+    from ftharness.harness.run.preflight import preflight
     from ftharness.scenarios.schema import load_scenario
 
     source, words = FAILS_ON_IMPORT[case]

@@ -372,7 +372,7 @@ def test_check_never_passes_a_fault_record_of_no_kind(tmp_path, cli, kind):
 def test_validate_changes_nothing_on_the_host(monkeypatch):
     """The netem probe adds a network link: it is run's, never validate's."""
     from ftharness.harness.cluster import netns
-    from ftharness.harness.run.runner import preflight
+    from ftharness.harness.run.preflight import preflight
     from ftharness.scenarios.schema import parse_scenario
 
     calls = []

@@ -267,6 +267,7 @@ def test_report_refuses_a_non_empty_out_unless_forced(suite, tmp_path, capsys):
 def fake_run(monkeypatch, module, name):
     """Replace `module.name` (the runner or the suite) by one that writes
     synthetic results folders: the CLI around it runs as for real, no cluster."""
+    import ftharness.harness.run.preflight
     import ftharness.harness.run.runner
     import ftharness.harness.run.suite
 
@@ -280,7 +281,7 @@ def fake_run(monkeypatch, module, name):
         calls.append(out)   # each round's runs are distinct runs (compare counts a copied history once)
         return [summary_of(make_results(Path(out) / n, n, [kill(2.0 + 0.25 * len(calls))])) for n in ("kill", "kill-again")]
 
-    monkeypatch.setattr(ftharness.harness.run.runner, "preflight", lambda scenario, **kw: None)   # any host
+    monkeypatch.setattr(ftharness.harness.run.preflight, "preflight", lambda scenario, **kw: None)   # any host
     target = {"runner": ftharness.harness.run.runner, "suite": ftharness.harness.run.suite}[module]
     monkeypatch.setattr(target, name, {"run_scenario": run_scenario, "run_suite": run_suite}[name])
 

@@ -238,7 +238,7 @@ def _record_skipped(skipped: List[Dict[str, str]], out: str) -> None:
 
 
 def cmd_suite(args) -> int:
-    from ftharness.harness.run.runner import preflight
+    from ftharness.harness.run.preflight import preflight
     from ftharness.harness.run.suite import collect, run_suite, targets
 
     out = args.out
@@ -409,7 +409,7 @@ def cmd_validate(args) -> int:
     """Everything `run` checks before it starts, for every file: the file itself (every error,
     up to MAX_ERRORS, one line each), the Ray release it needs, the modules it names, the host it
     needs, the cluster guard (with --address / --allow-destructive as `run` takes them), and --out."""
-    from ftharness.harness.run.runner import preflight
+    from ftharness.harness.run.preflight import preflight
     from ftharness.scenarios.schema import MAX_ERRORS, load_scenario, require_release
 
     status = EXIT_PASS

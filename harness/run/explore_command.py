@@ -50,7 +50,7 @@ def check_args(args):
     """(base scenario, budget seconds, out folder, route): refused in one line before anything starts."""
     from ftharness.harness.run.arguments import check_count, check_new_out, default_out
     from ftharness.harness.run.guard import check_route
-    from ftharness.harness.run.runner import preflight
+    from ftharness.harness.run.preflight import preflight
     from ftharness.scenarios.schema import default_scenario_path, load_scenario, require_release
 
     budget = parse_budget(args.budget)

@@ -11,24 +11,23 @@ Results folder: `history.jsonl`, `summary.json`, `scenario.yaml` (as run),
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
-import sys
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
 import ray
 
 from ftharness.history import records, spool, store
-from ftharness.harness.cluster import netns
 from ftharness.harness.cluster.handles import open_cluster
 from ftharness.harness.run.guard import check_capabilities
 from ftharness.harness.run.injector import Injector, crash_plans
 from ftharness.harness.run.shared import (RunOptions, new_run_name, storage_location, summarize, versions,  # noqa: F401
                                           workload_config, write_scenario, write_summary)
 from ftharness.faults import REGISTRY
+from ftharness.harness.run.functions import (resolve_dataset_config_fn, resolve_datasets_fn,  # noqa: F401 - old home
+                                             resolve_function, resolve_train_fn)
+from ftharness.harness.run.preflight import preflight  # noqa: F401 - run_scenario's, and its old home
 from ftharness.harness.run.ray_settings import effective_failure_config, recorded_settings, settings_used
 from ftharness.faults.base import join_storage
 from ftharness.faults.gpu import detector_env
@@ -40,62 +39,6 @@ from ftharness.safety import REDACTED, path_component_problem, redact
 _write_scenario = write_scenario   # (its old name)
 TICK_S = 0.05  # how often the injector looks for fired triggers
 HISTORY_START_TIMEOUT_S = 120.0  # the history actor of a run must be up within this (a busy cluster)
-
-
-# ------------------------------------------------------------------ train function
-def resolve_train_fn(scenario: Scenario) -> Callable:
-    """The workload's train_loop_per_worker; user modules are shipped by value."""
-    w = scenario.workload
-    if w.kind == "reference":
-        from ftharness.harness.job.workload import train_loop
-
-        return train_loop
-    return resolve_function(scenario, w.entrypoint, "workload.entrypoint")
-
-
-def resolve_datasets_fn(scenario: Scenario) -> Optional[Callable]:
-    """The function that builds the trainer's `datasets=` (workload.datasets), if any."""
-    ref = scenario.workload.datasets
-    return None if ref is None else resolve_function(scenario, ref, "workload.datasets")
-
-
-def resolve_dataset_config_fn(scenario: Scenario) -> Optional[Callable]:
-    """The function that builds the trainer's `dataset_config=` (workload.dataset_config), if any."""
-    ref = scenario.workload.dataset_config
-    return None if ref is None else resolve_function(scenario, ref, "workload.dataset_config")
-
-
-def resolve_function(scenario: Scenario, ref: str, field: str) -> Callable:
-    """'module:function', looked up in the scenario's folder first; shipped by value."""
-    module_name, _, fn_name = ref.partition(":")
-    if not module_name or module_name.startswith(".") or not fn_name:
-        raise ScenarioError(f"{field}: {ref!r} must be 'module:function' (an absolute module name)")
-    from ftharness.harness.run.usercode import code_root
-
-    root = code_root(scenario)   # workload.working_dir, else the scenario's folder
-    added = False
-    if root and root not in sys.path:
-        sys.path.insert(0, root)
-        added = True
-    _forget_other_folders(module_name, root)
-    try:
-        module = importlib.import_module(module_name)
-    except (Exception, SystemExit) as e:   # noqa: BLE001 - the user's module: any failure is the field's
-        why = f"{type(e).__name__}: {e}" if not isinstance(e, ImportError) else str(e)
-        raise ScenarioError(one_line(f"{field}: cannot import {module_name!r} ({why})")) from None
-    finally:
-        if added:
-            sys.path.remove(root)
-    fn = getattr(module, fn_name, None)
-    if not callable(fn):
-        raise ScenarioError(f"{field}: {module_name!r} has no function {fn_name!r}")
-    from ray import cloudpickle
-
-    # Workers may not see the scenario folder (another machine): the function goes by value, the
-    # modules it imports go in the run's runtime environment (ftharness.harness.run.usercode).
-    if root and os.path.abspath(getattr(module, "__file__", "") or "").startswith(root):
-        cloudpickle.register_pickle_by_value(module)
-    return fn
 
 
 def _ship_code(scenario: Scenario, node_id: str, functions: list) -> Optional[Dict[str, Any]]:
@@ -122,21 +65,6 @@ def _fit_result(ref, scenario: Scenario) -> Dict[str, Any]:
         if why:
             raise ScenarioError(why) from None
         raise
-
-
-def _forget_other_folders(module_name: str, base_dir: Optional[str]) -> None:
-    """Drop an imported module of this name that came from another scenario's folder, so a
-    second scenario (`validate a/s.yaml b/s.yaml`, a suite) imports its own `job.py`."""
-    if not base_dir:
-        return
-    top = module_name.split(".")[0]
-    here = os.path.join(base_dir, top)
-    if not (os.path.exists(here + ".py") or os.path.isdir(here)):
-        return
-    for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
-        origin = os.path.abspath(getattr(sys.modules[name], "__file__", "") or "")
-        if not origin.startswith(os.path.abspath(base_dir) + os.sep):
-            del sys.modules[name]
 
 
 def resolve_use_gpu(scenario: Scenario) -> bool:
@@ -619,31 +547,6 @@ def check_resume(results_dir: str, scenario: Scenario) -> str:
     """The storage `--resume results_dir` resumes on, or a one-line ScenarioError (summary.json
     unreadable, damaged, or naming storage the folder does not own): before anything starts."""
     return _resumed_storage(_read_summary(results_dir)["storage_path"], scenario, results_dir)
-
-
-def preflight(scenario: Scenario, static: bool = False) -> None:
-    """What `run` refuses before a cluster starts, beyond the file itself: an entrypoint,
-    datasets or dataset_config that does not import, a host without namespaces, nftables or
-    netem for cluster.network: namespaces. `static` (validate, and suite before its first run):
-    the functions are proved to exist from their modules' source (harness/run/entrypoints.py:
-    nothing of the user's module runs) and nothing of the host is changed (the netem probe,
-    which adds a network link, is left to run)."""
-    if scenario.workload.runtime != "ray_train":
-        return
-    if static:
-        from ftharness.harness.run.entrypoints import check_scenario_functions
-
-        check_scenario_functions(scenario)
-        why = netns.refusal(scenario, probe=False)
-        if why:
-            raise ScenarioError(why)
-        return
-    resolve_train_fn(scenario)
-    why = netns.refusal(scenario)
-    if why:
-        raise ScenarioError(why)
-    resolve_datasets_fn(scenario)
-    resolve_dataset_config_fn(scenario)
 
 
 def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:

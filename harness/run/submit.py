@@ -83,7 +83,7 @@ def shipped_code(scenario) -> List[str]:
 def resolve_job(scenario) -> None:
     """Import the job's functions here, so its neighbours are known (and a broken one is
     refused in one line before anything is sent)."""
-    from ftharness.harness.run.runner import resolve_dataset_config_fn, resolve_datasets_fn, resolve_train_fn
+    from ftharness.harness.run.functions import resolve_dataset_config_fn, resolve_datasets_fn, resolve_train_fn
 
     resolve_train_fn(scenario)
     resolve_datasets_fn(scenario)
