@@ -8,14 +8,24 @@ stderr and exit code 2, like the rest of the CLI.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Dict, List, Optional, Sequence
 
 import yaml
 
+from ftharness.errors import FtharnessError
 from ftharness.scenarios.verdict import EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_PASS as EXIT_OK
+
+
+#: what a damaged (hand-edited, truncated, hostile) results folder makes the report code raise
+DAMAGED = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, RecursionError,
+           yaml.YAMLError)
+
+
+def damaged(paths: Sequence[str], done: str, e: BaseException) -> str:
+    """The one line for results folders whose files cannot be `done` (reported, compared)."""
+    return f"{', '.join(map(str, paths))[:120]}: cannot be {done}, its files are damaged ({type(e).__name__}: {e})"
 
 
 def _fail(msg: str) -> int:
@@ -95,14 +105,14 @@ def overwrites_input(path: Optional[str], inputs: Sequence[str], flag: str) -> O
 
 def resolve_journals(paths: Sequence[str]) -> List[str]:
     """A Chaos Toolkit journal stands for the results folder of its ftharness run."""
+    from ftharness.history.records import read_json_file
+
     out = []
     for p in paths:
         if os.path.isfile(p) and p.endswith(".json"):
-            try:
-                with open(p) as f:
-                    folder = (json.load(f).get("ftharness") or {}).get("results_dir")
-            except (OSError, ValueError, AttributeError):
-                folder = None
+            journal = read_json_file(p)   # bounded: a regular file, at most 64 MiB; None otherwise
+            fth = journal.get("ftharness") if isinstance(journal, dict) else None
+            folder = fth.get("results_dir") if isinstance(fth, dict) else None
             out.append(folder if isinstance(folder, str) and folder else p)
         else:
             out.append(p)
@@ -123,17 +133,13 @@ def cmd_report(args) -> int:
         page = write_report(args.results, args.out)
         junit = write_junit(args.results, args.junit) if args.junit else None
     except DAMAGED as e:   # a results folder whose files parse but do not hold what a run writes
-        return _fail(f"{', '.join(args.results)[:120]}: cannot be reported, its files are damaged "
-                     f"({type(e).__name__}: {e})")
+        return _fail(damaged(args.results, "reported", e))
     print(f"report: {page}")
     if junit:
         print(f"junit: {junit}")
     return EXIT_OK
 
 
-#: what a damaged (hand-edited, truncated, hostile) results folder makes the report code raise
-DAMAGED = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, RecursionError,
-           yaml.YAMLError)
 
 
 def cmd_compare(args) -> int:
@@ -154,25 +160,33 @@ def cmd_compare(args) -> int:
             groups[label] = paths
     except ValueError as e:
         return _fail(str(e))
-    error = (output_problem(args.out, "--out") or refuse_existing(args.out, args.force)
-             or check_paths([p for paths in groups.values() for p in paths]))
+    folders = [p for paths in groups.values() for p in paths]
+    error = output_problem(args.out, "--out") or refuse_existing(args.out, args.force) or check_paths(folders)
     if error:
         return _fail(error)
-    try:
+    try:   # all of it read before anything is printed or written: a damaged folder is one line
         runs, excluded = select_runs(groups, pool=args.pool)
-    except ValueError as e:
+        found = samples(runs)
+        rows = metric_rows(found)
+        judged = check_gates(gates, rows)
+    except FtharnessError as e:   # a selection the user can change, or a file the one reader refused
         return _fail(str(e))
+    except (OSError,) + DAMAGED as e:   # a results folder whose files do not hold what a run writes
+        return _fail(damaged(folders, "compared", e))
+    try:
+        written = write_compare(runs, args.out, found=found, gates=judged, excluded=excluded)
+    except OSError as e:
+        return _fail(f"--out {args.out[:120]}: cannot be written ({e.strerror or type(e).__name__})")
+    except DAMAGED as e:
+        return _fail(damaged(folders, "compared", e))
     for e in excluded:
         print(f"ftharness: left out {e['results']} ({e['configuration']}): {e['reason']}", file=sys.stderr)
-    found = samples(runs)
-    rows = metric_rows(found)
     for warning in few_samples(found):
         print(f"ftharness: warning: {warning}", file=sys.stderr)
     print(terminal_table(rows))
-    judged = check_gates(gates, rows)
     for _, line in judged:
         print(line)
-    print(f"compare: {write_compare(runs, args.out, found=found, gates=judged, excluded=excluded)}")
+    print(f"compare: {written}")
     return EXIT_FAIL if any(hit for hit, _ in judged) else EXIT_OK
 
 

@@ -33,6 +33,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
+from ftharness.errors import InputError
 from ftharness.reports import metrics
 from ftharness.reports.frames import Frames, PathLike, missing, read_results, results_folders
 from ftharness.reports.html import page, recovery_figure, section, svg, table
@@ -100,12 +101,12 @@ def _left_out(folder: str) -> Optional[str]:
 def history_digest(folder: str) -> Optional[str]:
     """The digest the history's own history_end records (one run, wherever its folder was
     copied); None without one (a run that never closed its history)."""
-    from ftharness.history.records import HISTORY_FILE
+    from ftharness.history.records import HISTORY_FILE, open_regular
 
     path = os.path.join(folder, HISTORY_FILE)
     try:
-        with open(path, "rb") as f:
-            f.seek(max(0, os.path.getsize(path) - 65536))
+        with open_regular(path) as f:   # the one input reader: a regular file, never waited on
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 65536))
             tail = f.read().decode("utf-8", "replace").splitlines()
     except OSError:
         return None
@@ -126,7 +127,7 @@ def history_digest(folder: str) -> Optional[str]:
 def select_runs(groups: Mapping[str, Sequence[PathLike]], pool: bool = False
                 ) -> Tuple[Dict[str, List[str]], List[Dict[str, str]]]:
     """(label -> its distinct comparable runs, the runs left out with why).
-    ValueError when a configuration mixes scenarios and `pool` is off, or has
+    InputError (a ValueError) when a configuration mixes scenarios and `pool` is off, or has
     no run left to compare."""
     from ftharness.reports.judgement import judged_summary
 
@@ -155,10 +156,10 @@ def select_runs(groups: Mapping[str, Sequence[PathLike]], pool: bool = False
                 mine.append(folder)
         names = sorted({str(judged_summary(f).get("scenario")) for f in mine})
         if len(names) > 1 and not pool:
-            raise ValueError(f"compare: {label} holds runs of {len(names)} scenarios ({', '.join(names)}); "
+            raise InputError(f"compare: {label} holds runs of {len(names)} scenarios ({', '.join(names)}); "
                              f"give one scenario per configuration, or pass --pool to pool them")
         if not mine:
-            raise ValueError(f"compare: {label} has no run to compare (PASS or FAIL with a complete history); "
+            raise InputError(f"compare: {label} has no run to compare (PASS or FAIL with a complete history); "
                              f"left out: " + "; ".join(f"{e['results']}: {e['reason']}" for e in excluded
                                                        if e["configuration"] == label))
         kept[label] = mine
@@ -278,9 +279,9 @@ def run_list(groups: Mapping[str, Sequence[PathLike]]) -> pd.DataFrame:
     for label, folders in groups.items():
         for folder in folders:
             s = judged_summary(str(folder))
+            versions, settings = (v if isinstance(v, dict) else {} for v in (s.get("versions"), s.get("settings")))
             rows.append({"configuration": label, "results": str(folder), "scenario": s.get("scenario"),
-                         "verdict": s.get("verdict"), "ray": (s.get("versions") or {}).get("ray"),
-                         "profile": (s.get("settings") or {}).get("profile"),
+                         "verdict": s.get("verdict"), "ray": versions.get("ray"), "profile": settings.get("profile"),
                          "wall s": s.get("wall_time_s"),
                          "history digest": (history_digest(str(folder)) or "")[:12]})
     return pd.DataFrame(rows, columns=["configuration", "results", "scenario", "verdict", "ray", "profile",
