@@ -181,14 +181,10 @@ def gpu_section(folders: Iterable[str]) -> str:
 def folder_lines(folder: str) -> List[str]:
     """A results folder's verdict, its faults' landing evidence, and its GPU facts (the
     summary's `gpu`, else computed from the history), as terminal lines."""
-    import json
+    from ftharness.history.records import HISTORY_FILE, read_events, read_json_file
 
-    from ftharness.history.records import HISTORY_FILE, read_events
-
-    try:
-        with open(os.path.join(folder, "summary.json")) as f:
-            s = json.load(f)
-    except (OSError, ValueError):
+    s = read_json_file(os.path.join(folder, "summary.json"))   # bounded: a regular file, at most 64 MiB
+    if not isinstance(s, dict):
         return [f"{folder}: no readable summary.json"]
     out = [f"{s.get('verdict')} {s.get('scenario')}: {s.get('outcome')} ({s.get('error_type') or 'no error'}), "
            f"attempts {s.get('attempts')}, budgets {s.get('budgets')}"]

@@ -655,8 +655,8 @@ def by_fault_kind(frames: Frames, names: Dict[str, str]) -> pd.DataFrame:
             .drop_duplicates(["results", "fit_index", "attempt", "step"])
             .groupby(["results", "fit_index", "attempt"]).size() if not steps.empty else pd.Series(dtype=int))
     rows = []
-    for (results, kind), g in rec.assign(fault_kind=rec["fault_kind"].fillna(rec["source"])).groupby(
-            ["results", "fault_kind"], sort=False):
+    kinds = rec["fault_kind"].fillna(rec["source"]).map(lambda k: k if isinstance(k, str) else "(no fault kind)")
+    for (results, kind), g in rec.assign(fault_kind=kinds).groupby(["results", "fault_kind"], sort=False):
         r = pd.to_numeric(g["recovery_s"], errors="coerce").dropna()
         n_lost = sum(int(lost.get((results, f, a), 0)) for f, a in zip(g["fit_index"], g["attempt"]))
         rows.append({"scenario": names.get(results, results), "fault kind": kind, "recoveries": len(g),

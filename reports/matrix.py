@@ -29,15 +29,17 @@ PARTS = ("detection_s", "teardown_s", "scheduling_s", "restore_s", "first_step_s
 
 
 def read_rows(folder: str) -> List[Dict[str, Any]]:
-    """The rows of `folder`/cells.jsonl; the last line of a cell wins (a rerun replaces it)."""
-    path = os.path.join(folder, "cells.jsonl")
+    """The rows of `folder`/cells.jsonl; the last line of a cell wins (a rerun replaces it).
+    Read through the one bounded reader (ftharness.inputs.read_bounded, at most
+    MAX_JSON_BYTES): InputRefused (one line) for a file it does not read."""
+    from ftharness.inputs import MAX_JSON_BYTES, read_bounded
+
     rows: Dict[str, Dict[str, Any]] = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                row = json.loads(line)
-                rows[row["cell"]] = row
+    for line in read_bounded(os.path.join(folder, "cells.jsonl"), MAX_JSON_BYTES).decode("utf-8").splitlines():
+        line = line.strip()
+        if line:
+            row = json.loads(line)
+            rows[row["cell"]] = row
     return list(rows.values())
 
 

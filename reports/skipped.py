@@ -31,6 +31,8 @@ def write(folder: str, entries: List[Dict[str, str]]) -> None:
 
 def read(paths: Iterable[Any]) -> List[Dict[str, str]]:
     """The skipped scenarios recorded in the given folders (a suite, or its rounds' parent)."""
+    from ftharness.history.records import read_json_file
+
     out: List[Dict[str, str]] = []
     seen = set()
     for p in paths:
@@ -40,11 +42,7 @@ def read(paths: Iterable[Any]) -> List[Dict[str, str]]:
             if path in seen or not os.path.isfile(path):
                 continue
             seen.add(path)
-            try:
-                with open(path) as f:
-                    data = json.load(f)
-            except (OSError, ValueError):
-                continue
+            data = read_json_file(path)   # bounded: a regular file, at most 64 MiB; None otherwise
             out += [e for e in data if isinstance(e, dict) and isinstance(e.get("scenario"), str)] \
                 if isinstance(data, list) else []
     return out
