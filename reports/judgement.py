@@ -16,14 +16,11 @@ not ask for is not a verdict but a warning (`unasked_failures`).
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Dict, List, Optional
 
 from ftharness.errors import ScenarioError
 from ftharness.history.columns import non_steps
-
-import yaml
 
 PASS, FAIL, INCONCLUSIVE, ERROR = "PASS", "FAIL", "INCONCLUSIVE", "ERROR"
 SCENARIO_FILE, SUMMARY_FILE = "scenario.yaml", "summary.json"
@@ -50,15 +47,19 @@ def scenario_history_mismatch(scenario, events: List[Dict[str, Any]]) -> Optiona
 
 
 def scenario_data(results: str) -> Dict[str, Any]:
-    """The folder's scenario.yaml as plain YAML ({} without a readable one): only a regular
-    file of at most 1 MiB is read, so a FIFO or a device in a damaged folder is never waited on."""
+    """The folder's scenario.yaml as plain YAML ({} without a readable one), read as a
+    scenario is (ftharness.inputs.read_bounded: a regular file, not under /proc, /sys or
+    /dev, never waited on, at most MAX_SCENARIO_BYTES; then the scenario loader with its
+    depth and size limits), so a hostile file in a handed folder is never read whole."""
+    from ftharness.inputs import MAX_SCENARIO_BYTES, read_bounded, shown
+    from ftharness.scenarios.schema import load_yaml_text
+
     path = os.path.join(results, SCENARIO_FILE)
-    if not os.path.isfile(path) or os.path.getsize(path) > (1 << 20):
+    if not os.path.exists(path):
         return {}
     try:
-        with open(path) as f:
-            data = yaml.safe_load(f)
-    except (OSError, ValueError, yaml.YAMLError):
+        data = load_yaml_text(read_bounded(path, MAX_SCENARIO_BYTES, shown(path)), shown(path))
+    except ScenarioError:   # refused by the reader or the loader (InputRefused is one)
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -88,7 +89,10 @@ def rejudge(results: str) -> Dict[str, Any]:
     the outcome, final state, failure_config, runtime and injected faults are the
     history's (summary.json is an output, never read); scenario.yaml gives only the
     expectations, and where it says other than the history the verdict names it.
+    A fault record the verdict cannot attribute (no kind, an index that is no count:
+    ftharness.history.agreement.fault_record_problems) makes it INCONCLUSIVE, never a PASS.
     Raises ScenarioError when scenario.yaml is not a valid scenario."""
+    from ftharness.history.agreement import fault_record_problems, recorded
     from ftharness.history.records import read_history
     from ftharness.scenarios.schema import load_scenario
     from ftharness.scenarios.verdict import evaluate
@@ -100,8 +104,20 @@ def rejudge(results: str) -> Dict[str, Any]:
         raise ScenarioError(f"scenario.yaml does not match the history ({mismatch}); a results folder is "
                             f"judged with the scenario it ran")
     summary = evaluate(scenario, read.events, _outcome_from_history(read.events), read.problems)
+    no_pass_on(summary, fault_record_problems(recorded(results)))
     summary["unasked_failures"] = unasked_failures(summary, pinned(expectations(results)))
     return summary
+
+
+def no_pass_on(summary: Dict[str, Any], problems: List[str]) -> None:
+    """`problems` of the record (damage the verdict cannot attribute) named as inconclusive
+    in `summary`; a PASS becomes INCONCLUSIVE: no evidence, no pass."""
+    if not problems:
+        return
+    if summary.get("verdict") == PASS:
+        summary["verdict"], summary["matches_expectation"] = INCONCLUSIVE, False
+    known = list(summary.get("inconclusive") or [])
+    summary["inconclusive"] = known + [p for p in problems if p not in known]
 
 
 def judged_summary(results: str) -> Dict[str, Any]:

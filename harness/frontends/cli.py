@@ -293,7 +293,6 @@ def judge_folder(results: str):
     from ftharness.reports.judgement import rejudge
     from ftharness.scenarios.schema import load_scenario
 
-    from ftharness.history.agreement import fault_record_problems, recorded
     from ftharness.inputs import results_folder_problem
 
     if not os.path.isdir(results):
@@ -305,14 +304,7 @@ def judge_folder(results: str):
         scenario = load_scenario(os.path.join(results, "scenario.yaml"))
     except ScenarioError as e:
         raise ScenarioError(f"{results}: not a results folder ({e})") from None
-    rec = recorded(results)
-    summary = rejudge(results)
-    damaged = fault_record_problems(rec)   # fault records that name no kind: no pass
-    if damaged and summary.get("verdict") == "PASS":
-        summary["verdict"] = "INCONCLUSIVE"
-    summary["inconclusive"] = list(summary.get("inconclusive") or []) + [d for d in damaged
-                                                                         if d not in summary.get("inconclusive", [])]
-    return scenario, summary
+    return scenario, rejudge(results)   # fault records of no kind: INCONCLUSIVE there, for every output
 
 
 def cmd_check(args) -> int:
