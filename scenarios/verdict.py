@@ -327,7 +327,8 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
     evidence_complete = not unknown
     outcome_mismatch = []
     if outcome.get("outcome") != scenario.expect.outcome:
-        outcome_mismatch.append(f"outcome {outcome.get('outcome')} (expected {scenario.expect.outcome})")
+        got = outcome.get("outcome") or "not recorded"
+        outcome_mismatch.append(f"outcome {got} (expected {scenario.expect.outcome})")
     if scenario.expect.error_type and outcome.get("error_type") != scenario.expect.error_type:
         outcome_mismatch.append(f"error_type {outcome.get('error_type')} (expected {scenario.expect.error_type})")
     for name in expected:
