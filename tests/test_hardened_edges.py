@@ -422,3 +422,131 @@ def test_doctor_is_bounded(tmp_path, cli):
     os.mkfifo(tmp_path / "p.py")
     one_line(*cli("doctor", tmp_path)[:2])
     one_line(*cli("doctor", "/proc/kmsg")[:2], "under /proc")
+
+
+def _damaged(tmp_path, how):
+    """A copy of the recorded run, damaged `how`; the path `compare` is handed."""
+    folder = tmp_path / how
+    if how == "a file":
+        folder.write_text("not a results folder\n")
+        return folder
+    shutil.copytree(DATA, folder)
+    history, summary = folder / "history.jsonl", folder / "summary.json"
+    if how == "truncated history":
+        history.write_bytes(history.read_bytes()[:3000])
+    elif how == "summary a list":
+        summary.write_text("[1, 2]\n")
+    elif how == "binary garbage":
+        for f, n in ((history, 5000), (summary, 500), (folder / "scenario.yaml", 500)):
+            f.write_bytes(bytes(range(256)) * (n // 256) + b"\xff\xfe")
+    elif how == "history a symlink loop":
+        history.unlink()
+        os.symlink(history, history)
+    elif how == "folder a symlink loop":
+        shutil.rmtree(folder)
+        os.symlink(folder, folder)
+    elif how == "history a folder":
+        history.unlink()
+        history.mkdir()
+        summary.unlink()
+    return folder
+
+
+@pytest.mark.parametrize("how", ["truncated history", "summary a list", "binary garbage", "history a symlink loop",
+                                 "folder a symlink loop", "history a folder", "a file"])
+def test_compare_refuses_a_damaged_folder_in_one_line(tmp_path, cli, how):
+    folder = _damaged(tmp_path, how)
+    for groups in ([f"a={folder}", f"b={DATA}"], [f"a={DATA}", f"b={folder}"]):
+        code, err, _ = cli("compare", *groups, "--out", tmp_path / "cmp", bound_s=60)
+        one_line(code, err, folder.name)   # the line names the folder
+    assert not (tmp_path / "cmp").exists()   # nothing half-written
+
+
+@pytest.mark.parametrize("field,value", [("versions", -1), ("settings", True), ("versions", [1])])
+def test_compare_takes_what_report_takes(tmp_path, cli, field, value):
+    """A summary.json field of another type: report shows the run, so compare compares it (it
+    ended in an internal error)."""
+    folder = tmp_path / "r"
+    shutil.copytree(DATA, folder)
+    summary = json.loads((folder / "summary.json").read_text())
+    (folder / "summary.json").write_text(json.dumps({**summary, field: value}))
+    assert cli("report", folder, "--out", tmp_path / "rep", bound_s=60)[0] == 0
+    code, err, out = cli("compare", f"a={folder}", f"b={DATA}", "--out", tmp_path / "cmp", bound_s=60)
+    assert code == 0 and "compare:" in out, (code, err)
+
+
+def _sealed_without_kind(tmp_path, kind):
+    """The recorded run with its fault records' kind replaced (None: left out), sealed again so
+    only the fault record is damaged."""
+    from ftharness.history.records import sealed_lines
+
+    folder = tmp_path / "r"
+    shutil.copytree(DATA, folder)
+    events = [json.loads(line) for line in (folder / "history.jsonl").read_text().splitlines()]
+    for e in events:
+        if e.get("fault_kind") == "kill_worker":
+            if kind is None:
+                del e["fault_kind"]
+            else:
+                e["fault_kind"] = kind
+    (folder / "history.jsonl").write_bytes(b"\n".join(sealed_lines(events, renumber=False)) + b"\n")
+    return folder
+
+
+@pytest.mark.parametrize("kind", [None, "absent", 7, True, ["kill_worker"]])
+def test_report_and_check_agree_on_a_fault_record_of_no_kind(tmp_path, cli, kind):
+    """The rule lives in the one judgement (reports.judgement.rejudge): check, report and JUnit
+    all show INCONCLUSIVE (report showed PASS for a record without its kind)."""
+    from ftharness.reports.judgement import folder_statuses
+
+    folder = _sealed_without_kind(tmp_path, None if kind == "absent" else kind)
+    code, err, out = cli("check", folder)
+    assert code == 3 and any(line.startswith("INCONCLUSIVE ") for line in out.splitlines()), (code, out)
+    assert folder_statuses(str(folder))["verdict"] == "INCONCLUSIVE"
+    assert cli("report", folder, "--out", tmp_path / "rep", "--junit", tmp_path / "j.xml", bound_s=60)[0] == 0
+    junit = (tmp_path / "j.xml").read_text()
+    assert "INCONCLUSIVE" in junit and "fault_kind is no fault kind" in junit
+
+
+def test_the_reports_read_scenario_yaml_bounded(tmp_path):
+    """judgement.scenario_data reads scenario.yaml as every route does: the scenario cap (it read
+    up to 1 MiB), the loader's depth limit (safe_load raised RecursionError), never /proc."""
+    from ftharness.reports.judgement import expectations, scenario_data
+
+    shutil.copytree(DATA, tmp_path / "r")
+    path = tmp_path / "r" / "scenario.yaml"
+    assert expectations(str(tmp_path / "r")) == scenario_data(str(tmp_path / "r"))["expect"]
+    for text in ("expect: {outcome: failed}\n" + "# padding\n" * 30_000, "a: " + "[" * 3000 + "]" * 3000 + "\n"):
+        path.write_text(text)
+        assert scenario_data(str(tmp_path / "r")) == {}
+    path.unlink()
+    os.symlink("/proc/self/environ", path)
+    assert scenario_data(str(tmp_path / "r")) == {}
+
+
+def test_the_reports_read_summary_json_bounded(tmp_path):
+    """frames.read_results (report, compare) reads summary.json through the one bounded reader:
+    refused by size before it is read (it was read whole), never under /proc, an object only."""
+    from ftharness.inputs import InputRefused
+    from ftharness.reports.frames import read_results
+    from ftharness.reports.gpu import folder_lines
+    from ftharness.reports.matrix import read_rows
+
+    folder = tmp_path / "r"
+    shutil.copytree(DATA, folder)
+    summary = folder / "summary.json"
+    with open(summary, "r+b") as f:
+        f.truncate((64 << 20) + 1)   # sparse: nothing written
+    with pytest.raises(InputRefused, match="at most"):
+        read_results(str(folder))
+    assert folder_lines(str(folder)) == [f"{folder}: no readable summary.json"]
+    os.rename(summary, folder / "cells.jsonl")
+    with pytest.raises(InputRefused, match="at most"):
+        read_rows(str(folder))
+    os.symlink("/proc/self/environ", summary)
+    with pytest.raises(InputRefused, match="under /proc"):
+        read_results(str(folder))
+    summary.unlink()
+    summary.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not a JSON object"):
+        read_results(str(folder))

@@ -162,6 +162,12 @@ def test_outcome_mismatch_without_evidence_is_inconclusive_not_fail():
     assert s["verdict"] == "INCONCLUSIVE" and any("evidence is incomplete" in r for r in s["inconclusive"])
 
 
+def test_an_outcome_that_was_not_recorded_is_named_so():
+    s = judged(scenario(), outcome={"error": None, "error_type": None})   # a run_end without its outcome
+    lines = s["mismatches"] + s["inconclusive"]
+    assert "outcome not recorded (expected succeeded)" in lines and not any("outcome None" in m for m in lines), lines
+
+
 def test_an_expected_property_that_judged_nothing_is_inconclusive():
     events = [dict(e, rows=None) if e["kind"] == "step" else e for e in read_history(KILL).events]
     s = judged(scenario(properties=["shard_reassignment"]), events, problems=[])
