@@ -89,15 +89,20 @@ def _take(line: bytes, out: Recorded) -> None:
         out.faults.append((e.get("seq"), e.get("fault"), e.get("fault_kind")))
 
 
-def scenario_problem(scenario_name: str, rec: Optional[Recorded]) -> Optional[str]:
-    """Why the folder's scenario.yaml is not the scenario its history ran (a refusal: exit 2)."""
+def scenario_problem(scenario_name: Any, rec: Optional[Recorded]) -> Optional[str]:
+    """Why the folder's scenario.yaml is not the scenario its history ran, or None: its `name`
+    is not the name `run_start` recorded (another scenario's file swapped in, with other
+    expectations). Damage to the record of what ran, so the run is INCONCLUSIVE, never a PASS.
+    None when the history records no scenario (nothing to compare with)."""
     if rec is None or not rec.scenarios:
         return None
-    if scenario_name not in rec.scenarios:
-        ran = ", ".join(sorted(n[:60] for n in rec.scenarios)[:3])
-        return (f"scenario.yaml names {scenario_name}, but the history ran {ran}; a results folder is "
-                f"judged with the scenario it ran")
-    return None
+    if isinstance(scenario_name, str) and scenario_name in rec.scenarios:
+        return None
+    ran = ", ".join(sorted(n[:60] for n in rec.scenarios)[:3])
+    named = (scenario_name[:60] if isinstance(scenario_name, str)
+             else f"{str(scenario_name)[:40]} ({type(scenario_name).__name__}: no scenario name)")
+    return (f"scenario.yaml names {named}, but the history ran {ran}: a results folder is judged "
+            f"with the scenario it ran")
 
 
 def fault_record_problems(rec: Optional[Recorded]) -> List[str]:

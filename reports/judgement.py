@@ -89,14 +89,21 @@ def rejudge(results: str) -> Dict[str, Any]:
     the outcome, final state, failure_config, runtime and injected faults are the
     history's (summary.json is an output, never read); scenario.yaml gives only the
     expectations, and where it says other than the history the verdict names it.
-    A fault record the verdict cannot attribute (no kind, an index that is no count:
-    ftharness.history.agreement.fault_record_problems) makes it INCONCLUSIVE, never a PASS.
-    Raises ScenarioError when scenario.yaml is not a valid scenario."""
-    from ftharness.history.agreement import fault_record_problems, recorded
+    A scenario.yaml that names another scenario than the one the history ran (a file of
+    another scenario swapped in: ftharness.history.agreement.scenario_problem) and a fault
+    record the verdict cannot attribute (no kind, an index that is no count:
+    fault_record_problems) make it INCONCLUSIVE, never a PASS, in every output.
+    Raises ScenarioError when scenario.yaml is not a valid scenario (a `name` that is no
+    string names the scenario the history ran: `own_name_refusal`)."""
+    from ftharness.history.agreement import fault_record_problems, recorded, scenario_problem
     from ftharness.history.records import read_history
     from ftharness.scenarios.schema import load_scenario
     from ftharness.scenarios.verdict import evaluate
 
+    rec = recorded(results)
+    refusal = own_name_refusal(results, rec)
+    if refusal:
+        raise ScenarioError(refusal)
     scenario = load_scenario(os.path.join(results, SCENARIO_FILE))
     read = read_history(results)
     mismatch = scenario_history_mismatch(scenario, read.events)
@@ -104,9 +111,25 @@ def rejudge(results: str) -> Dict[str, Any]:
         raise ScenarioError(f"scenario.yaml does not match the history ({mismatch}); a results folder is "
                             f"judged with the scenario it ran")
     summary = evaluate(scenario, read.events, _outcome_from_history(read.events), read.problems)
-    no_pass_on(summary, fault_record_problems(recorded(results)))
+    renamed = scenario_problem(scenario.name, rec)
+    no_pass_on(summary, ([renamed] if renamed else []) + fault_record_problems(rec))
     summary["unasked_failures"] = unasked_failures(summary, pinned(expectations(results)))
     return summary
+
+
+def own_name_refusal(results: str, rec=None) -> Optional[str]:
+    """The refusal of a folder whose scenario.yaml has a `name` that is no string (`name: 7`),
+    naming what the history ran, or None. Such a file is no valid scenario, so it cannot be
+    judged (`check`: exit 2; report, JUnit, compare: a recorded PASS becomes INCONCLUSIVE);
+    the line says which scenario the folder ran. `rec`: ftharness.history.agreement.recorded
+    of the folder, read here when not given."""
+    from ftharness.history.agreement import recorded, scenario_problem
+
+    data = scenario_data(results)
+    if "name" not in data or isinstance(data["name"], str):
+        return None
+    return scenario_problem(data["name"], rec if rec is not None else recorded(results)) or (
+        f"scenario.yaml: name: {str(data['name'])[:40]} is a {type(data['name']).__name__}, no scenario name")
 
 
 def no_pass_on(summary: Dict[str, Any], problems: List[str]) -> None:

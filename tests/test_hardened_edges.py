@@ -508,6 +508,63 @@ def test_report_and_check_agree_on_a_fault_record_of_no_kind(tmp_path, cli, kind
     assert "INCONCLUSIVE" in junit and "fault_kind is no fault kind" in junit
 
 
+def _renamed(tmp_path, name):
+    """The recorded run (kill-worker) with its own scenario.yaml carrying `name` instead."""
+    folder = tmp_path / "r"
+    shutil.copytree(DATA, folder)
+    edit(folder / "scenario.yaml", "name: kill-worker\n", f"name: {name}\n")
+    return folder
+
+
+def test_an_unrenamed_folder_still_passes_everywhere(tmp_path, cli):
+    from ftharness.reports.judgement import folder_statuses
+
+    code, err, out = cli("check", DATA)
+    assert code == 0 and out.splitlines()[-1] == "PASS kill-worker", (code, out)
+    assert folder_statuses(DATA)["verdict"] == "PASS"
+    assert cli("report", DATA, "--out", tmp_path / "rep", "--junit", tmp_path / "j.xml", bound_s=60)[0] == 0
+    assert "INCONCLUSIVE" not in (tmp_path / "j.xml").read_text()
+
+
+@pytest.mark.parametrize("name", ["preempt-node", "kill-worker-copy"])
+def test_a_scenario_yaml_of_another_name_is_inconclusive_everywhere(tmp_path, cli, name):
+    """Its own scenario.yaml is the record of what ran: another scenario's file (other, easier
+    expectations) swapped in is INCONCLUSIVE in check, report, JUnit and compare alike
+    (reports.judgement.rejudge), one reason naming both names (check PASSed it)."""
+    from ftharness.reports.judgement import folder_statuses
+
+    folder = _renamed(tmp_path, name)
+    why = f"scenario.yaml names {name}, but the history ran kill-worker"
+    code, err, out = cli("check", folder)
+    assert code == 3 and out.splitlines()[-2:] == [f"INCONCLUSIVE {name}", f"  ? {why}: a results folder is "
+                                                   f"judged with the scenario it ran"], (code, out)
+    judged = folder_statuses(str(folder))
+    assert judged["verdict"] == "INCONCLUSIVE" and any(why in r for r in judged["reasons"]), judged
+    assert cli("report", folder, "--out", tmp_path / "rep", "--junit", tmp_path / "j.xml", bound_s=60)[0] == 0
+    junit = (tmp_path / "j.xml").read_text()
+    assert "INCONCLUSIVE" in junit and why in junit
+    assert why in (tmp_path / "rep" / "index.html").read_text()
+    code, err, out = cli("compare", f"a={folder}", f"b={DATA}", "--out", tmp_path / "cmp", bound_s=60)
+    assert code == 2 and "verdict INCONCLUSIVE" in err[0], (code, err)   # left out: never compared as a PASS
+
+
+@pytest.mark.parametrize("name,shown", [("7", "7 (int: no scenario name)"), ("true", "True (bool: no scenario name)"),
+                                        ("[kill-worker]", "['kill-worker'] (list: no scenario name)")])
+def test_a_scenario_yaml_whose_name_is_no_string_never_passes(tmp_path, cli, name, shown):
+    """No valid scenario, so check refuses it (one line, exit 2, as any invalid scenario.yaml of a
+    folder) and report/JUnit show the recorded PASS as INCONCLUSIVE; both name what the history ran."""
+    from ftharness.reports.judgement import folder_statuses
+
+    folder = _renamed(tmp_path, name)
+    why = f"scenario.yaml names {shown}, but the history ran kill-worker"
+    one_line(*cli("check", folder)[:2], why)
+    judged = folder_statuses(str(folder))
+    assert judged["verdict"] == "INCONCLUSIVE" and any(why in r for r in judged["reasons"]), judged
+    assert cli("report", folder, "--out", tmp_path / "rep", "--junit", tmp_path / "j.xml", bound_s=60)[0] == 0
+    junit = (tmp_path / "j.xml").read_text()
+    assert "INCONCLUSIVE" in junit and "the history ran kill-worker" in junit
+
+
 def test_the_reports_read_scenario_yaml_bounded(tmp_path):
     """judgement.scenario_data reads scenario.yaml as every route does: the scenario cap (it read
     up to 1 MiB), the loader's depth limit (safe_load raised RecursionError), never /proc."""

@@ -48,6 +48,8 @@ def make_results(folder, name, faults=(), failure_config=None, expect=None, edit
     for e in syn.events:   # the scenario's faults, as the injector records what it was asked
         if e.get("kind") == "fault_injected":
             e["target_asked"] = {"rank": 1}
+        if e.get("kind") == "run_start":   # the scenario it ran: a scenario.yaml of another name is refused
+            e["scenario"] = name
     if edit is not None:
         edit(syn.events)
     folder.mkdir(parents=True)

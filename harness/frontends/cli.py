@@ -290,7 +290,7 @@ def judge_folder(results: str):
     """(scenario, summary) of a results folder judged again from its history alone
     (ftharness.reports.judgement.rejudge, what report, JUnit and the page show too).
     Raises ScenarioError for a folder that is no results folder."""
-    from ftharness.reports.judgement import rejudge
+    from ftharness.reports.judgement import own_name_refusal, rejudge
     from ftharness.scenarios.schema import load_scenario
 
     from ftharness.inputs import results_folder_problem
@@ -300,11 +300,14 @@ def judge_folder(results: str):
     why = results_folder_problem(results)
     if why:
         raise ScenarioError(why)
+    why = own_name_refusal(results)
+    if why:
+        raise ScenarioError(f"{results}: {why}")
     try:
         scenario = load_scenario(os.path.join(results, "scenario.yaml"))
     except ScenarioError as e:
         raise ScenarioError(f"{results}: not a results folder ({e})") from None
-    return scenario, rejudge(results)   # fault records of no kind: INCONCLUSIVE there, for every output
+    return scenario, rejudge(results)   # renamed scenario.yaml, fault records of no kind: INCONCLUSIVE there, for every output
 
 
 def cmd_check(args) -> int:
