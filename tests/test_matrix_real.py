@@ -1,7 +1,7 @@
-"""`ftharness matrix` for real: cells are real `ftharness run`s on real embedded clusters.
+"""`ftharness matrix` for real (`make test-full`): cells are real `ftharness run`s on real embedded clusters.
 
-- core lane: one cell on the installed release, end to end (run, cells.jsonl, report);
-- full lane (`make test-full`): one scenario per fault family on the oldest and the newest
+- one cell on the installed release, end to end (run, cells.jsonl, report);
+- one scenario per fault family on the oldest and the newest
   supported release; the oldest runs in an environment the matrix builds (uv or pip from the
   registry), so this lane needs the package registry.
 """
@@ -25,7 +25,10 @@ def _cells(out):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def test_one_cell_on_the_installed_release_end_to_end(tmp_path):
+@pytest.mark.full   # the core lane's `ftharness run` of kill-worker is test_reports_logs'; the matrix's own
+#                    logic (cells, JUnit, report) is tested on recorded cells in tests/test_matrix.py
+@pytest.mark.ftharness_exclusive   # its cell starts its own cluster: the shared one stops first (one at a time)
+def test_one_cell_on_the_installed_release_end_to_end(ftharness_exclusive, tmp_path):
     before = ray_clusters()
     out = str(tmp_path / "m")
     r = run_cli("matrix", os.path.join(CATALOG, "kill-worker.yaml"), "--out", out, timeout=900)
@@ -49,8 +52,9 @@ FAMILIES = ["kill-worker", "crash-worker", "hang-worker", "kill-node", "preempt-
 
 
 @pytest.mark.full
+@pytest.mark.ftharness_exclusive
 @pytest.mark.parametrize("name", FAMILIES)
-def test_each_fault_family_on_the_oldest_and_newest_release(tmp_path, name):
+def test_each_fault_family_on_the_oldest_and_newest_release(ftharness_exclusive, tmp_path, name):
     out = str(tmp_path / "m")
     r = run_cli("matrix", os.path.join(CATALOG, f"{name}.yaml"), "--ray", f"{releases.OLDEST},{releases.NEWEST}",
                 "--out", out, timeout=3000)

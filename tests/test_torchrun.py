@@ -99,6 +99,7 @@ def run_spare(name, fault, tmp_path):
     return summary, out, events
 
 
+@pytest.mark.full   # the core lane keeps the spare taking a lost node's place (below)
 def test_a_spare_node_under_a_worker_kill_stays_idle_and_the_run_recovers_in_one_restart(tmp_path):
     """The old launcher started an agent on the spare node too: it restarted 161 times in 220 s and
     failed. A killed worker is restarted by its own node's agent, as TorchElastic does: the spare is
