@@ -33,7 +33,12 @@ nice -n 19 "$PY" -P -m pytest -q -p no:cacheprovider -m "not ($real)$keep" tests
 pure_pid=$!
 
 echo "== real-cluster lane ($tier): -m \"($real)$keep\""
-"$PY" -P -m pytest -q -p no:cacheprovider -m "($real)$keep" --durations=15 tests "$@"
+# ... and the real lane above the default where allowed (root): Ray's workers then run at nice 10,
+# still far above the pure lane (measured: at nice 0 against nice 19 the real lane took twice its
+# time alone). Without the right, nice says so and runs it at the default.
+boost=""
+[ "$(id -u)" = 0 ] && boost="nice -n -5"
+$boost "$PY" -P -m pytest -q -p no:cacheprovider -m "($real)$keep" --durations=15 tests "$@"
 real_rc=$?
 
 wait "$pure_pid"
