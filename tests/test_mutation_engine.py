@@ -48,3 +48,25 @@ def test_the_verdict_kills_the_sampled_mutants(capsys):
     assert not score.controls_wrong
     assert score.kill_rate >= KILL_TARGET, [o.mutant.name for o in score.survivors]
     assert Counter(o.verdict for o in score.judged if o.verdict != "PASS")["FAIL"] > 0
+
+
+def test_the_result_is_judged_against_rank_0s_report(tmp_path):
+    """Ray's Result.metrics is rank 0's report (report_handler: metrics_per_worker[0]): rank 0's
+    report of the last registered checkpoint edited is FAIL; rank 1's value at that step edited
+    (a user job where each rank reports its own loss) stays PASS."""
+    import copy
+
+    events, scenario = mutation.load(os.path.join(DATA, "kill-worker"))
+    last = [e for e in events if e["kind"] == "checkpoint_registered"][-1]
+
+    def edited(rank):
+        out = copy.deepcopy(events)
+        for e in out:
+            if e["kind"] == "report" and e.get("rank") == rank and e.get("step") == last["step"]:
+                e["metrics"]["loss"] += 1.0
+        return mutation.Mutant("kill-worker", "revalue", "report", "metrics.loss", f"rank {rank}", out)
+
+    zero = mutation.judge(edited(0), scenario, str(tmp_path / "r0"))
+    one = mutation.judge(edited(1), scenario, str(tmp_path / "r1"))
+    assert zero.verdict == "FAIL" and any("result metrics differ" in r for r in zero.reasons), zero.reasons
+    assert one.verdict == "PASS", one.reasons
