@@ -4,6 +4,7 @@ names, the spool folder, the reaper's protocol, trace through a symlink, secrets
 
 import json
 import os
+import shutil
 import stat
 
 import pytest
@@ -249,7 +250,10 @@ def test_submit_ships_only_what_the_scenario_names(tmp_path):
     s = load_scenario(str(tmp_path / "a.yaml"))
     assert sorted(os.path.basename(p) for p in shipped_code(s)) == ["job.py", "pkg"]
     wd = working_dir(s)
-    assert sorted(os.listdir(wd)) == ["job.py", "pkg", "scenario.yaml"]
+    try:
+        assert sorted(os.listdir(wd)) == ["job.py", "pkg", "scenario.yaml"]
+    finally:
+        shutil.rmtree(wd)
     (tmp_path / "code").mkdir()
     (tmp_path / "code" / "job.py").write_text("def train(config):\n    pass\n")
     (tmp_path / "b.yaml").write_text("name: b\nworkload: {entrypoint: 'job:train', working_dir: code}\n")

@@ -98,17 +98,21 @@ def working_dir(scenario) -> str:
     code = shipped_code(scenario)
     check_size(code)
     wd = tempfile.mkdtemp(prefix="ftharness-submit-")
-    data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
-    data.get("cluster", {}).pop("address", None)   # the job runs on the cluster it was sent to
-    data.get("workload", {}).pop("working_dir", None)   # shipped: it is the job's working dir now
-    with open(os.path.join(wd, "scenario.yaml"), "w") as f:
-        yaml.safe_dump(data, f, sort_keys=False)
-    for path in code:
-        dest = os.path.join(wd, os.path.basename(path))
-        if os.path.isdir(path):
-            stage([path], wd)
-        else:
-            shutil.copy(path, dest)
+    try:
+        data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
+        data.get("cluster", {}).pop("address", None)   # the job runs on the cluster it was sent to
+        data.get("workload", {}).pop("working_dir", None)   # shipped: it is the job's working dir now
+        with open(os.path.join(wd, "scenario.yaml"), "w") as f:
+            yaml.safe_dump(data, f, sort_keys=False)
+        for path in code:
+            dest = os.path.join(wd, os.path.basename(path))
+            if os.path.isdir(path):
+                stage([path], wd)
+            else:
+                shutil.copy(path, dest)
+    except BaseException:   # a half-staged folder is not left behind (Ctrl-C included)
+        shutil.rmtree(wd, ignore_errors=True)
+        raise
     return wd
 
 
