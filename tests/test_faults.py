@@ -15,8 +15,8 @@ from ftharness.harness.run.suite import catalog_dir
 pytestmark = pytest.mark.cluster
 
 
-def run(run_scenario, name):
-    s = run_scenario(os.path.join(catalog_dir(), f"{name}.yaml"))
+def run(run_scenario, name, **overrides):
+    s = run_scenario(os.path.join(catalog_dir(), f"{name}.yaml"), **overrides)
     assert all(f["landed"] for f in s["faults"]), [(f["kind"], f["status"], f["evidence"]) for f in s["faults"]]
     assert s["history"]["complete"], s["history"]["problems"]
     return s, read_events(s["results_dir"])
@@ -147,8 +147,15 @@ def test_killed_controller_is_resumed_by_a_second_fit(run_scenario):
 
 
 def test_corrupted_checkpoint_is_restored_silently(run_scenario):
-    s, ev = run(run_scenario, "corrupt-checkpoint")
+    """The catalog scenario with its worker killed by `ray.kill` (`graceful: true`), so the
+    graceful path, which holds no handle to the controller's actor, is run for real too."""
+    faults = [{"kind": "corrupt_checkpoint", "which": "latest", "how": "bitflip", "at": {"step": 5, "rank": 0}},
+              {"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 5, "rank": 0}, "graceful": True}]
+    s, ev = run(run_scenario, "corrupt-checkpoint", faults=faults)
     assert s["matches_expectation"], s["mismatches"]
+    kill = injected(ev, "kill_worker")["target_hit"]
+    assert kill["how"] == "ray.kill" and not pid_alive(kill["pid"]), kill
+    assert failures(ev) == [("worker_group", "RETRY")]
     hit = injected(ev, "corrupt_checkpoint")["target_hit"]
     assert hit["path"].startswith(s["storage_path"])
     restored = [e for e in kinds(ev, "worker_start") if e["restored_checkpoint"]]

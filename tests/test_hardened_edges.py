@@ -25,6 +25,9 @@ def _stop(*a, **k):
     raise WouldStart()
 
 
+_WARM: list = []
+
+
 @pytest.fixture
 def cli(capsys, monkeypatch):
     """(exit code, stderr lines, stdout) of the CLI in-process; a route that gets past every
@@ -36,7 +39,9 @@ def cli(capsys, monkeypatch):
     import ftharness.reports.html  # noqa: F401
     from ftharness.scenarios.schema import scenario_json_schema
 
-    scenario_json_schema()   # the first build reads the models' sources (seconds on a loaded machine)
+    if not _WARM:   # the first build reads the models' sources (seconds on a loaded machine): once
+        scenario_json_schema()
+        _WARM.append(True)
 
     for module, name in ((runner, "run_scenario"), (matrix_runner, "run_matrix"), (suite, "run_suite")):
         monkeypatch.setattr(module, name, _stop)

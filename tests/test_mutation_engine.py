@@ -6,6 +6,8 @@ campaign (every mutant) is `benchmarks/mutation_score.py`; docs/verdicts.md publ
 import os
 from collections import Counter
 
+import pytest
+
 from ftharness.reports import mutation
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
@@ -32,16 +34,23 @@ def test_retime_in_place_is_the_only_equivalent_move_in_time():
     assert not mutation._in_place(times, 2.0, 0.5)      # now before the event at 1
 
 
-def test_controls_are_correct_histories():
-    score = mutation.run([os.path.join(DATA, s) for s in SOURCES], sample=0)
+@pytest.fixture(scope="module")
+def sampled_score():
+    """One judged sample (the controls and `FTHARNESS_MUTANTS` mutants per source), shared by
+    the tests below: judging it is the pure lane's costliest step."""
+    return mutation.run([os.path.join(DATA, s) for s in SOURCES], sample=int(os.environ.get("FTHARNESS_MUTANTS", "40")),
+                        seed=7)
+
+
+def test_controls_are_correct_histories(sampled_score):
+    score = sampled_score
     controls = [o for o in score.outcomes if o.mutant.control]
     assert len(controls) >= 4 * 7
     assert not score.controls_wrong, [(o.mutant.name, o.reasons[:2]) for o in score.controls_wrong]
 
 
-def test_the_verdict_kills_the_sampled_mutants(capsys):
-    score = mutation.run([os.path.join(DATA, s) for s in SOURCES], sample=int(os.environ.get("FTHARNESS_MUTANTS", "40")),
-                         seed=7)
+def test_the_verdict_kills_the_sampled_mutants(sampled_score, capsys):
+    score = sampled_score
     with capsys.disabled():
         print(f"\nmutants judged {len(score.judged)}, equivalent {len(score.equivalent)}, kill rate "
               f"{score.kill_rate:.1%}, by {dict(score.by_killer().most_common())}")

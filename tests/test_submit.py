@@ -92,3 +92,24 @@ expect: {outcome: succeeded, properties: [exactly_once_restore, budget_accountin
     jobs = [j for j in JobSubmissionClient(url).list_jobs() if j.submission_id]   # not the drivers
     assert [str(j.status).split(".")[-1] for j in jobs] == ["SUCCEEDED"]
     assert alive_nodes(gcs) == 3
+
+
+@pytest.mark.exclusive_ray
+@pytest.mark.slow
+@pytest.mark.full
+def test_a_job_of_several_modules_runs_on_an_existing_cluster_by_address_and_by_submit(
+        operator_cluster_with_dashboard, tmp_path):
+    """The multi-module job (a package with submodules, a sibling module; tests/test_usercode.py)
+    on a cluster an operator started, run from another folder so that nothing but what
+    ftharness ships can give the workers its modules: through --address, then --submit."""
+    gcs, url = operator_cluster_with_dashboard
+    multi = os.path.join(REPO, "tests", "data", "multimodule", "scenario.yaml")
+    for route, args in (("address", ["--address", gcs]), ("submit", ["--submit", url])):
+        out = tmp_path / route
+        r = run_cli("run", multi, *args, "--allow-destructive", "--out", str(out), "--quiet",
+                    timeout=600, cwd=str(tmp_path))
+        assert r.returncode == 0, (route, r.stdout[-2000:], r.stderr[-3000:])
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["verdict"] == "PASS" and summary["outcome"] == "succeeded", (route, summary["mismatches"])
+        assert summary["attempts"] == 2, route                   # the restarted workers imported it again
+    assert alive_nodes(gcs) == 3

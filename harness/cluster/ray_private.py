@@ -112,11 +112,21 @@ def gcs_address() -> str:
     return ray._private.worker.global_worker.gcs_client.address
 
 
-def kill_actor_by_id(actor_id_hex: str, no_restart: bool = True) -> None:
-    """ray.kill without a handle (through the GCS)."""
-    ray._private.worker.global_worker.core_worker.kill_actor(
-        ray.ActorID.from_hex(actor_id_hex), no_restart
-    )
+def kill_actor_by_id(actor_id_hex: str, no_restart: bool = True, timeout_s: float = 10.0) -> None:
+    """ray.kill of an actor this process holds no handle to (a Train worker: the controller
+    owns it): the GCS's KillActorViaGcs, which `ray.kill` itself sends. The core worker's
+    `kill_actor` needs a handle in this process (ActorHandleNotFoundError otherwise), and its
+    `get_actor_handle` aborts the process for an unknown id, so neither is used. The generated
+    stub and the request are the same in every release 2.51-2.60."""
+    import grpc
+    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+
+    request = gcs_service_pb2.KillActorViaGcsRequest(actor_id=bytes.fromhex(actor_id_hex), force_kill=True,
+                                                     no_restart=no_restart)
+    with grpc.insecure_channel(gcs_address()) as channel:
+        reply = gcs_service_pb2_grpc.ActorInfoGcsServiceStub(channel).KillActorViaGcs(request, timeout=timeout_s)
+    if reply.status.code != 0:
+        raise RuntimeError(f"KillActorViaGcs: {reply.status.message or reply.status.code}")
 
 
 # ------------------------------------------------------------ embedded cluster nodes

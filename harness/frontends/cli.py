@@ -106,7 +106,6 @@ def _logs(args, out: str) -> None:
 
 
 def cmd_run(args) -> int:
-    from ftharness.harness.run.runner import RunOptions, exit_code as summary_exit, run_scenario
     from ftharness.scenarios.schema import default_scenario_path, load_scenario, parse_scenario, require_release
 
     out = args.out
@@ -132,6 +131,8 @@ def cmd_run(args) -> int:
             from ftharness.harness.run.runner import check_resume
 
             check_resume(args.resume, scenario)
+        from ftharness.harness.run.runner import RunOptions, exit_code as summary_exit, run_scenario   # Ray Train: once the input is good
+
         options = RunOptions(out_dir=out, address=target.address, resume=args.resume, address_source=target.source,
                              progress=not args.quiet, allow_destructive=target.allow_destructive)
         _logs(args, out)
@@ -150,9 +151,6 @@ def cmd_run(args) -> int:
 
 def _submit(args, scenario) -> int:
     """`run --submit`: the run as a Ray Job on the cluster, its results brought back here."""
-    from ftharness.harness.run.runner import exit_code as summary_exit
-    from ftharness.harness.run.submit import submit_run
-
     for flag, given in (("--address", args.address), ("--resume", args.resume)):
         if given:
             return _fail(f"{flag}: not with --submit (the job runs on the cluster it is sent to)")
@@ -164,6 +162,9 @@ def _submit(args, scenario) -> int:
     check_route(scenario, args.allow_destructive, address=args.submit, source="--submit")
     out = args.out or default_out(scenario.name)
     check_out(out)
+    from ftharness.harness.run.runner import exit_code as summary_exit   # Ray Train: once the input is good
+    from ftharness.harness.run.submit import submit_run
+
     submit_run(scenario, args.submit, out, args.allow_destructive, quiet=args.quiet)
     from ftharness.history.records import read_json_file
 
@@ -239,7 +240,7 @@ def _record_skipped(skipped: List[Dict[str, str]], out: str) -> None:
 
 def cmd_suite(args) -> int:
     from ftharness.harness.run.preflight import preflight
-    from ftharness.harness.run.suite import collect, run_suite, targets
+    from ftharness.harness.run.collect import collect, targets
 
     out = args.out
     try:
@@ -265,6 +266,8 @@ def cmd_suite(args) -> int:
         rounds = [out] if repeat == 1 else [os.path.join(out, f"repeat-{i}") for i in range(1, repeat + 1)]
         summaries = []
         _logs(args, out)
+        from ftharness.harness.run.suite import run_suite   # Ray Train: once the input is good
+
         for i, folder in enumerate(rounds, 1):   # each round a suite folder: `compare X=OUT/repeat-*` reads them
             if repeat > 1:
                 print(f"suite: repeat {i}/{repeat} -> {folder}", file=sys.stderr, flush=True)
@@ -461,7 +464,7 @@ def _validate_files(paths: List[str]) -> List[tuple]:
 def _skipped_here(scenario, path: str) -> bool:
     """A folder's scenario this host cannot run (ftharness.harness.run.suite.host_skip): one
     SKIPPED line, not an error; a file named alone is still refused, as `run` refuses it."""
-    from ftharness.harness.run.suite import host_skip
+    from ftharness.harness.run.collect import host_skip
     from ftharness.reports.skipped import line
 
     skip = host_skip(scenario, path)
@@ -522,7 +525,7 @@ def cmd_schema(args) -> int:
 def cmd_list(args) -> int:
     """Fault kinds, properties and the built-in catalog, one line each."""
     from ftharness.faults import REGISTRY
-    from ftharness.harness.run.suite import catalog_dir
+    from ftharness.harness.run.collect import catalog_dir
     from ftharness.scenarios.properties import PLUGINS as PROPERTY_PLUGINS, REGISTRY as PROPERTY_REGISTRY
     from ftharness.scenarios.schema import load_scenario
 

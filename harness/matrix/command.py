@@ -52,7 +52,7 @@ def plan(args):
     from ftharness.harness.matrix.cells import for_release
     from ftharness.harness.run.arguments import check_new_out, default_out
     from ftharness.harness.run.guard import check_route
-    from ftharness.harness.run.suite import collect_files
+    from ftharness.harness.run.collect import collect_files
     from ftharness.scenarios.schema import Scenario, parse_scenario, read_scenario_file, release_problem
 
     out = check_new_out(args.out or default_out("matrix"), "cells.jsonl", "already holds a matrix")

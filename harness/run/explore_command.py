@@ -69,11 +69,7 @@ def check_args(args):
 
 def cmd_explore(args) -> int:
     from ftharness.errors import ClusterError
-    from ftharness.harness.cluster.handles import open_cluster
-    from ftharness.harness.cluster.handles import keep_logs
     from ftharness.harness.run.arguments import refuse
-    from ftharness.harness.run.explore import ClusterExecutor, Explorer
-    from ftharness.reports.explore import terminal_text
     from ftharness.scenarios import explore_strategies as es
 
     out = args.out
@@ -86,6 +82,11 @@ def cmd_explore(args) -> int:
               file=sys.stderr, flush=True)
         if args.verbose:
             os.environ["FTHARNESS_VERBOSE"] = "1"
+        # Ray Train and the cluster code: once the input is good
+        from ftharness.harness.cluster.handles import keep_logs, open_cluster
+        from ftharness.harness.run.explore import ClusterExecutor, Explorer
+        from ftharness.reports.explore import terminal_text
+
         keep_logs(os.path.abspath(out))
         with open_cluster(base.cluster, target.address) as cluster:
             executor = ClusterExecutor(cluster, target.address, target.source, target.allow_destructive)
