@@ -6,6 +6,8 @@ traceback file. The messages are written for the user: they name the field or
 the thing and what is allowed.
 """
 
+import threading
+
 
 class FtharnessError(Exception):
     """Root of ftharness's own errors."""
@@ -33,3 +35,9 @@ class ChaosCrash(FtharnessError, RuntimeError):
 
 class InputError(FtharnessError, ValueError):
     """A path or argument that cannot be used (it does not exist, it cannot be read); one line for the user."""
+
+
+#: set when ftharness is told to stop (the SIGTERM handler of a cluster it started): an interrupt
+#: raised inside Ray's calls can come out as another error, and a loop that goes on anyway
+#: (Hypothesis's, in explore) reads this to stop
+STOP_REQUESTED = threading.Event()

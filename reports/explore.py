@@ -56,6 +56,8 @@ def terminal_text(data: Dict[str, Any]) -> str:
              f"(budget {data.get('budget_s', 0):g}s, seed {data.get('seed')}, session {data.get('session', 1)}): "
              + ", ".join(text for _, text in _counts(data))
              + (f"; per example {min(walls):.0f}-{max(walls):.0f}s, mean {sum(walls) / len(walls):.0f}s" if walls else "")]
+    if data.get("stopped"):
+        lines.append(f"stopped before the budget was spent: {data['stopped']}")
     lines.append(f"kinds: {', '.join(data.get('kinds') or [])}")
     for kind, why in (data.get("left_out") or {}).items():
         lines.append(f"  left out {kind}: {why}")
@@ -100,6 +102,8 @@ def page_html(data: Dict[str, Any]) -> str:
            f"seed {data.get('seed')}, at most {data.get('max_faults')} faults, session {data.get('session', 1)}): "
            + ", ".join(f"<span class={status}>{text}</span>" for status, text in _counts(data))
            + f". Exit code {data.get('exit_code')}.</p>",
+           *([f"<p class=INCONCLUSIVE>Stopped before the budget was spent: {e(data['stopped'])}</p>"]
+             if data.get("stopped") else []),
            "<h2>Findings</h2>"]
     findings = data.get("findings") or []
     if not findings:

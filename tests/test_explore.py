@@ -7,6 +7,8 @@ import json
 import os
 
 import pytest
+
+from ftharness.errors import ClusterError
 from hypothesis import given, settings
 
 from ftharness.faults import FAULT_KINDS
@@ -209,6 +211,56 @@ def test_the_budget_stops_new_examples(tmp_path):
     exp.support = es.Support(("kill_worker",), {"kill_worker": ("step",)})
     exp.explore()
     assert len(ex.runs) == 4      # 30 s each: started at 0, 30, 60 and 90 s
+
+
+class BreakingExecutor(FakeExecutor):
+    """The cluster stops working after `good` runs: every later run raises, as a heal that
+    cannot free the cluster's CPUs does (ClusterError)."""
+
+    def __init__(self, clock, good=3, error=None, **kw):
+        super().__init__(clock, **kw)
+        self.good, self.error, self.calls = good, error, 0
+
+    def run(self, scenario, folder):
+        self.calls += 1
+        if self.calls > self.good:
+            self.clock.t += 60.0
+            raise self.error or ClusterError("embedded cluster: not idle after 60 s (abc 0/1 CPUs free)")
+        return super().run(scenario, folder)
+
+
+def test_a_cluster_that_breaks_stops_the_search_once_instead_of_shrinking_it(tmp_path):
+    """Found on a real exploration: a run left Ray Train actors holding CPUs, the next heal
+    timed out, and Hypothesis took the error for a failing example and shrank it: the same
+    60 s error, example after example, to the end of the budget."""
+    clock = FakeClock()
+    ex = BreakingExecutor(clock, good=3)
+    result = Explorer(REF, ex, str(tmp_path / "out"), 3000, seed=3, max_faults=2, clock=clock,
+                      say=lambda line: None, ray_version="2.60.0").explore()
+    assert ex.calls == 4                                  # the one run that met the broken cluster
+    assert result.stopped and result.stopped.startswith("ClusterError: embedded cluster: not idle")
+    assert result.exit_code() == 3                        # nothing found, nothing judged past it: no PASS
+    saved = json.load(open(tmp_path / "out" / "explore.json"))
+    assert saved["stopped"] == result.stopped
+    from ftharness.reports.explore import terminal_text
+
+    assert "stopped before the budget was spent: ClusterError" in terminal_text(saved)
+
+
+def test_a_stop_asked_while_ray_turned_the_interrupt_into_an_error_ends_as_an_interrupt(tmp_path):
+    from ftharness.errors import STOP_REQUESTED
+
+    clock = FakeClock()
+    ex = BreakingExecutor(clock, good=1, error=RuntimeError("grpc: interrupted call"))
+    exp = Explorer(REF, ex, str(tmp_path / "out"), 3000, seed=3, max_faults=2, clock=clock,
+                   say=lambda line: None, ray_version="2.60.0")
+    STOP_REQUESTED.set()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            exp.explore()
+    finally:
+        STOP_REQUESTED.clear()
+    assert ex.calls == 2
 
 
 def test_budget_parsing():

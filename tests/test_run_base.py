@@ -196,3 +196,24 @@ def test_runs_share_the_clusters_history_process_and_a_dead_one_is_replaced(ftha
     assert ray.get(ftharness_cluster.history_service().ping.remote()) != pid
     read = read_history(second["results_dir"])
     assert read.problems == [] and [e["step"] for e in kinds(read.events, "step") if e["rank"] == 0] == [1, 2]
+
+
+def test_heal_ends_a_leftover_ray_train_actor_that_holds_cpus(ftharness_cluster, capfd):
+    """A planted leftover: an actor of a Ray Train class (RayTrainWorker) holding a worker
+    node's CPU after its run. Found by `ftharness explore` on 2.60.0: a worker killed while
+    its group started left the controller and a worker alive after fit() raised, and the next
+    example waited 60 s for CPUs that never came free. heal() ends it and says so."""
+    import ray
+
+    @ray.remote(num_cpus=1)
+    class RayTrainWorker:
+        def pid(self):
+            return os.getpid()
+
+    leftover = RayTrainWorker.remote()   # the head has no CPU: it lands on a worker node
+    pid = ray.get(leftover.pid.remote())
+    ftharness_cluster.heal()
+    assert [a["pid"] for a in ftharness_cluster.leftovers] == [pid]
+    assert "heal: ended a leftover RayTrainWorker" in capfd.readouterr().err
+    ftharness_cluster.wait_idle(timeout_s=10)   # every CPU free again
+    assert ftharness_cluster.heal() == [] and ftharness_cluster.leftovers == []

@@ -35,7 +35,7 @@ from ftharness.harness.cluster import netns
 from ftharness.harness.cluster import ray_private as rp
 from ftharness.harness.cluster.ns_node import NamespaceNode
 from ftharness.harness.cluster.reaper import alive, descendants, identify, kill_all, message as reaper_message
-from ftharness.errors import ClusterError
+from ftharness.errors import STOP_REQUESTED, ClusterError
 from ftharness.faults import capabilities as caps
 from ftharness.history.store import ServiceSlot
 
@@ -344,6 +344,7 @@ class EmbeddedCluster:
         self._capture: Optional[LogCapture] = None
         self._gpus: Dict[int, List[str]] = {}   # harness index -> the physical GPUs its raylet sees
         self._history = ServiceSlot()
+        self.leftovers: List[Dict[str, Any]] = []   # Ray Train actors the last heal() ended
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "EmbeddedCluster":
@@ -468,6 +469,7 @@ class EmbeddedCluster:
 
     def _install_sigterm(self) -> None:
         def on_term(signum, frame):
+            STOP_REQUESTED.set()   # seen by loops whose callees turn the interrupt into an error
             raise KeyboardInterrupt(f"signal {signum}")
 
         try:
@@ -553,6 +555,7 @@ class EmbeddedCluster:
     def heal(self) -> List[int]:
         """Back to shape between scenarios: dead, paused or drained nodes replaced, node
         count restored, leftover harness actors gone. Returns the new node indices."""
+        self.leftovers = self.end_leftover_train_actors()
         draining = set(rp.draining_nodes())  # a drained node is never schedulable again
         alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")} - draining
         for index in list(self._nodes):
@@ -568,6 +571,26 @@ class EmbeddedCluster:
             added.append(self.add_node())
         self.wait_idle()
         return added
+
+    def end_leftover_train_actors(self, grace_s: float = 5.0) -> List[Dict[str, Any]]:
+        """Ray Train actors still alive between runs (a fit() that ended but left its controller
+        or a worker holding CPUs: seen after a worker died while its group started, 2.60.0) are
+        ended, so the next run meets the cluster its scenario describes; each is said in a line
+        on stderr and returned. Only on a cluster ftharness started: every run on it is ours."""
+        deadline = time.monotonic() + grace_s   # a fit() that just returned may still be tearing down
+        while True:
+            left = rp.train_run_actors()
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        for a in left:
+            print(f"ftharness: heal: ended a leftover {a['class_name']} (pid {a['pid']}) of an earlier run "
+                  f"that held its resources after its fit() returned", file=sys.stderr, flush=True)
+            try:
+                rp.kill_actor_by_id(a["actor_id"], no_restart=True)
+            except Exception as e:  # noqa: BLE001 - gone meanwhile: nothing to end
+                print(f"ftharness: heal: {a['class_name']} {a['actor_id'][:8]}: {type(e).__name__}", file=sys.stderr)
+        return left
 
     def wait_idle(self, timeout_s: float = 60.0) -> None:
         """Wait until every worker node's CPUs are free in the GCS view. The last run's

@@ -77,6 +77,16 @@ def train_worker_actors() -> List[Dict[str, Any]]:
     return list_actors(TRAIN_WORKER_CLASS)
 
 
+#: the actors one Ray Train V2 fit() creates (2.51-2.60); none outlives a finished fit() by design
+TRAIN_RUN_CLASSES = (TRAIN_CONTROLLER_CLASS, TRAIN_WORKER_CLASS, "SynchronizationActor", "DatasetManager",
+                     "PreemptionWatcher")
+
+
+def train_run_actors() -> List[Dict[str, Any]]:
+    """Alive actors of Ray Train runs (TRAIN_RUN_CLASSES), of any run."""
+    return [a for a in list_actors() if a["class_name"].rsplit(".", 1)[-1] in TRAIN_RUN_CLASSES]
+
+
 def draining_nodes() -> Dict[str, int]:
     """{node_id_hex: deadline_ms} for every node being drained (any reason)."""
     return dict(_state.state.get_draining_nodes())

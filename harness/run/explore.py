@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol
 
 import yaml
 
+from ftharness.errors import STOP_REQUESTED
 from ftharness.scenarios import explore_strategies as es
 from ftharness.scenarios.schema import Scenario, parse_scenario
 
@@ -104,6 +105,12 @@ class FoundGap:
     examples_before: int
 
 
+class StopExploring(BaseException):
+    """The cluster cannot run another example (it could not be healed, or running one raised):
+    the search ends there. A BaseException, so Hypothesis does not take it for a failing
+    example and shrink it: each shrink step would meet the same broken cluster."""
+
+
 @dataclass
 class Exploration:
     base: str
@@ -118,6 +125,7 @@ class Exploration:
     out: str
     session: int = 1
     earlier: List[Dict[str, Any]] = field(default_factory=list)   # examples of earlier sessions
+    stopped: Optional[str] = None    # why the search ended before its budget (StopExploring)
 
     def counts(self) -> Dict[str, int]:
         runs = [e for e in self.examples if e.purpose == "search"]
@@ -130,6 +138,8 @@ class Exploration:
             return 1
         if c["ERROR"]:
             return 4
+        if self.stopped:
+            return 3
         if c["INCONCLUSIVE"] or not any(c.values()):
             return 3
         return 0
@@ -176,6 +186,7 @@ class Explorer:
         self.t0 = 0.0
         self.shrink_until: Optional[float] = None   # when this round stops shrinking
         self.known: set = set()                     # signatures earlier rounds found
+        self.stopped: Optional[str] = None          # set by StopExploring: no more examples
 
     # -- the search
     def explore(self) -> Exploration:
@@ -193,14 +204,14 @@ class Explorer:
                 new = self.search_round(round_, set(found))
                 for sig, ex in new.items():
                     found.setdefault(sig, ex)
-                if not new or self.remaining_s() <= self.reserve_s():
+                if not new or self.stopped or self.remaining_s() <= self.reserve_s():
                     break
         finally:
             engine.MAX_SHRINKING_SECONDS = kept
         findings = [self.confirm(ex) for ex in found.values()]
         result = Exploration(self.base.name, self.seed, self.budget_s, self.max_faults, list(self.support.kinds),
                              dict(self.support.left_out), self.examples, findings,
-                             round(self.clock() - self.t0, 3), self.out, self.session, self.earlier)
+                             round(self.clock() - self.t0, 3), self.out, self.session, self.earlier, self.stopped)
         self.write(result)
         return result
 
@@ -221,11 +232,17 @@ class Explorer:
         @given(faults=strategy)
         @seed(self.seed + round_)   # under @given: above it, @seed would turn the example database off
         def explore_schedules(faults):
-            if self.remaining_s() <= self.reserve_s():
+            if self.stopped or self.remaining_s() <= self.reserve_s():
                 return      # the budget is spent: Hypothesis's remaining examples pass at once
             expected = es.expectation(self.fc, faults, self.ray_version)
             target(es.guide(expected, faults, self.covered, self.every), label="model: budget edges, new kind x phase")
-            example = self.execute(faults, expected)
+            try:
+                example = self.execute(faults, expected)
+            except Exception as e:  # noqa: BLE001 - the cluster's or ftharness's, never the schedule's
+                if STOP_REQUESTED.is_set():     # an interrupt that came out of Ray's call as an error
+                    raise KeyboardInterrupt("signal") from None
+                first = (str(e).strip().splitlines() or [""])[0][:240]
+                raise StopExploring(f"{type(e).__name__}: {first}") from e
             if example is not None and example.status == "FAIL" and example.signature not in known:
                 err = finding_type(example.signature)(f"{example.signature} ({example.name})")
                 err.record = example
@@ -237,6 +254,9 @@ class Explorer:
         minimal: Dict[str, Example] = {}
         try:
             explore_schedules()
+        except StopExploring as e:
+            self.stopped = str(e)
+            self.say(f"explore: stopped: {self.stopped}")
         except Exception as e:  # noqa: BLE001 - a Finding, or a group of them; anything else is ours
             found = [x for x in getattr(e, "exceptions", [e]) if isinstance(x, Finding)]
             if not found:
@@ -416,8 +436,7 @@ class ClusterExecutor:
         from ftharness.harness.run.runner import RunOptions
         from ftharness.harness.run.suite import run_one
 
-        if hasattr(self.cluster, "heal"):
-            self.cluster.heal()
+        self.cluster.heal()   # every cluster handle has it (RayCluster); an existing one's does nothing
         options = RunOptions(out_dir=folder, address=self.address, address_source=self.address_source,
                              progress=self.progress, allow_destructive=self.allow_destructive)
         return run_one(scenario, self.cluster, options)
