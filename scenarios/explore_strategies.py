@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from ftharness.errors import ScenarioError
 from ftharness.scenarios.policy_model import expected_outcome
-from ftharness.scenarios.schema import Scenario, parse_scenario, release_problem
+from ftharness.scenarios.schema import Scenario, parse_scenario, release_problem, scenario_data
 
 #: when a fault fires, in shrinking order (the simplest first)
 PHASES = (
@@ -103,7 +103,7 @@ class Support:
 
 
 def base_data(base: Scenario) -> Dict[str, Any]:
-    return base.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
+    return scenario_data(base)
 
 
 def template(kind: str, at: Dict[str, Any], rank: int = 0) -> Dict[str, Any]:

@@ -996,3 +996,11 @@ FIELD_DOCS = {
     "WorkloadSpec.jit_checkpoint": "Checkpoint just in time when a preemption notice arrives (default false).",
     "WorkloadSpec.storage_path": "Where Ray Train stores checkpoints (default: the results folder's storage/).",
 }
+
+
+def scenario_data(sc: Scenario) -> Dict[str, Any]:
+    """`sc` as plain data holding only what its file set (and what validators derived), to edit
+    and parse again. A full dump would mark every default as set: a FailureConfig field the
+    scenario leaves to Ray would then be passed to Ray, and refused on a release that lacks it
+    (max_preemption_failures before 2.58: every matrix cell and bisect probe there)."""
+    return sc.model_dump(mode="json", exclude_unset=True, exclude_none=True, exclude={"base_dir"})

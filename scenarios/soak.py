@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from ftharness import releases
 from ftharness.errors import ScenarioError
-from ftharness.scenarios.schema import Scenario
+from ftharness.scenarios.schema import Scenario, scenario_data
 
 #: fault kinds a soak can draw -> (the budget Ray charges, their spec beyond kind and target)
 SOAK_KINDS: Dict[str, tuple] = {
@@ -165,11 +165,11 @@ def soak_scenario(base: Scenario, plan: SoakPlan, ray_version: Optional[str] = N
     needs = {"max_failures": budgets["worker_group"], "max_preemption_failures": budgets["preemption"]}
     if not rel.preemption_budget:
         needs["max_failures"] += needs.pop("max_preemption_failures")
-    data = base.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
+    data = scenario_data(base)
     data["name"] = f"{base.name}-soak"
     data["description"] = (f"soak of {base.name}: {plan.duration_s:g} s, mtbf {plan.mtbf_s:g} s, "
                            f"mix {','.join(f'{k}:{w}' for k, w in plan.mix.items())}, seed {plan.seed}")
-    workload = data["workload"]
+    workload = data.setdefault("workload", {})
     workload.update(duration_s=plan.duration_s, steps=1_000_000)
     if not workload.get("step_delay_s"):
         workload["step_delay_s"] = SOAK_STEP_DELAY_S

@@ -2,6 +2,8 @@
 budget_accounting on a history of each release, and scenarios refused for a field a release
 lacks (pure: no Ray)."""
 
+import os
+
 import pytest
 
 from ftharness import releases
@@ -9,6 +11,8 @@ from ftharness.errors import ScenarioError
 from ftharness.scenarios import policy_model
 from ftharness.scenarios.properties import budget_accounting
 from ftharness.scenarios.schema import adapt_to_release, parse_scenario, release_problem, require_release
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 OLD = [v for v in releases.SUPPORTED if releases.parse(v) < (2, 58, 0)]
 NEW = [v for v in releases.SUPPORTED if releases.parse(v) >= (2, 58, 0)]
@@ -162,3 +166,21 @@ def test_pyproject_admits_every_supported_release():
     assert {"default", "train"} <= ray.extras
     assert all(ray.specifier.contains(v) for v in releases.SUPPORTED)
     assert not ray.specifier.contains("2.50.0") and not ray.specifier.contains("2.61.0")
+
+
+def test_a_scenario_edited_and_parsed_again_keeps_what_it_left_to_ray():
+    """`run --steps/--scenario-dir` (every matrix cell and bisect probe), the pytest plugin's
+    overrides, soak, explore and --submit parse a scenario again after editing it. A full dump
+    marked every default as set, and a probe of dead-controller-pg on Ray 2.51.0 was refused
+    (max_preemption_failures, which it never set)."""
+    from ftharness.scenarios.schema import load_scenario, parse_scenario, release_problem, scenario_data
+
+    sc = load_scenario(os.path.join(REPO, "scenarios", "known", "dead-controller-pg.yaml"))
+    data = scenario_data(sc)
+    data.setdefault("workload", {})["steps"] = 12
+    again = parse_scenario(data, source="--steps")
+    assert again.failure_config.model_fields_set == {"max_failures", "controller_failure_limit"}
+    assert again.failure_config.given() == sc.failure_config.given()
+    assert release_problem(again, "2.51.0") is None and again.workload.steps == 12
+    full = parse_scenario(sc.model_dump(mode="json", exclude_none=True, exclude={"base_dir"}))
+    assert release_problem(full, "2.51.0") is not None   # what the full dump did

@@ -106,7 +106,7 @@ def _logs(args, out: str) -> None:
 
 
 def cmd_run(args) -> int:
-    from ftharness.scenarios.schema import default_scenario_path, load_scenario, parse_scenario, require_release
+    from ftharness.scenarios.schema import default_scenario_path, load_scenario, parse_scenario, require_release, scenario_data
 
     out = args.out
     try:
@@ -114,9 +114,9 @@ def cmd_run(args) -> int:
         if args.scenario_dir and not os.path.isdir(args.scenario_dir):
             return _fail(f"--scenario-dir {args.scenario_dir[:120]}: no such folder")
         if args.steps is not None or args.scenario_dir:  # re-validated: faults may aim past the new end
-            data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
+            data = scenario_data(scenario)
             if args.steps is not None:
-                data["workload"]["steps"] = args.steps
+                data.setdefault("workload", {})["steps"] = args.steps
             scenario = parse_scenario(data, source="--steps" if args.steps is not None else "--scenario-dir",
                                       base_dir=os.path.abspath(args.scenario_dir or scenario.base_dir))
         if args.submit is not None:

@@ -161,7 +161,7 @@ def merge(base: Dict[str, Any], overrides: Dict[str, Any]) -> Dict[str, Any]:
 def with_overrides(scenario: Any, overrides: Dict[str, Any], base_dir: str):
     """A Scenario from a dict, a Scenario or a YAML path, with `overrides`
     merged in and validated again (a fault may aim past a new end)."""
-    from ftharness.scenarios.schema import Scenario, load_scenario, parse_scenario
+    from ftharness.scenarios.schema import Scenario, load_scenario, parse_scenario, scenario_data
 
     if isinstance(scenario, (str, os.PathLike)):
         sc = load_scenario(str(scenario))
@@ -171,7 +171,7 @@ def with_overrides(scenario: Any, overrides: Dict[str, Any], base_dir: str):
         return parse_scenario(merge(dict(scenario), overrides), base_dir=base_dir)
     if not overrides:
         return sc
-    data = sc.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
+    data = scenario_data(sc)
     return parse_scenario(merge(data, overrides), source="overrides", base_dir=sc.base_dir or base_dir)
 
 

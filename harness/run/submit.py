@@ -94,12 +94,13 @@ def working_dir(scenario) -> str:
     """A temp folder the job gets as its working dir: the scenario as resolved here (with
     --steps applied) and the code it names (shipped_code); nothing else."""
     from ftharness.harness.run.usercode import check_size, stage
+    from ftharness.scenarios.schema import scenario_data
 
     code = shipped_code(scenario)
     check_size(code)
     wd = tempfile.mkdtemp(prefix="ftharness-submit-")
     try:
-        data = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
+        data = scenario_data(scenario)
         data.get("cluster", {}).pop("address", None)   # the job runs on the cluster it was sent to
         data.get("workload", {}).pop("working_dir", None)   # shipped: it is the job's working dir now
         with open(os.path.join(wd, "scenario.yaml"), "w") as f:

@@ -69,11 +69,11 @@ def armed_faults(experiment: Dict[str, Any], scenario) -> List[Dict[str, Any]]:
 
 def _with_armed(session: Session, experiment: Dict[str, Any]) -> None:
     """The control's scenario with the experiment's crash_worker actions among its faults."""
-    from ftharness.scenarios.schema import parse_scenario
+    from ftharness.scenarios.schema import parse_scenario, scenario_data
 
     armed = armed_faults(experiment, session.scenario)
     if armed:
-        data = session.scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"})
+        data = scenario_data(session.scenario)
         data["faults"] = list(data.get("faults") or []) + armed
         session.scenario = parse_scenario(data, source="control scenario", base_dir=session.scenario.base_dir)
 

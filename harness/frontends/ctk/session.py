@@ -22,7 +22,7 @@ from ftharness.harness.cluster.handles import open_cluster
 from ftharness.history.records import read_events
 from ftharness.harness.run.guard import Target, check_live_fault, check_route
 from ftharness.harness.run.runner import RunOptions, ScenarioRunner
-from ftharness.scenarios.schema import Scenario, parse_scenario
+from ftharness.scenarios.schema import Scenario, parse_scenario, scenario_data
 from ftharness.errors import ScenarioError
 from ftharness.errors import NoSession
 
@@ -46,7 +46,7 @@ def validate_fault(kind: str, arguments: Dict[str, Any], where: str = "fault",
     spec = {k: v for k, v in arguments.items() if v is not None}
     spec["kind"] = kind
     spec.setdefault("at", {"time_s": 0})
-    base = scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"}) if scenario else {"name": "x"}
+    base = scenario_data(scenario) if scenario else {"name": "x"}
     try:
         sc = parse_scenario({**base, "faults": [spec]}, source=where)
     except ScenarioError as e:
