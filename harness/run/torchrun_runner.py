@@ -375,15 +375,15 @@ class Torchrun(Runtime):
         return TorchrunRunner(scenario, options)
 
     def run_on(self, scenario: Scenario, cluster, options: RunOptions) -> Dict[str, Any]:
-        from ftharness.harness.run.guard import check_capabilities
-
-        check_capabilities(scenario, Launcher)   # what its faults need of the agents, before any starts
-        return self.runner(scenario, cluster, options).run()
+        return run_torchrun(scenario, options)
 
     def run(self, scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
-        return self.run_on(scenario, None, options)
+        return run_torchrun(scenario, options)
 
 
 def run_torchrun(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
     """Run a torchrun scenario end to end; returns its summary."""
-    return Torchrun().run(scenario, options)
+    from ftharness.harness.run.guard import check_capabilities
+
+    check_capabilities(scenario, Launcher)   # what its faults need of the agents, before any starts
+    return TorchrunRunner(scenario, options).run()
