@@ -5,7 +5,7 @@ or torchrun (harness/run/torchrun_runner.py: `Torchrun`), chosen once from
 Two halves, so that light modules never load Ray to ask a question:
 
 - `Declared`: what a runtime declares about itself (whether it launches on a Ray cluster
-  handle, whether a run of it resumes, whether the driver imports the job's functions).
+  handle, whether the driver imports the job's functions).
   The guard, the preflight checks and the command line read these through `declared_of`
   without importing a runner.
 - `Runtime`: what a run needs from its runtime (what it refuses before anything starts,
@@ -35,8 +35,6 @@ class Declared:
     #: None: it launches on a Ray cluster handle (embedded or at an address); otherwise why it
     #: uses none, as it ends the refusal of an address ("workload.runtime torchrun " + this)
     no_ray_cluster: Optional[str]
-    #: whether `--resume` can continue one of its runs
-    resumable: bool
     #: whether the driver imports the job's module:function references (entrypoint, datasets,
     #: dataset_config) before the run: checked by `validate` and `run` (harness/run/preflight.py)
     imports_job_functions: bool
@@ -56,9 +54,8 @@ class Declared:
 
 #: every runtime `workload.runtime` may name (scenarios/schema.py's Literal), by that name
 DECLARED: Dict[str, Declared] = {d.name: d for d in (
-    Declared("ray_train", no_ray_cluster=None, resumable=True, imports_job_functions=True),
-    Declared("torchrun", no_ray_cluster="starts its own agents and uses no Ray cluster", resumable=False,
-             imports_job_functions=False),
+    Declared("ray_train", no_ray_cluster=None, imports_job_functions=True),
+    Declared("torchrun", no_ray_cluster="starts its own agents and uses no Ray cluster", imports_job_functions=False),
 )}
 
 
