@@ -222,3 +222,31 @@ def test_a_soak_that_injected_no_fault_is_inconclusive():
     assert no_fault_no_pass(some)["verdict"] == "PASS"
     failed = {"verdict": "FAIL", "inconclusive": [], "soak": {"injected": [], "planned": 0}}
     assert no_fault_no_pass(failed)["verdict"] == "FAIL"
+
+
+def test_soak_on_writes_summary_json_with_its_soak_section(tmp_path, monkeypatch):
+    """soak_on rewrites summary.json once the soak section is in (a soak that injected nothing is
+    INCONCLUSIVE there too), redacted as every summary.json. Seen: it called a method the runner
+    no longer has, so every soak ended in an internal error after its run."""
+    import json
+
+    from ftharness.harness.run import soak
+    from ftharness.harness.run.shared import RunOptions
+
+    class Runner:   # the run itself is the real soak test's (tests/test_soak_real.py)
+        def __init__(self, scenario, cluster, options, driver=None):
+            self.out_dir, self.history_path = options.out_dir, os.path.join(options.out_dir, "history.jsonl")
+
+        def run(self):
+            os.makedirs(self.out_dir, exist_ok=True)
+            open(self.history_path, "w").close()
+            return {"verdict": "PASS", "storage_path": "s3://key:secret@bucket/x"}
+
+    monkeypatch.setattr(soak, "ScenarioRunner", Runner)
+    plan = draw_plan(0, 600, 60, parse_mix("kill_worker"))
+    scenario = soak_scenario(load_scenario(default_scenario_path()), plan)
+    out = str(tmp_path / "soak")
+    summary = soak.soak_on(None, scenario, plan, RunOptions(out_dir=out, progress=False))
+    written = json.load(open(os.path.join(out, "summary.json")))
+    assert summary["verdict"] == written["verdict"] == "INCONCLUSIVE" and written["soak"]["planned"] == len(plan.draws)
+    assert "secret" not in written["storage_path"]

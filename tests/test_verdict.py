@@ -208,7 +208,7 @@ def test_a_suite_goes_on_past_a_scenario_that_crashes(tmp_path, monkeypatch, cap
     traceback kept, the others still run, and the suite exits 4."""
     import contextlib
 
-    from ftharness.harness.run import suite
+    from ftharness.harness.run import runner
 
     class Runner:
         def __init__(self, scenario, cluster, options):
@@ -220,8 +220,8 @@ def test_a_suite_goes_on_past_a_scenario_that_crashes(tmp_path, monkeypatch, cap
             return {"scenario": self.scenario.name, "verdict": "PASS", "outcome": "succeeded", "attempts": 1,
                     "budgets": {}, "mismatches": [], "inconclusive": []}
 
-    monkeypatch.setattr(suite, "ScenarioRunner", Runner)
-    monkeypatch.setattr(suite, "open_cluster", lambda spec, address=None: contextlib.nullcontext(types.SimpleNamespace(heal=list)))
+    monkeypatch.setattr(runner, "ScenarioRunner", Runner)   # the Ray Train runtime's (runner.RayTrain)
+    monkeypatch.setattr(runner, "open_cluster", lambda spec, address=None: contextlib.nullcontext(types.SimpleNamespace(heal=list)))
     for name in ("a-first", "boom", "c-last"):
         (tmp_path / f"{name}.yaml").write_text(f"name: {name}\n")
     code = main(["suite", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet"])

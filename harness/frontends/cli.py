@@ -127,10 +127,10 @@ def cmd_run(args) -> int:
         check_out(out)
         if args.resume and not os.path.isdir(args.resume):
             return _fail(f"--resume {args.resume}: not a results folder (no such directory)")
-        if args.resume and scenario.workload.runtime == "ray_train":   # summary.json and its storage, now
-            from ftharness.harness.run.runner import check_resume
+        if args.resume:   # summary.json and its storage, now (a runtime that resumes nothing refuses it later)
+            from ftharness.harness.run.runner import runtime_of
 
-            check_resume(args.resume, scenario)
+            runtime_of(scenario).check_resume(args.resume, scenario)
         from ftharness.harness.run.runner import RunOptions, exit_code as summary_exit, run_scenario   # Ray Train: once the input is good
 
         options = RunOptions(out_dir=out, address=target.address, resume=args.resume, address_source=target.source,
@@ -154,8 +154,11 @@ def _submit(args, scenario) -> int:
     for flag, given in (("--address", args.address), ("--resume", args.resume)):
         if given:
             return _fail(f"{flag}: not with --submit (the job runs on the cluster it is sent to)")
-    if scenario.workload.runtime == "torchrun":
-        return _fail("--submit: workload.runtime torchrun starts its own agents and uses no Ray cluster")
+    from ftharness.harness.run.runtime import declared_of
+
+    no_cluster = declared_of(scenario).cluster_refusal("--submit")
+    if no_cluster:
+        return _fail(no_cluster)
     if scenario.cluster.network != "shared":
         return _fail("--submit: cluster.network: namespaces builds an embedded cluster; a submitted run "
                      "uses the cluster's own hosts (allowed: shared)")

@@ -20,6 +20,7 @@ import sys
 from typing import Iterable, List, Optional
 
 from ftharness.errors import ScenarioError
+from ftharness.harness.run.runtime import declared_of
 from ftharness.inputs import InputRefused, MAX_SOURCE_BYTES, read_bounded, shown
 from ftharness.scenarios.schema import one_line
 
@@ -115,7 +116,7 @@ def check_scenario_functions(scenario) -> None:
     from ftharness.harness.run.usercode import code_root
 
     w = scenario.workload
-    if w.runtime != "ray_train":
+    if not declared_of(scenario).imports_job_functions:
         return
     root = code_root(scenario)   # workload.working_dir, else the scenario's folder: where run imports from
     for field in ("entrypoint", "datasets", "dataset_config"):

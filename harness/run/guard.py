@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Tuple
 
 from ftharness.errors import ScenarioError
+from ftharness.harness.run.runtime import declared_of
 from ftharness.safety import redact
 from ftharness.scenarios.schema import ray_client_refusal
 
@@ -71,10 +72,10 @@ def check_route(scenario, allow_destructive: bool = False, started_by_us: bool =
     refused rather than ignored. `has_faults`: faults come from elsewhere than
     `scenario.faults` (a soak's drawn plan, Chaos Toolkit actions: pass True). `environment`
     False: RAY_ADDRESS is not a source (a route whose processes do not inherit it: the matrix)."""
-    if scenario.workload.runtime == "torchrun":   # its own local agents: RAY_ADDRESS is not ours to read
+    runtime = declared_of(scenario)
+    if not runtime.uses_ray_cluster:   # its own local processes: RAY_ADDRESS is not ours to read
         if address:
-            raise ScenarioError(f"{source}: workload.runtime torchrun starts its own agents and uses no Ray "
-                                f"cluster ({redact(address)})")
+            raise ScenarioError(runtime.cluster_refusal(source, address))
         return Target(None, None, True)
     if started_by_us:
         given = [(v, s) for v, s in ((address, source), (scenario.cluster.address, "cluster.address")) if v]

@@ -6,6 +6,7 @@ checks read the user's modules as source and never import Ray Train or the runne
 from __future__ import annotations
 
 from ftharness.errors import ScenarioError
+from ftharness.harness.run.runtime import declared_of
 from ftharness.scenarios.schema import Scenario
 
 
@@ -15,7 +16,7 @@ def preflight(scenario: Scenario, static: bool = False) -> None:
     suite before its first run): the functions are proved to exist from their modules' source
     (harness/run/entrypoints.py: nothing of the user's module runs) and nothing of the host is
     changed (the netem probe, which adds a network link, is left to run)."""
-    if scenario.workload.runtime != "ray_train":
+    if not declared_of(scenario).imports_job_functions:
         return
     from ftharness.harness.cluster import netns
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Type
 
 import ray
 
@@ -27,7 +27,8 @@ from ftharness.harness.run.shared import (RunOptions, new_run_name, storage_loca
 from ftharness.faults import REGISTRY
 from ftharness.harness.run.functions import (resolve_dataset_config_fn, resolve_datasets_fn,  # noqa: F401 - old home
                                              resolve_function, resolve_train_fn)
-from ftharness.harness.run.preflight import preflight  # noqa: F401 - run_scenario's, and its old home
+from ftharness.harness.run.preflight import preflight  # noqa: F401 - RayTrain.run's, and its old home
+from ftharness.harness.run.runtime import DECLARED, Run, Runtime, declared_of, drive
 from ftharness.harness.run.ray_settings import effective_failure_config, recorded_settings, settings_used
 from ftharness.faults.base import join_storage
 from ftharness.faults.gpu import detector_env
@@ -203,7 +204,7 @@ class ScenarioRunner:
     """Drives one scenario on an open cluster; the caller owns the cluster."""
 
     def __init__(self, scenario: Scenario, cluster, options: RunOptions, driver=None):
-        if scenario.workload.runtime != "ray_train":
+        if not declared_of(scenario).uses_ray_cluster:
             raise ScenarioError(f"workload.runtime: {scenario.workload.runtime} runs without a Ray cluster; run it "
                                 f"with `ftharness run` or `ftharness suite` (ftharness.harness.run.torchrun_runner)")
         self.scenario = scenario
@@ -235,12 +236,11 @@ class ScenarioRunner:
     # -- public
     def run(self) -> Dict[str, Any]:
         """Start, run every fit() to its end, close; returns the summary."""
-        self.start()
-        try:
-            outcome = self.finish_fits(self.submit())
-        finally:
-            self.close()
-        return self.summarize(outcome, time.time() - self.t0, self.use_gpu)
+        return drive(self)
+
+    def wait(self) -> Dict[str, Any]:
+        """The first fit(), and every one after it until the run is over; the last one's outcome."""
+        return self.finish_fits(self.submit())
 
     def start(self) -> None:
         """Results folder, history actor and armed injector; no training yet."""
@@ -476,7 +476,8 @@ class ScenarioRunner:
         return settings_used(self.scenario, ray_defaults(), spec["train_env"], profile,
                              storage_path=spec["storage_path"], use_gpu=spec["use_gpu"], system_config=core)
 
-    def summarize(self, outcome: Dict[str, Any], wall: float, use_gpu: bool) -> Dict[str, Any]:
+    def summarize(self, outcome: Dict[str, Any], wall: float, use_gpu: Optional[bool] = None) -> Dict[str, Any]:
+        use_gpu = self.use_gpu if use_gpu is None else use_gpu
         summary = summarize(self.scenario, self.history_path, outcome, self.injector.specs, {
             "run_name": self.run_name,
             "wall_time_s": round(wall, 3),
@@ -549,20 +550,49 @@ def check_resume(results_dir: str, scenario: Scenario) -> str:
     return _resumed_storage(_read_summary(results_dir)["storage_path"], scenario, results_dir)
 
 
-def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
-    """Open the cluster, run the scenario, close the cluster; returns the summary.
-    A `workload.runtime: torchrun` scenario starts no Ray cluster (ftharness.harness.run.torchrun_runner)."""
-    if scenario.workload.runtime == "torchrun":
-        from ftharness.harness.run.torchrun_runner import run_torchrun
+class RayTrain(Runtime):
+    """Ray Train V2: fit() in a task on the head of a Ray cluster (embedded, or at an address)."""
 
-        return run_torchrun(scenario, options)
-    if options.resume:   # refuse before anything starts: the summary, and where its storage is
-        check_resume(options.resume, scenario)
-    preflight(scenario)
-    handle = open_cluster(scenario.cluster, options.address)
-    check_capabilities(scenario, handle)   # before the cluster starts
-    with handle as cluster:
-        return ScenarioRunner(scenario, cluster, options).run()
+    declared = DECLARED["ray_train"]
+
+    def check_resume(self, results_dir: str, scenario: Scenario) -> None:
+        check_resume(results_dir, scenario)
+
+    def cluster(self, scenario: Scenario, address: Optional[str]):
+        return open_cluster(scenario.cluster, address)
+
+    def runner(self, scenario: Scenario, cluster, options: RunOptions) -> Run:
+        return ScenarioRunner(scenario, cluster, options)
+
+    def run_on(self, scenario: Scenario, cluster, options: RunOptions) -> Dict[str, Any]:
+        return self.runner(scenario, cluster, options).run()
+
+    def run(self, scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
+        if options.resume:   # refuse before anything starts: the summary, and where its storage is
+            self.check_resume(options.resume, scenario)
+        preflight(scenario)
+        handle = self.cluster(scenario, options.address)
+        check_capabilities(scenario, handle)   # before the cluster starts
+        with handle as cluster:
+            return self.run_on(scenario, cluster, options)
+
+
+def runtimes() -> Dict[str, Type[Runtime]]:
+    """Every runtime, by the `workload.runtime` that names it (harness/run/runtime.py)."""
+    from ftharness.harness.run.torchrun_runner import Torchrun
+
+    return {r.declared.name: r for r in (RayTrain, Torchrun)}
+
+
+def runtime_of(scenario: Scenario) -> Runtime:
+    """The scenario's runtime, chosen once for its run."""
+    return runtimes()[scenario.workload.runtime]()
+
+
+def run_scenario(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
+    """Open the cluster, run the scenario, close the cluster; returns the summary. The runtime
+    decides which cluster (a `workload.runtime: torchrun` scenario starts no Ray cluster)."""
+    return runtime_of(scenario).run(scenario, options)
 
 
 def exit_code(summary: Dict[str, Any]) -> int:

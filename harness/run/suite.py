@@ -10,7 +10,6 @@ Returns one summary per scenario; the caller turns them into an exit code.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -18,23 +17,18 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional, Tuple
 
-from ftharness.harness.cluster.handles import open_cluster
 from ftharness.harness.run.collect import catalog_dir, collect, collect_files, host_skip, targets  # noqa: F401 - re-exported
 from ftharness.harness.run.guard import Target
-from ftharness.harness.run.runner import RunOptions, ScenarioRunner
+from ftharness.harness.run.runner import RunOptions, runtime_of
 from ftharness.scenarios.schema import Scenario, one_line
 
 
 def run_one(s: Scenario, cluster, options: RunOptions) -> Dict[str, Any]:
-    """One scenario of a suite; a crash of ftharness on it is reported (verdict
-    ERROR, traceback in its folder) and the suite goes on. A torchrun scenario
-    (cluster None) runs on its own local agents."""
+    """One scenario of a suite, on its runtime's cluster (`cluster` None: a runtime that starts
+    its own processes, torchrun); a crash of ftharness on it is reported (verdict ERROR,
+    traceback in its folder) and the suite goes on."""
     try:
-        if s.workload.runtime == "torchrun":
-            from ftharness.harness.run.torchrun_runner import run_torchrun
-
-            return run_torchrun(s, options)
-        return ScenarioRunner(s, cluster, options).run()
+        return runtime_of(s).run_on(s, cluster, options)
     except KeyboardInterrupt:
         raise
     except Exception as e:  # noqa: BLE001
@@ -73,10 +67,10 @@ def run_suite(scenarios: List[Scenario], out_dir: str, address: str = None,
     done = 0
     for group in groups_of(scenarios, chosen).values():
         first, target = group[0]
-        torchrun = first.workload.runtime == "torchrun"   # no Ray cluster: each run starts its own agents
-        with (contextlib.nullcontext() if torchrun else open_cluster(first.cluster, target.address)) as cluster:
+        # the group's cluster: its runtime's (torchrun: none, each run starts its own agents)
+        with runtime_of(first).cluster(first, target.address) as cluster:
             for s, target in group:
-                if cluster is not None:   # (torchrun: none)
+                if cluster is not None:
                     cluster.heal()
                 elapsed = time.time() - t0
                 eta = f", ~{elapsed / done * (len(scenarios) - done):.0f}s left" if done else ""

@@ -15,6 +15,7 @@ agent raised, ChildFailedError when its restarts ran out).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -24,6 +25,7 @@ from ftharness.faults import REGISTRY
 from ftharness.history import records
 from ftharness.harness.run.injector import Injector
 from ftharness.harness.run.injector import crash_plans
+from ftharness.harness.run.runtime import DECLARED, Run, Runtime, drive
 from ftharness.harness.run.shared import (RunOptions, new_run_name, storage_location, summarize, versions, workload_config,
                                           write_scenario, write_summary)
 from ftharness.errors import ScenarioError
@@ -152,13 +154,13 @@ class TorchrunRunner:
     """Drives one torchrun scenario; owns its processes from start to teardown."""
 
     def __init__(self, scenario: Scenario, options: RunOptions):
-        if scenario.workload.runtime != "torchrun":
-            raise ScenarioError("workload.runtime: this runner runs torchrun scenarios only")
+        declared = Torchrun.declared
+        if scenario.workload.runtime != declared.name:
+            raise ScenarioError(f"workload.runtime: this runner runs {declared.name} scenarios only")
         if options.resume:
             raise ScenarioError("--resume: a torchrun run cannot be resumed (TorchElastic has no run to continue)")
         if options.address:
-            raise ScenarioError(f"--address: workload.runtime torchrun starts its own agents and uses no Ray "
-                                f"cluster ({options.address})")
+            raise ScenarioError(declared.cluster_refusal("--address", options.address))
         problem = launch_problem(scenario)
         if problem:
             raise ScenarioError(problem)
@@ -174,17 +176,23 @@ class TorchrunRunner:
         self.collector: Optional[Collector] = None
         self.launcher: Optional[Launcher] = None
         self.injector: Optional[TorchrunInjector] = None
+        self.emitter: Optional[LocalEmitter] = None
         self.t0 = time.time()
 
     # -- public
     def run(self) -> Dict[str, Any]:
+        """Start, wait for every agent to end, tear down; returns the summary."""
+        return drive(self)
+
+    def start(self) -> None:
+        """Results folder, the collector, the armed injector and the agents, started; what
+        was started is torn down (`close`) if the rest fails."""
         sc = self.scenario
         os.makedirs(self.out_dir, exist_ok=True)
         write_scenario(sc, os.path.join(self.out_dir, "scenario.yaml"))
         self.collector = Collector(self.history_path, self.run_name)
-        outcome: Dict[str, Any] = {}
         try:
-            emitter = LocalEmitter(self.collector.book, self.run_name, "harness")
+            self.emitter = emitter = LocalEmitter(self.collector.book, self.run_name, "harness")
             self.t0 = time.time()
             duration = sc.workload.duration_s
             cfg = workload_config(sc, use_gpu=self.use_gpu, stop_at=None if duration is None else self.t0 + duration)
@@ -202,19 +210,27 @@ class TorchrunRunner:
                          agents=self.launcher.needed, spare_nodes=self.launcher.spare_node_ids(),
                          rdzv_conf=rdzv_conf(sc))
             self.launcher.start()
-            outcome = self._wait()
-            emitter.emit("run_end", fit_index=1, fault_specs=list(self.injector.specs), **outcome)
+        except BaseException:
+            self.close()
+            raise
+
+    def wait(self) -> Dict[str, Any]:
+        """The agents' outcome, once every one ended (or the run timed out), recorded as run_end."""
+        outcome = self._wait()
+        self.emitter.emit("run_end", fit_index=1, fault_specs=list(self.injector.specs), **outcome)
+        return outcome
+
+    def close(self) -> None:
+        """Heal what is still broken, stop the agents, close the collector (the history)."""
+        try:
+            if self.injector is not None:
+                self.injector.finish()
         finally:
             try:
-                if self.injector is not None:
-                    self.injector.finish()
+                if self.launcher is not None:
+                    self.launcher.close()
             finally:
-                try:
-                    if self.launcher is not None:
-                        self.launcher.close()
-                finally:
-                    self.collector.close()
-        return self.summarize(outcome, time.time() - self.t0)
+                self.collector.close()
 
     # -- internals
     def _write_spec(self, cfg: Dict[str, Any]) -> str:
@@ -345,6 +361,24 @@ class TorchrunRunner:
         summary["budgets"] = {TORCHRUN_BUDGET: summary["budgets"].get(TORCHRUN_BUDGET, 0)}
         write_summary(self.out_dir, summary)   # redacted, as every runtime's
         return summary
+
+
+class Torchrun(Runtime):
+    """torchrun: one TorchElastic agent process per node on this host, no Ray cluster."""
+
+    declared = DECLARED["torchrun"]
+
+    def cluster(self, scenario: Scenario, address: Optional[str]):
+        return contextlib.nullcontext()   # each run starts its own agents (Launcher)
+
+    def runner(self, scenario: Scenario, cluster, options: RunOptions) -> Run:
+        return TorchrunRunner(scenario, options)
+
+    def run_on(self, scenario: Scenario, cluster, options: RunOptions) -> Dict[str, Any]:
+        return run_torchrun(scenario, options)
+
+    def run(self, scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
+        return run_torchrun(scenario, options)
 
 
 def run_torchrun(scenario: Scenario, options: RunOptions) -> Dict[str, Any]:
