@@ -210,10 +210,17 @@ def test_heal_ends_a_leftover_ray_train_actor_that_holds_cpus(ftharness_cluster,
         def pid(self):
             return os.getpid()
 
+    from ray.util.placement_group import placement_group
+
     leftover = RayTrainWorker.remote()   # the head has no CPU: it lands on a worker node
     pid = ray.get(leftover.pid.remote())
+    group = placement_group([{"CPU": 1}])   # and a worker group's reservation, left behind with it
+    ray.get(group.ready(), timeout=60)
     ftharness_cluster.heal()
-    assert [a["pid"] for a in ftharness_cluster.leftovers] == [pid]
-    assert "heal: ended a leftover RayTrainWorker" in capfd.readouterr().err
+    ended = ftharness_cluster.leftovers
+    assert [a["pid"] for a in ended if a["class_name"] == "RayTrainWorker"] == [pid]
+    assert [a["id"] for a in ended if a["class_name"] == "placement group"] == [group.id.hex()]
+    err = capfd.readouterr().err
+    assert "heal: ended a leftover RayTrainWorker" in err and "heal: removed a leftover placement group" in err
     ftharness_cluster.wait_idle(timeout_s=10)   # every CPU free again
     assert ftharness_cluster.heal() == [] and ftharness_cluster.leftovers == []

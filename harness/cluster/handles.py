@@ -573,24 +573,35 @@ class EmbeddedCluster:
         return added
 
     def end_leftover_train_actors(self, grace_s: float = 5.0) -> List[Dict[str, Any]]:
-        """Ray Train actors still alive between runs (a fit() that ended but left its controller
-        or a worker holding CPUs: seen after a worker died while its group started, 2.60.0) are
-        ended, so the next run meets the cluster its scenario describes; each is said in a line
-        on stderr and returned. Only on a cluster ftharness started: every run on it is ours."""
+        """Ray Train actors and placement groups still alive between runs are ended, so the
+        next run meets the cluster its scenario describes. A finished fit()'s controller can
+        outlive it briefly (its owner drops the handle late: not reported). What holds CPUs is
+        said in a line on stderr: a worker group whose worker died after the group started and
+        before its train function was launched is left running, with its placement group
+        (scenarios/known/worker-death-at-train-launch.yaml). Returns what was ended. Only on a
+        cluster ftharness started: every run on it is ours."""
         deadline = time.monotonic() + grace_s   # a fit() that just returned may still be tearing down
         while True:
-            left = rp.train_run_actors()
-            if not left or time.monotonic() > deadline:
+            left, groups = rp.train_run_actors(), rp.live_placement_groups()
+            if not (left or groups) or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
         for a in left:
-            print(f"ftharness: heal: ended a leftover {a['class_name']} (pid {a['pid']}) of an earlier run "
-                  f"that held its resources after its fit() returned", file=sys.stderr, flush=True)
+            if a["class_name"].rsplit(".", 1)[-1] == rp.TRAIN_WORKER_CLASS:   # the ones that hold CPUs
+                print(f"ftharness: heal: ended a leftover {a['class_name']} (pid {a['pid']}) of an earlier run, "
+                      f"alive {grace_s:g} s after its fit() returned", file=sys.stderr, flush=True)
             try:
                 rp.kill_actor_by_id(a["actor_id"], no_restart=True)
             except Exception as e:  # noqa: BLE001 - gone meanwhile: nothing to end
                 print(f"ftharness: heal: {a['class_name']} {a['actor_id'][:8]}: {type(e).__name__}", file=sys.stderr)
-        return left
+        for g in groups:
+            print(f"ftharness: heal: removed a leftover placement group ({g['bundles']} bundle(s), {g['state']}) "
+                  f"of an earlier run", file=sys.stderr, flush=True)
+            try:
+                rp.remove_placement_group_by_id(g["id"])
+            except Exception as e:  # noqa: BLE001 - removed meanwhile
+                print(f"ftharness: heal: placement group {g['id'][:8]}: {type(e).__name__}", file=sys.stderr)
+        return left + [dict(g, class_name="placement group") for g in groups]
 
     def wait_idle(self, timeout_s: float = 60.0) -> None:
         """Wait until every worker node's CPUs are free in the GCS view. The last run's

@@ -87,6 +87,22 @@ def train_run_actors() -> List[Dict[str, Any]]:
     return [a for a in list_actors() if a["class_name"].rsplit(".", 1)[-1] in TRAIN_RUN_CLASSES]
 
 
+def live_placement_groups() -> List[Dict[str, Any]]:
+    """Placement groups not yet removed: {id, name, state, bundles}."""
+    rows = []
+    for pg_id, info in (ray.util.placement_group_table() or {}).items():
+        if info.get("state") != "REMOVED":
+            rows.append({"id": pg_id, "name": info.get("name") or "", "state": info.get("state"),
+                         "bundles": len(info.get("bundles") or {})})
+    return rows
+
+
+def remove_placement_group_by_id(pg_id_hex: str) -> None:
+    from ray.util.placement_group import PlacementGroup
+
+    ray.util.remove_placement_group(PlacementGroup(ray.PlacementGroupID(bytes.fromhex(pg_id_hex))))
+
+
 def draining_nodes() -> Dict[str, int]:
     """{node_id_hex: deadline_ms} for every node being drained (any reason)."""
     return dict(_state.state.get_draining_nodes())
