@@ -19,7 +19,9 @@ TORCHRUN_COLLECTIVE_TIMEOUT_S = 120.0
 
 
 def torchrun_problem(sc: "Scenario") -> Optional[str]:
-    """Why a `workload.runtime: torchrun` scenario cannot run, as `field: reason`, or None."""
+    """Why a `workload.runtime: torchrun` scenario cannot run, as `field: reason`, or None.
+    (`sc` is a Scenario, spec/scenario.py, whose cross-field check calls this: named, not
+    imported, so the two modules form no cycle.)"""
     c, w, fc = sc.cluster, sc.workload, sc.failure_config
     allowed = f"under workload.runtime torchrun allowed: {', '.join(TORCHRUN_FAULTS)}"
     for i, f in enumerate(sc.faults):
