@@ -28,7 +28,7 @@ LAYERS = [
     ("kinds", ("ftharness.faults", "ftharness.scenarios.properties", "ftharness.scenarios.forked_checks",
                "ftharness.scenarios.reference_data", "ftharness.scenarios.policy_model")),
     ("simulator", ("ftharness.scenarios.simulator",)),
-    ("language", ("ftharness.scenarios.schema", "ftharness.scenarios.strategies", "ftharness.scenarios.synthetic", "ftharness.scenarios.soak",
+    ("language", ("ftharness.scenarios.schema", "ftharness.scenarios.spec", "ftharness.scenarios.strategies", "ftharness.scenarios.synthetic", "ftharness.scenarios.soak",
                   "ftharness.scenarios.known_bugs", "ftharness.scenarios.explore_strategies")),
     ("verdict", ("ftharness.scenarios.verdict",)),
     ("cluster", ("ftharness.harness.cluster",)),
