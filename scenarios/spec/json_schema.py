@@ -5,6 +5,7 @@ field's documentation (its `#:` comment, Field(description=...) or FIELD_DOCS) a
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Dict, List
 
@@ -18,7 +19,13 @@ _FIELD = re.compile(r"^\s+(\w+)\s*:")
 
 def field_docs(model: type) -> Dict[str, str]:
     """field -> its documentation: the `#:` comment lines just above the field
-    in the model's source (and its bases'), or its Field(description=...)."""
+    in the model's source (and its bases'), or its Field(description=...). Read once per
+    model: `inspect.getsource` parses the whole module each time (1.3 s a schema, 64 classes)."""
+    return dict(_field_docs(model))
+
+
+@functools.lru_cache(maxsize=None)
+def _field_docs(model: type) -> Dict[str, str]:
     import inspect
 
     docs: Dict[str, str] = {}
