@@ -82,7 +82,7 @@ class CollectorClient:
 
 
 class TcpEmitter:
-    """The torchrun twin of ftharness.history.store.Emitter: same fields, same
+    """The torchrun twin of ftharness.harness.cluster.history_service.Emitter: same fields, same
     numbering, same gate; events go to the collector instead of a Ray actor."""
 
     def __init__(self, client: CollectorClient, run_name: str, source: str, base: Optional[Dict[str, Any]] = None):

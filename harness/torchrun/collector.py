@@ -3,7 +3,7 @@ workers and agents over loopback TCP, and the agents' reports merged into the
 attempt events a Ray Train controller would write.
 
 Why a collector and not O_APPEND writes by each worker: the same
-`ftharness.history.store.HistoryBook` that Ray runs as an actor stamps one total
+`ftharness.history.book.HistoryBook` that Ray serves in an actor stamps one total
 order (`seq`), fires the fault triggers on the exact event and holds the
 emitting worker at its gate, and counts every emitter for the sealed
 `history_end`. Appends to one file from many processes could keep lines whole,
@@ -33,11 +33,11 @@ import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
-from ftharness.history.store import HistoryBook
+from ftharness.history.book import HistoryBook
 
 
 class LocalEmitter:
-    """ftharness.history.store.Emitter for events made in the harness process:
+    """ftharness.harness.cluster.history_service.Emitter for events made in the harness process:
     same fields and numbering, appended to the book directly. Never waits at a
     fault gate (only worker events gate, and the harness drives the injector)."""
 
