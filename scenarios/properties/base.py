@@ -7,23 +7,9 @@ be re-judged offline, long after the cluster is gone; nothing here imports ray.
 It may also have `applies(facts) -> bool`: whether a scenario expects it when
 `expect.properties` is not given (without one, every scenario does).
 
-`context` holds what the runner knows besides the history; every key is
-optional and a check skips what it cannot judge without it:
-
-| key | used by |
-| --- | --- |
-| `runtime` (`ray_train` / `torchrun`: which failure policy decided) | budget_accounting, recovers |
-| `failure_config` {max_failures, max_preemption_failures, controller_failure_limit}: the scenario's; each fit is judged by the one its `run_start` recorded, and a difference leaves budget_accounting not judged (`recorded_failure_config`) | budget_accounting, recovers |
-| `outcome`, `error_type` (of the last fit() when it has no `run_end`) | exactly_once_restore, budget_accounting, recovers |
-| `workload` (WorkloadConfig fields; None for a user job) | exactly_once_restore, shard_reassignment |
-| `data` (`resumable` / `ray_data`) | shard_reassignment |
-| `expected_final`, `final` (accumulators) | exactly_once_restore |
-| `recovery_bound_s` (None: `recovers.DEFAULT_RECOVERY_BOUND_S` + the recorded health-check timeout) | recovers |
-| `max_lost_steps` (most steps one restart may redo; None: two checkpoint intervals, from the recorded `checkpoint_every`) | bounded_lost_work |
-| `monotonic` [metric names] (`expect.monotonic`) | monotonic_counters |
-| `injected` [{kind, budget, fault?}] (the scenario's faults, in order) | budget_accounting |
-| `expected_budgets` {failure seq: (budget, fault kind, fault index)} (from the fault landings) | budget_accounting |
-| `landed` [{index, kind, failure_seq}] (the faults that landed) | recovers |
+`context` holds what the runner knows besides the history: a `PropertyContext`
+(context.py declares every key, its type and meaning); every key is optional and
+a check skips what it cannot judge without it.
 
 A property never passes on missing evidence: what it cannot judge makes it
 `not_judged` (see `unknown_or_result`) unless a violation stands anyway, and it
@@ -44,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from ftharness.history.model import History, Key
+from ftharness.scenarios.properties.context import PropertyContext
 from ftharness.scenarios.reference_data import WorkloadConfig
 
 MAX_SHOWN = 3                  # violations spelled out in an explanation
@@ -72,7 +59,7 @@ class CheckResult:
         return NOT_JUDGED if self.passed is None else PASSED if self.passed else FAILED
 
 
-Check = Callable[[Events, dict], CheckResult]
+Check = Callable[[Events, PropertyContext], CheckResult]
 
 
 @dataclass(frozen=True)
@@ -118,7 +105,7 @@ def unknown_or_result(name: str, violations: List[str], unknown: List[str], find
     return result(name, violations, unknown + findings, summary, standing)
 
 
-def recorded_failure_config(h: History, fit_index: Optional[int], context: dict) -> Tuple[dict, List[str]]:
+def recorded_failure_config(h: History, fit_index: Optional[int], context: PropertyContext) -> Tuple[dict, List[str]]:
     """(the failure_config a fit() ran with, mismatches with the scenario's): the one its
     run_start recorded (the history is the fact), else the context's (an old or synthetic
     history without one). A scenario whose limits differ from the recorded ones did not run
@@ -219,7 +206,7 @@ def failure_text(h: History, f: dict) -> str:
     return f"failure seq {f.get('seq')} ({h.label(f.get('_key'))}, {f.get('error_type')})"
 
 
-def workload_config(context: dict) -> Optional[WorkloadConfig]:
+def workload_config(context: PropertyContext) -> Optional[WorkloadConfig]:
     """The reference workload's config from `context["workload"]`, or None."""
     wl = context.get("workload")
     if not wl:
