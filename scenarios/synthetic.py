@@ -23,7 +23,7 @@ import numpy as np
 from ftharness.scenarios.reference_data import (ACC_FIELDS, WorkloadConfig, accumulate, expected_accumulators, global_batch,
                                       rank_slice)
 from ftharness.scenarios import policy_model
-from ftharness.scenarios.properties.context import PropertyContext
+from ftharness.scenarios.properties.base import PropertyContext
 
 #: fault class -> (injected fault kind, budget it should be charged to, error type)
 FAULTS: Dict[str, Tuple[str, Optional[str], str]] = {

@@ -16,7 +16,7 @@ from ftharness.history.model import History, as_history, charged
 from ftharness.history.records import gc_paused
 from ftharness.scenarios.policy_model import TORCHRUN_BUDGET
 from ftharness.scenarios.properties import PROPERTIES, Facts, applicable, run_checks
-from ftharness.scenarios.properties.context import PropertyContext
+from ftharness.scenarios.properties.base import PropertyContext
 from ftharness.scenarios.reference_data import WorkloadConfig, expected_accumulators, expected_accumulators_ray_data
 from ftharness.scenarios.schema import Scenario
 

@@ -1,5 +1,5 @@
 """The property context is typed: every key a property reads is declared in
-`scenarios/properties/context.py:PropertyContext`, with its type (pure, no Ray).
+`scenarios/properties/base.py:PropertyContext`, with its type (pure, no Ray).
 
 Two ways to see a read: the source of every module a context reaches (an `ast` scan of
 `context.get("k")`, `context["k"]`, `"k" in context`), and the recorded runs of tests/data
@@ -14,7 +14,7 @@ import typing
 
 import pytest
 
-from ftharness.scenarios.properties.context import KEYS, PropertyContext
+from ftharness.scenarios.properties.base import CONTEXT_KEYS as KEYS, PropertyContext
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data")
@@ -78,7 +78,7 @@ def test_every_key_a_property_reads_is_declared():
         read |= keys
         opaque += [f"{path}: {h}" for h in hidden]
         undeclared += [f"{path}: reads context[{k!r}]" for k in sorted(keys - KEYS)]
-    assert undeclared == [], "declare the key in scenarios/properties/context.py:PropertyContext"
+    assert undeclared == [], "declare the key in scenarios/properties/base.py:PropertyContext"
     assert opaque == [], "a use of the context the scan cannot read: read keys by name"
     assert KEYS - read == set(), "declared but read by no property: remove it"
 

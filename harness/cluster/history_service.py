@@ -16,17 +16,15 @@ pure (tests/test_layout.py fails if a module there imports ray).
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
-import time
-import uuid
 from typing import Any, Dict, Optional
 
 import ray
 
 from ftharness.history import spool
 from ftharness.history.book import HistoryBook
+from ftharness.history.event_source import EventSource
 
 NAMESPACE = "ftharness"
 
@@ -189,7 +187,7 @@ def start_history(path: str, run_name: str) -> BookHandle:
     return BookHandle(service, run_name)
 
 
-class Emitter:
+class Emitter(EventSource):
     """A handle any process of the run uses to record events durably.
 
     `emit` blocks until the history actor has flushed the event (a streaming
@@ -219,12 +217,8 @@ class Emitter:
     ack_timeout_s = 10.0
 
     def __init__(self, book: "BookHandle", source: str, base: Optional[Dict[str, Any]] = None):
-        self.run_name = book.run
-        self.source = source
-        self.base = dict(base or {})
+        super().__init__(book.run, source, base)
         self._handle = book
-        self.id = f"{source}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        self._numbers = itertools.count(1)
         self._order = threading.Lock()
         self._cut_ref = None   # while cut off: the last hand-over sent without waiting
         self._gating: Optional[frozenset] = None   # from the last ack; None: every kind may gate
@@ -245,12 +239,6 @@ class Emitter:
     def handle(self) -> "BookHandle":
         return self._handle
 
-    def event(self, kind: str, **fields: Any) -> Dict[str, Any]:
-        e = {"t": time.time(), "kind": kind, "source": self.source, "run": self.run_name}
-        e.update(self.base)
-        e.update(fields)
-        return e
-
     def emit(self, kind: str, wait: bool = True, **fields: Any) -> Optional[Dict[str, Any]]:
         """Record an event. With `wait`, return once it is on disk, and if it
         fired a gating fault trigger, once the injector has done that fault."""
@@ -259,7 +247,7 @@ class Emitter:
         try:
             with self._order:  # numbered in the order they are handed over
                 self._settle_locked()
-                e["emitter"], e["eseq"] = self.id, next(self._numbers)
+                self.number(e)
                 if self._cut_ref is not None and not self._reconnected():
                     spool.write(self.run_name, self.id, e)
                     try:
@@ -292,7 +280,7 @@ class Emitter:
         e = self.event(kind, **fields)
         with self._order:
             self._settle_locked()
-            e["emitter"], e["eseq"] = self.id, next(self._numbers)
+            self.number(e)
             return self.handle().append.remote(e)
 
     def _ack(self, ack: Dict[str, Any]) -> Dict[str, Any]:

@@ -16,8 +16,7 @@ from ftharness.history.model import History, as_history
 from ftharness.scenarios import forked_checks as forked
 from ftharness.scenarios.properties import (bounded_lost_work, budget_accounting, exactly_once_restore,
                                   monotonic_counters, no_zombie_writes, recovers, shard_reassignment)
-from ftharness.scenarios.properties.base import Check, CheckResult, Events, Facts, always, not_judged
-from ftharness.scenarios.properties.context import PropertyContext
+from ftharness.scenarios.properties.base import Check, CheckResult, Events, Facts, PropertyContext, always, not_judged
 
 #: property name -> its module, in the order summaries list them
 REGISTRY = {

@@ -27,9 +27,8 @@ from typing import Dict, List, Optional, Tuple
 
 from ftharness.history.columns import having
 from ftharness.history.model import Attempt, History, as_history
-from ftharness.scenarios.properties.base import (MAX_SHOWN, CheckResult, Events, Facts, failure_text, not_judged,
-                                                 result, workload_config)
-from ftharness.scenarios.properties.context import PropertyContext
+from ftharness.scenarios.properties.base import (MAX_SHOWN, CheckResult, Events, Facts, PropertyContext, failure_text,
+                                                 not_judged, result, workload_config)
 
 #: checkpoint intervals a restart may lose beyond the cadence by default: one checkpoint may be
 #: reported but not yet registered when the failure hits (`expect.max_lost_steps` overrides)

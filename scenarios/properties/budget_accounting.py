@@ -11,9 +11,8 @@ from ftharness.history import causal
 from ftharness.history.columns import non_steps
 from ftharness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, Fit, History, as_history
 from ftharness.scenarios import policy_model
-from ftharness.scenarios.properties.base import (CheckResult, Events, always, failure_text, not_judged,
+from ftharness.scenarios.properties.base import (CheckResult, Events, PropertyContext, always, failure_text, not_judged,
                                                  recorded_failure_config, unknown_or_result)
-from ftharness.scenarios.properties.context import PropertyContext
 
 ERROR_BUDGETS = {              # budgets Ray may charge each raised error type to
     "ControllerError": {"controller", NOT_RETRYABLE},

@@ -20,9 +20,8 @@ import numpy as np
 
 from ftharness.history.columns import having
 from ftharness.history.model import Attempt, History, Key, as_history
-from ftharness.scenarios.properties.base import (CheckResult, Events, always, lineage, not_judged, segments,
+from ftharness.scenarios.properties.base import (CheckResult, Events, PropertyContext, always, lineage, not_judged, segments,
                                                  unknown_or_result, workload_config)
-from ftharness.scenarios.properties.context import PropertyContext
 from ftharness.scenarios.reference_data import ACC_FIELDS
 
 

@@ -16,8 +16,8 @@ from collections import defaultdict
 from typing import Dict, List, Optional, Tuple
 
 from ftharness.history.model import History, Key, as_history
-from ftharness.scenarios.properties.base import CheckResult, Events, Facts, lineage, not_judged, result, segments
-from ftharness.scenarios.properties.context import PropertyContext
+from ftharness.scenarios.properties.base import (CheckResult, Events, Facts, PropertyContext, lineage, not_judged, result,
+                                                 segments)
 
 
 def applies(facts: Facts) -> bool:

@@ -11,8 +11,7 @@ from typing import Dict, List
 
 from ftharness.history.columns import having
 from ftharness.history.model import Attempt, History, _seq, as_history
-from ftharness.scenarios.properties.base import CheckResult, Events, Facts, not_judged, result
-from ftharness.scenarios.properties.context import PropertyContext
+from ftharness.scenarios.properties.base import CheckResult, Events, Facts, PropertyContext, not_judged, result
 
 
 def applies(facts: Facts) -> bool:

@@ -25,9 +25,8 @@ from typing import List
 
 from ftharness.history.model import NOT_RETRYABLE, History, Recovery, as_history
 from ftharness.scenarios import policy_model
-from ftharness.scenarios.properties.base import (CheckResult, Events, Facts, failure_text, not_judged,
+from ftharness.scenarios.properties.base import (CheckResult, Events, Facts, PropertyContext, failure_text, not_judged,
                                                  recorded_failure_config, result)
-from ftharness.scenarios.properties.context import PropertyContext
 
 #: seconds a recovery may take when the scenario gives no bound (see the module doc)
 DEFAULT_RECOVERY_BOUND_S = 300.0

@@ -11,9 +11,8 @@ import numpy as np
 
 from ftharness.history.columns import EventsAt, non_steps
 from ftharness.history.model import History, Key, _all_int, as_history
-from ftharness.scenarios.properties.base import (CheckResult, Events, Facts, lineage, not_judged, result, segments,
-                                       unknown_or_result, workload_config)
-from ftharness.scenarios.properties.context import PropertyContext
+from ftharness.scenarios.properties.base import (CheckResult, Events, Facts, PropertyContext, lineage, not_judged, result,
+                                       segments, unknown_or_result, workload_config)
 from ftharness.scenarios.reference_data import WorkloadConfig, epoch_permutation, global_batch, rank_slice
 
 
