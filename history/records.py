@@ -979,7 +979,7 @@ def seal(end: Dict[str, Any]) -> str:
 
 def sealed_lines(events: Iterable[Dict[str, Any]], renumber: bool = True) -> List[bytes]:
     """History lines for `events` closed by a fresh, consistent history_end, as the history
-    actor (ftharness.history.store) writes them: for synthetic histories and for edits of
+    actor (ftharness.history.book) writes them: for synthetic histories and for edits of
     recorded ones (the mutation suites), so only the rules decide. `renumber` gives the
     events seq 1..n; otherwise their own seqs stand."""
     body = [dict(e) for e in events if e.get("kind") != "history_end"]

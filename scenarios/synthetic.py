@@ -23,6 +23,7 @@ import numpy as np
 from ftharness.scenarios.reference_data import (ACC_FIELDS, WorkloadConfig, accumulate, expected_accumulators, global_batch,
                                       rank_slice)
 from ftharness.scenarios import policy_model
+from ftharness.scenarios.properties.base import PropertyContext
 
 #: fault class -> (injected fault kind, budget it should be charged to, error type)
 FAULTS: Dict[str, Tuple[str, Optional[str], str]] = {
@@ -70,7 +71,7 @@ class Plan:
 @dataclass
 class Synthetic:
     events: List[dict]
-    context: dict
+    context: PropertyContext          # what a runner would pass the checks (the declared keys only)
     recoveries: List[float]           # seconds from each fault retried to the next first step (model recoveries)
 
 
@@ -112,7 +113,7 @@ class _Run:
         while outcome == "killed":
             outcome, error = self.play_fit()
         cfg = self.cfg
-        context = {
+        context: PropertyContext = {
             "failure_config": dict(self.plan.failure_config),
             "outcome": outcome,
             "error_type": error,

@@ -16,6 +16,7 @@ from ftharness.history.model import History, as_history, charged
 from ftharness.history.records import gc_paused
 from ftharness.scenarios.policy_model import TORCHRUN_BUDGET
 from ftharness.scenarios.properties import PROPERTIES, Facts, applicable, run_checks
+from ftharness.scenarios.properties.base import PropertyContext
 from ftharness.scenarios.reference_data import WorkloadConfig, expected_accumulators, expected_accumulators_ray_data
 from ftharness.scenarios.schema import Scenario
 
@@ -171,15 +172,16 @@ def fault_landings(scenario: Scenario, events: List[Dict[str, Any]],
     return out
 
 
-def check_context(scenario: Scenario, events, outcome, state, faults=None, facts_=None) -> Dict[str, Any]:
-    """What the properties read besides the history; `facts_`: `recorded(events)`, when known."""
+def check_context(scenario: Scenario, events, outcome, state, faults=None, facts_=None) -> PropertyContext:
+    """What the properties read besides the history (every key PropertyContext declares, built
+    here and nowhere else for a run); `facts_`: `recorded(events)`, when known."""
     if facts_ is None:
         facts_ = recorded(events)
     start = facts_.get("run_start", {})
     workload, missing = _recorded_workload(scenario, start, outcome, events)
     expected_budgets = {f["failure_seq"]: (f["expected_budget"], f["kind"], f["index"]) for f in faults or []
                         if f["landed"] and f["expected_budget"] and f["failure_seq"] is not None}
-    return {
+    context: PropertyContext = {
         "runtime": facts_.get("runtime") or scenario.workload.runtime,
         "ray_version": start.get("ray_version"),   # None: recorded before 2.51 support, i.e. on 2.60
         "failure_config": scenario.failure_config.model_dump(),
@@ -208,6 +210,7 @@ def check_context(scenario: Scenario, events, outcome, state, faults=None, facts
         #: the checkpoint cadence the scenario declares (a bound never comes from the run it judges)
         "checkpoint_every": scenario.workload.checkpoint_every if scenario.workload.kind == "reference" else None,
     }
+    return context
 
 
 def _recorded_workload(scenario: Scenario, start: Dict[str, Any], outcome, events):

@@ -10,7 +10,8 @@ tests/test_run_base.py."""
 
 import pytest
 
-from ftharness.history import store
+from ftharness.harness.cluster import history_service
+from ftharness.history.book import HistoryBook
 from ftharness.history.triggers import TriggerBook
 
 
@@ -41,11 +42,11 @@ def emitter(monkeypatch):
         waits.append(ref.event["kind"])
         return ref.ack
 
-    monkeypatch.setattr(store.ray, "get", get)
+    monkeypatch.setattr(history_service.ray, "get", get)
 
     def make(gating):
         book = Book(gating)
-        em = store.Emitter(book, "worker")
+        em = history_service.Emitter(book, "worker")
         return em, book, waits
 
     return make
@@ -87,13 +88,13 @@ def test_a_late_ack_that_fails_journals_the_event_and_cuts_the_emitter_off(emitt
     em.emit("worker_start")
     em.emit("step", step=1)
     journaled = []
-    monkeypatch.setattr(store.spool, "write", lambda run, eid, e: journaled.append(e["kind"]))
+    monkeypatch.setattr(history_service.spool, "write", lambda run, eid, e: journaled.append(e["kind"]))
 
     def unreachable(ref, timeout=None):
         raise TimeoutError("no ack")
 
-    monkeypatch.setattr(store.ray, "get", unreachable)
-    monkeypatch.setattr(store.ray, "wait", lambda refs, timeout=0: ([], refs))
+    monkeypatch.setattr(history_service.ray, "get", unreachable)
+    monkeypatch.setattr(history_service.ray, "wait", lambda refs, timeout=0: ([], refs))
     em.emit("worker_end")
     assert journaled == ["step", "worker_end"]   # both kept in the node's journal
     assert em._cut_ref is not None
@@ -112,7 +113,7 @@ def test_gating_kinds_follow_the_armed_triggers():
 
 
 def test_the_book_names_the_gating_kinds_only_once_armed(tmp_path):
-    book = store.HistoryBook(str(tmp_path / "history.jsonl"))
+    book = HistoryBook(str(tmp_path / "history.jsonl"))
     assert book.append({"kind": "run_start"})["gating"] is None
     book.arm([{"at": {"event": "checkpoint_reported"}}])
     assert book.append({"kind": "step", "step": 1})["gating"] == ["report"]
@@ -144,23 +145,23 @@ def test_a_book_handle_calls_its_service_with_its_run_first():
     import pickle
 
     service = _Service()
-    book = store.BookHandle(service, "run-a")
+    book = history_service.BookHandle(service, "run-a")
     book.append.remote({"kind": "step"})
     book.join.remote(123, timeout_s=5)
-    store.BookHandle(service, "run-b").close.remote()
+    history_service.BookHandle(service, "run-b").close.remote()
     assert service.calls == [("append", ("run-a", {"kind": "step"}), {}),
                              ("join", ("run-a", 123), {"timeout_s": 5}),
                              ("close", ("run-b",), {})]
-    assert store.Emitter(book, "worker").run_name == "run-a"
+    assert history_service.Emitter(book, "worker").run_name == "run-a"
     with pytest.raises(AttributeError):
         book._private
-    copy = pickle.loads(pickle.dumps(store.BookHandle("a handle", "run-a")))   # travels with the train fn
+    copy = pickle.loads(pickle.dumps(history_service.BookHandle("a handle", "run-a")))   # travels with the train fn
     assert (copy.service, copy.run) == ("a handle", "run-a")
 
 
 def test_the_service_slot_replaces_a_service_that_does_not_answer(monkeypatch):
     started, killed = [], []
-    monkeypatch.setattr(store.ray, "kill", killed.append)
+    monkeypatch.setattr(history_service.ray, "kill", killed.append)
     answers = {"svc1": True}   # what each service's ping answers (False: it died)
 
     def get(ref, timeout=None):
@@ -168,9 +169,9 @@ def test_the_service_slot_replaces_a_service_that_does_not_answer(monkeypatch):
             raise RuntimeError("actor died")
         return 1
 
-    monkeypatch.setattr(store.ray, "get", get)
-    monkeypatch.setattr(store, "start_service", lambda node_id=None: started.append(node_id) or _Pinged(f"svc{len(started)}"))
-    slot = store.ServiceSlot()
+    monkeypatch.setattr(history_service.ray, "get", get)
+    monkeypatch.setattr(history_service, "start_service", lambda node_id=None: started.append(node_id) or _Pinged(f"svc{len(started)}"))
+    slot = history_service.ServiceSlot()
     first = slot.get("head")
     assert slot.get() is first and started == ["head"]      # alive: the same one, no new process
     answers["svc1"] = False                                   # it died

@@ -217,7 +217,7 @@ def test_redact_everywhere_a_path_is_written(tmp_path):
 
 
 def test_history_lines_are_redacted(tmp_path):
-    from ftharness.history.store import HistoryBook
+    from ftharness.history.book import HistoryBook
 
     book = HistoryBook(str(tmp_path / "history.jsonl"))
     book.append({"kind": "run_start", "storage_path": "s3://AKIA:SECRET@bucket/ck"})

@@ -160,6 +160,50 @@ def test_no_import_points_up_the_folders():
     assert wrong == []
 
 
+def ray_imports(source):
+    """(line, name) of every import of Ray in a module's source: import statements at any depth,
+    and `importlib.import_module("ray...")` / `__import__("ray...")` with the name written out."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)
+              and ((isinstance(node.func, ast.Name) and node.func.id == "__import__")
+                   or (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module"))):
+            names = [node.args[0].value]
+        out += [(node.lineno, n) for n in names if n == "ray" or n.startswith("ray.")]
+    return out
+
+
+def test_history_imports_no_ray():
+    """history/ is the pure record every stage reads, offline too: neither it nor any module of
+    ours it imports imports Ray (the service that holds a run's history on a cluster is
+    harness/cluster/history_service.py)."""
+    graph = {m: {t for _, n in imports(p) if (t := ours(n)) and t != m} for m, p in MODULES.items()}
+    todo = [m for m in MODULES if m == "ftharness.history" or m.startswith("ftharness.history.")]
+    seen = set()
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo += sorted(graph[m] - {"ftharness"})
+    assert "ftharness.history.book" in seen
+    wrong = [f"{MODULES[m].removeprefix(ROOT + os.sep)}:{line}: {m} imports {name}"
+             for m in sorted(seen) for line, name in ray_imports(open(MODULES[m]).read())]
+    assert wrong == []
+
+
+def test_the_ray_import_finder_finds_planted_ones():
+    planted = ("import ray\nfrom ray.util import queue\nimport ray.train as rt\n"
+               "def f():\n    import importlib\n    importlib.import_module('ray.util')\n    __import__('ray')\n")
+    assert [line for line, _ in ray_imports(planted)] == [1, 2, 3, 6, 7]
+    assert ray_imports("import rayon\nfrom raytracer import x\nimport os\n# import ray\ns = 'import ray'\n") == []
+
+
 def strongly_connected(graph):
     """The cycles of a graph: its strongly connected components of more than one node."""
     index, low, stack, on, out = {}, {}, [], set(), []

@@ -121,7 +121,7 @@ def test_history_survives_killed_emitter(ftharness_cluster, tmp_path):
     (nothing armed yet), or, once nothing can gate a step, settled by `settle()`."""
     import signal
     import ray
-    from ftharness.history.store import Emitter, start_history
+    from ftharness.harness.cluster.history_service import Emitter, start_history
 
     @ray.remote(num_cpus=1)
     def emit_then_die(book):
@@ -149,7 +149,7 @@ def test_a_step_a_trigger_gates_on_holds_its_emitter_until_released(ftharness_cl
     stops at step 3 until the injector releases it, as "at step 3" promises."""
     import time
     import ray
-    from ftharness.history.store import Emitter, start_history
+    from ftharness.harness.cluster.history_service import Emitter, start_history
 
     handle = start_history(str(tmp_path / "history.jsonl"), "gated")
     ray.get(handle.arm.remote([{"at": {"step": 3}}]))

@@ -9,7 +9,7 @@ import pytest
 from ftharness.faults.base import At
 from ftharness.history import spool
 from ftharness.history.records import read_events
-from ftharness.history.store import HistoryBook
+from ftharness.history.book import HistoryBook
 from ftharness.history.triggers import TriggerBook
 
 

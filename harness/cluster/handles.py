@@ -37,7 +37,7 @@ from ftharness.harness.cluster.ns_node import NamespaceNode
 from ftharness.harness.cluster.reaper import alive, descendants, identify, kill_all, message as reaper_message
 from ftharness.errors import STOP_REQUESTED, ClusterError
 from ftharness.faults import capabilities as caps
-from ftharness.history.store import ServiceSlot
+from ftharness.harness.cluster.history_service import ServiceSlot
 
 from ftharness.profiles import PROFILES
 
@@ -417,7 +417,7 @@ class EmbeddedCluster:
         return self
 
     def history_service(self):
-        """The process that keeps the history of every run on this cluster (store.HistoryService)."""
+        """The process that keeps the history of every run on this cluster (history_service.HistoryService)."""
         return self._history.get(self.head_node_id())
 
     def close(self) -> None:
@@ -745,7 +745,7 @@ class ExistingCluster:
 
     def history_service(self):
         """The process that keeps the history of this driver's runs, on the driver's node
-        (store.HistoryService): started at the first run, ended when the driver disconnects."""
+        (history_service.HistoryService): started at the first run, ended when the driver disconnects."""
         return self._history.get()
 
     def start(self) -> "ExistingCluster":

@@ -31,7 +31,7 @@ import ray
 
 from ftharness.harness.cluster import ray_private as rp
 from ftharness.history.records import is_marker, marker_name
-from ftharness.history.store import Emitter
+from ftharness.harness.cluster.history_service import Emitter
 from ftharness.harness.job import device as devices
 from ftharness.harness.job.digests import digest_of, file_hashes, restore_check
 from ftharness.harness.job.rows import RecordedShard

@@ -16,7 +16,7 @@ import ray
 
 from ftharness.harness.cluster import ray_private as rp
 from ftharness.history.model import LIMIT_FIELD as _LIMIT_KEY
-from ftharness.history.store import Emitter
+from ftharness.harness.cluster.history_service import Emitter
 
 RUN_START_TIMEOUT_S = 120.0   # as the driver waits for it (runner.HISTORY_START_TIMEOUT_S)
 
@@ -81,7 +81,7 @@ class ControllerRecorder(rp.ControllerCallback, rp.WorkerGroupCallback, rp.Repor
             self._record_failure(err, retry=cur in ("RESTARTING", "RESCHEDULING"))
 
     def __init__(self, book, failure_config=None, recorded: Optional[list] = None):
-        self.book = book              # the run's book (ftharness.history.store.BookHandle)
+        self.book = book              # the run's book (ftharness.harness.cluster.history_service.BookHandle)
         self.run_name = book.run
         #: [ref of the run_start hand-over]: the controller starts while the history actor does
         #: (ftharness.harness.run.runner.ScenarioRunner.submit), and its first event waits for it

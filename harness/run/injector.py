@@ -43,7 +43,7 @@ from ftharness.errors import FaultSkipped
 from ftharness.harness.cluster import ray_private as rp
 from ftharness.harness.cluster.agents import Agents
 from ftharness.history.records import read_events
-from ftharness.history.store import Emitter
+from ftharness.harness.cluster.history_service import Emitter
 
 QUIET_S = 2.0          # no event for this long while workers are held: triggers can no longer fire
 HOLD_CHECK_S = 0.5     # how often the hold is re-judged
@@ -218,7 +218,7 @@ class Injector:
 
     # -------------------------------------------------------------- internals
     def make_emitter(self, history, run_name: str):
-        """The injector's emitter on the run's book (here a store.BookHandle)."""
+        """The injector's emitter on the run's book (here a history_service.BookHandle)."""
         return Emitter(history, "injector")
 
     def _call(self, method: str, *args: Any) -> Any:

@@ -18,7 +18,8 @@ from typing import Any, Callable, Dict, List, Optional, Type
 
 import ray
 
-from ftharness.history import records, spool, store
+from ftharness.history import records, spool
+from ftharness.harness.cluster import history_service as store   # the history service and its emitters
 from ftharness.harness.cluster.handles import open_cluster
 from ftharness.harness.run.guard import check_capabilities
 from ftharness.harness.run.injector import Injector, crash_plans

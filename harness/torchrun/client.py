@@ -9,14 +9,14 @@ over leaves a hole in its emitter's numbering (`eseq`), which the reader reports
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import socket
 import threading
 import time
-import uuid
 from typing import Any, Dict, Optional
+
+from ftharness.history.event_source import EventSource
 
 ENV_ADDRESS = "FTHARNESS_COLLECTOR"   # host:port of the collector, set by the launcher
 #: calls that may be sent again after a broken connection (they change nothing twice)
@@ -81,30 +81,23 @@ class CollectorClient:
             self._close()
 
 
-class TcpEmitter:
-    """The torchrun twin of ftharness.history.store.Emitter: same fields, same
-    numbering, same gate; events go to the collector instead of a Ray actor."""
+class TcpEmitter(EventSource):
+    """The torchrun twin of ftharness.harness.cluster.history_service.Emitter: same fields, same
+    numbering (EventSource), same gate; events go to the collector instead of a Ray actor."""
 
     def __init__(self, client: CollectorClient, run_name: str, source: str, base: Optional[Dict[str, Any]] = None):
+        super().__init__(run_name, source, base)
         self.client = client
-        self.run_name = run_name
-        self.source = source
-        self.base = dict(base or {})
-        self.id = f"{source}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        self._numbers = itertools.count(1)
         self._order = threading.Lock()
 
     def emit(self, kind: str, wait: bool = True, **fields: Any) -> Optional[Dict[str, Any]]:
         """Record an event once it is on disk; if it fired a gating fault
         trigger, return only once the injector has done that fault. `wait` is
         accepted for Emitter's signature: every event here is acknowledged."""
-        e = {"t": time.time(), "kind": kind, "source": self.source, "run": self.run_name}
-        e.update(self.base)
-        e.update(fields)
+        e = self.event(kind, **fields)
         try:
             with self._order:
-                e["emitter"], e["eseq"] = self.id, next(self._numbers)
-                ack = self.client.call("append", e)
+                ack = self.client.call("append", self.number(e))
         except Exception:  # noqa: BLE001 - never break the caller; the eseq gap shows the loss
             return None
         if ack and ack.get("gate") is not None:

@@ -3,7 +3,7 @@ workers and agents over loopback TCP, and the agents' reports merged into the
 attempt events a Ray Train controller would write.
 
 Why a collector and not O_APPEND writes by each worker: the same
-`ftharness.history.store.HistoryBook` that Ray runs as an actor stamps one total
+`ftharness.history.book.HistoryBook` that Ray serves in an actor stamps one total
 order (`seq`), fires the fault triggers on the exact event and holds the
 emitting worker at its gate, and counts every emitter for the sealed
 `history_end`. Appends to one file from many processes could keep lines whole,
@@ -23,41 +23,32 @@ are the agents' own events (ftharness.harness.torchrun.agent).
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import socket
 import socketserver
 import threading
-import time
-import uuid
 from typing import Any, Callable, Dict, List, Optional
 
-from ftharness.history.store import HistoryBook
+from ftharness.history.book import HistoryBook
+from ftharness.history.event_source import EventSource
 
 
-class LocalEmitter:
-    """ftharness.history.store.Emitter for events made in the harness process:
-    same fields and numbering, appended to the book directly. Never waits at a
+class LocalEmitter(EventSource):
+    """ftharness.harness.cluster.history_service.Emitter for events made in the harness process:
+    same fields and numbering (EventSource), appended to the book directly. Never waits at a
     fault gate (only worker events gate, and the harness drives the injector)."""
 
     def __init__(self, book: HistoryBook, run_name: str, source: str, base: Optional[Dict[str, Any]] = None,
                  name: Optional[str] = None):
+        super().__init__(run_name, source, base, name)
         self.book = book
-        self.run_name = run_name
-        self.source = source
-        self.base = dict(base or {})
-        self.id = f"{name or source}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        self._numbers = itertools.count(1)
         self._order = threading.Lock()
 
     def emit(self, kind: str, wait: bool = True, **fields: Any) -> Optional[Dict[str, Any]]:
-        e = {"t": time.time(), "kind": kind, "source": self.source, "run": self.run_name}
-        e.update(self.base)
-        e.update(fields)
+        e = self.event(kind, **fields)
         with self._order:
-            e["emitter"], e["eseq"] = self.id, next(self._numbers)
-            return self.book.append(e)
+            return self.book.append(self.number(e))
 
 
 class _Handler(socketserver.StreamRequestHandler):

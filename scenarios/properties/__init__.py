@@ -16,7 +16,7 @@ from ftharness.history.model import History, as_history
 from ftharness.scenarios import forked_checks as forked
 from ftharness.scenarios.properties import (bounded_lost_work, budget_accounting, exactly_once_restore,
                                   monotonic_counters, no_zombie_writes, recovers, shard_reassignment)
-from ftharness.scenarios.properties.base import Check, CheckResult, Events, Facts, always, not_judged
+from ftharness.scenarios.properties.base import Check, CheckResult, Events, Facts, PropertyContext, always, not_judged
 
 #: property name -> its module, in the order summaries list them
 REGISTRY = {
@@ -95,7 +95,7 @@ def applicable(facts: Facts) -> List[str]:
     return [name for name, module in REGISTRY.items() if getattr(module, "applies", always)(facts)]
 
 
-def run_checks(events: Events, context: Optional[dict] = None,
+def run_checks(events: Events, context: Optional[PropertyContext] = None,
                names: Optional[Iterable[str]] = None) -> Dict[str, CheckResult]:
     """Run the named checks (all by default) over one model of the history. A
     check that crashes on a malformed history judged nothing: it is not judged
@@ -128,7 +128,7 @@ def run_checks(events: Events, context: Optional[dict] = None,
     return {name: results[name] for name in names}
 
 
-def _run_one(name: str, events: Events, context: dict) -> CheckResult:
+def _run_one(name: str, events: Events, context: PropertyContext) -> CheckResult:
     try:
         return CHECKS[name](events, context)
     except Exception as e:  # noqa: BLE001 - a history we cannot judge is judged by nobody

@@ -7,23 +7,9 @@ be re-judged offline, long after the cluster is gone; nothing here imports ray.
 It may also have `applies(facts) -> bool`: whether a scenario expects it when
 `expect.properties` is not given (without one, every scenario does).
 
-`context` holds what the runner knows besides the history; every key is
-optional and a check skips what it cannot judge without it:
-
-| key | used by |
-| --- | --- |
-| `runtime` (`ray_train` / `torchrun`: which failure policy decided) | budget_accounting, recovers |
-| `failure_config` {max_failures, max_preemption_failures, controller_failure_limit}: the scenario's; each fit is judged by the one its `run_start` recorded, and a difference leaves budget_accounting not judged (`recorded_failure_config`) | budget_accounting, recovers |
-| `outcome`, `error_type` (of the last fit() when it has no `run_end`) | exactly_once_restore, budget_accounting, recovers |
-| `workload` (WorkloadConfig fields; None for a user job) | exactly_once_restore, shard_reassignment |
-| `data` (`resumable` / `ray_data`) | shard_reassignment |
-| `expected_final`, `final` (accumulators) | exactly_once_restore |
-| `recovery_bound_s` (None: `recovers.DEFAULT_RECOVERY_BOUND_S` + the recorded health-check timeout) | recovers |
-| `max_lost_steps` (most steps one restart may redo; None: two checkpoint intervals, from the recorded `checkpoint_every`) | bounded_lost_work |
-| `monotonic` [metric names] (`expect.monotonic`) | monotonic_counters |
-| `injected` [{kind, budget, fault?}] (the scenario's faults, in order) | budget_accounting |
-| `expected_budgets` {failure seq: (budget, fault kind, fault index)} (from the fault landings) | budget_accounting |
-| `landed` [{index, kind, failure_seq}] (the faults that landed) | recovers |
+`context` holds what the runner knows besides the history: a `PropertyContext`
+(below: every key, its type and meaning); every key is optional and a check skips
+what it cannot judge without it.
 
 A property never passes on missing evidence: what it cannot judge makes it
 `not_judged` (see `unknown_or_result`) unless a violation stands anyway, and it
@@ -41,8 +27,9 @@ from __future__ import annotations
 import bisect
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, TypedDict, Union
 
+from ftharness.history.causal import Declared
 from ftharness.history.model import History, Key
 from ftharness.scenarios.reference_data import WorkloadConfig
 
@@ -72,7 +59,73 @@ class CheckResult:
         return NOT_JUDGED if self.passed is None else PASSED if self.passed else FAILED
 
 
-Check = Callable[[Events, dict], CheckResult]
+# -- the property context
+# A TypedDict, not a dataclass: every key is optional and a check skips what it cannot judge
+# without it, and whether a key is there at all says something (no `declared`: a synthetic
+# history judged alone; `workload` present but None: a user job); and the properties' contract,
+# plugins' included (docs/plugins.md), is a plain mapping, so a context stays the dict that
+# tests, synthetic histories, benchmarks and the forked checker pass around. The type costs
+# nothing at run time; tests/test_properties_context.py holds the properties to it (a key read
+# or built that is not declared here fails it). `scenarios/verdict.py:check_context` builds it.
+
+
+class LandedFault(TypedDict):
+    """A fault that landed, by its failure."""
+
+    index: int                    # the fault's place in the run's fault list
+    kind: str                     # its fault kind
+    failure_seq: Optional[int]    # seq of the failure event it caused (None: it caused none)
+
+
+class PropertyContext(TypedDict, total=False):
+    """Every key a property may read besides the history; each is optional."""
+
+    #: which failure policy decided: `ray_train` (Ray Train's FailureConfig) or `torchrun` (TorchElastic's max_restarts)
+    runtime: str
+    #: the Ray release the run recorded (run_start.ray_version); None: recorded before ftharness wrote it (2.60)
+    ray_version: Optional[str]
+    #: the scenario's failure_config (max_failures, max_preemption_failures, controller_failure_limit, ...);
+    #: each fit is judged by the one its run_start recorded, a difference leaves budget_accounting not judged
+    failure_config: Dict[str, Any]
+    #: how the last fit() ended (`succeeded`, `failed`, ...), when it has no run_end in the history
+    outcome: Optional[str]
+    #: the error type the last fit() raised, when it has no run_end in the history
+    error_type: Optional[str]
+    #: the reference workload's recorded config (WorkloadConfig fields); None: a user job, or unknown
+    workload: Optional[Dict[str, Any]]
+    #: why the reference workload's config is unknown; what needs it is then not judged
+    workload_missing: Optional[str]
+    #: how the job reads its data: `resumable` or `ray_data` (None: a user job without datasets)
+    data: Optional[str]
+    #: the accumulators a fault-free run ends with (None: nothing exact to compare)
+    expected_final: Optional[List[float]]
+    #: the accumulators the run ended with (None: not returned)
+    final: Optional[List[float]]
+    #: `expect.recovery_bound_s` (None: `recovers.DEFAULT_RECOVERY_BOUND_S` + the health-check wait)
+    recovery_bound_s: Optional[float]
+    #: `expect.max_lost_steps`, the most steps one restart may redo (None: two checkpoint intervals)
+    max_lost_steps: Optional[int]
+    #: `expect.monotonic`: the metric names that must never go down
+    monotonic: List[str]
+    #: the faults injected, in order: the history's fault_injected events (synthetic: {kind, budget, fault})
+    injected: List[Dict[str, Any]]
+    #: failure seq -> (the budget it must be charged to, the fault kind, the fault index), from the landings
+    expected_budgets: Dict[int, Tuple[Optional[str], str, int]]
+    #: the faults that landed
+    landed: List[LandedFault]
+    #: what the causal model takes as given: the scenario's faults, runtime and health-check timeout
+    declared: Declared
+    #: the health-check timeout a recovery may wait for (0.0: no fault of the scenario waits for one)
+    health_check_s: Optional[float]
+    #: the checkpoint cadence the scenario declares (None: a user job; a bound never comes from the run it judges)
+    checkpoint_every: Optional[int]
+
+
+#: every key a property context may hold
+CONTEXT_KEYS = frozenset(PropertyContext.__annotations__)
+
+
+Check = Callable[[Events, PropertyContext], CheckResult]
 
 
 @dataclass(frozen=True)
@@ -118,7 +171,7 @@ def unknown_or_result(name: str, violations: List[str], unknown: List[str], find
     return result(name, violations, unknown + findings, summary, standing)
 
 
-def recorded_failure_config(h: History, fit_index: Optional[int], context: dict) -> Tuple[dict, List[str]]:
+def recorded_failure_config(h: History, fit_index: Optional[int], context: PropertyContext) -> Tuple[dict, List[str]]:
     """(the failure_config a fit() ran with, mismatches with the scenario's): the one its
     run_start recorded (the history is the fact), else the context's (an old or synthetic
     history without one). A scenario whose limits differ from the recorded ones did not run
@@ -219,7 +272,7 @@ def failure_text(h: History, f: dict) -> str:
     return f"failure seq {f.get('seq')} ({h.label(f.get('_key'))}, {f.get('error_type')})"
 
 
-def workload_config(context: dict) -> Optional[WorkloadConfig]:
+def workload_config(context: PropertyContext) -> Optional[WorkloadConfig]:
     """The reference workload's config from `context["workload"]`, or None."""
     wl = context.get("workload")
     if not wl:

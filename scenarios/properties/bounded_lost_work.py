@@ -27,8 +27,8 @@ from typing import Dict, List, Optional, Tuple
 
 from ftharness.history.columns import having
 from ftharness.history.model import Attempt, History, as_history
-from ftharness.scenarios.properties.base import (MAX_SHOWN, CheckResult, Events, Facts, failure_text, not_judged,
-                                                 result, workload_config)
+from ftharness.scenarios.properties.base import (MAX_SHOWN, CheckResult, Events, Facts, PropertyContext, failure_text,
+                                                 not_judged, result, workload_config)
 
 #: checkpoint intervals a restart may lose beyond the cadence by default: one checkpoint may be
 #: reported but not yet registered when the failure hits (`expect.max_lost_steps` overrides)
@@ -43,7 +43,7 @@ def applies(facts: Facts) -> bool:
     return facts.restarts and facts.expect_outcome == "succeeded"
 
 
-def check(events: Events, context: dict) -> CheckResult:
+def check(events: Events, context: PropertyContext) -> CheckResult:
     """Each restart redoes at most the bound's steps, and restores a checkpoint
     when one was reported (and registered) before it."""
     h = as_history(events)
@@ -114,7 +114,7 @@ class _Checkpoints:
         return self._reports
 
 
-def _bound(ckpts: _Checkpoints, context: dict) -> Tuple[Optional[int], str]:
+def _bound(ckpts: _Checkpoints, context: PropertyContext) -> Tuple[Optional[int], str]:
     """(most steps a restart may lose, how it was set); None when nothing sets it."""
     if context.get("max_lost_steps") is not None:
         return int(context["max_lost_steps"]), "expect.max_lost_steps"
@@ -136,7 +136,7 @@ def _bound(ckpts: _Checkpoints, context: dict) -> Tuple[Optional[int], str]:
 
 
 def _judge(h: History, att: Attempt, name: Optional[str], lost: int, bound: Optional[int], basis: str,
-           ckpts: _Checkpoints, context: dict) -> Tuple[str, str]:
+           ckpts: _Checkpoints, context: PropertyContext) -> Tuple[str, str]:
     """(violation text to append, or ''; why it is not judged, or '')."""
     if lost == 0:
         return "", ""

@@ -11,7 +11,7 @@ from ftharness.history import causal
 from ftharness.history.columns import non_steps
 from ftharness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, Fit, History, as_history
 from ftharness.scenarios import policy_model
-from ftharness.scenarios.properties.base import (CheckResult, Events, always, failure_text, not_judged,
+from ftharness.scenarios.properties.base import (CheckResult, Events, PropertyContext, always, failure_text, not_judged,
                                                  recorded_failure_config, unknown_or_result)
 
 ERROR_BUDGETS = {              # budgets Ray may charge each raised error type to
@@ -28,7 +28,7 @@ PRECEDENCE = {NOT_RETRYABLE: 3, "controller": 3, "preemption": 2, "worker_group"
 applies = always   # every scenario can judge it
 
 
-def check(events: Events, context: dict) -> CheckResult:
+def check(events: Events, context: PropertyContext) -> CheckResult:
     """Each failure is charged where Ray's policy charges it, counted, and
     decided (RETRY/RAISE) as the failure config says; the run fails exactly
     when a RAISE happened."""
@@ -73,7 +73,7 @@ def _normal_budget(budget: Optional[str]) -> Optional[str]:
     return BUDGET_ALIASES.get(budget, budget) if budget else None
 
 
-def _budget_hints(h: History, context: dict, findings: List[str]) -> Dict[int, Tuple[str, str]]:
+def _budget_hints(h: History, context: PropertyContext, findings: List[str]) -> Dict[int, Tuple[str, str]]:
     """Failure seq -> (budget, fault kind) the injected faults say it is charged to.
 
     A real run's context has `expected_budgets`: derived from each fault's
@@ -132,7 +132,7 @@ def _charge_violations(h: History, fit: Fit, hints: Dict[int, tuple], release) -
     return out
 
 
-def _preemption_evidence(h: History, fit: Fit, context: dict, release, unknown: List[str]) -> List[str]:
+def _preemption_evidence(h: History, fit: Fit, context: PropertyContext, release, unknown: List[str]) -> List[str]:
     """A failure charged to the preemption budget (on a release that has one) needs a preemption
     to stand on, read from the causal model: a node that hosted ranks of the failed attempt was
     drained for preemption, and either died at or after its own deadline before the failure (a
@@ -218,7 +218,7 @@ def _attempts_after_raise(h: History, fit: Fit) -> List[str]:
             for a in h.ordered() if a.key[0] == fit.index and a.start and a.start_seq > first]
 
 
-def _outcome_violations(h: History, fit: Fit, context: dict, findings: List[str]) -> List[str]:
+def _outcome_violations(h: History, fit: Fit, context: PropertyContext, findings: List[str]) -> List[str]:
     """The fit failed exactly when a RAISE happened, with the raised error."""
     outcome, error_type = h.outcome(fit, context)
     raises = [f for f in fit.failures if f.get("decision") == "RAISE"]
@@ -241,7 +241,7 @@ def _outcome_violations(h: History, fit: Fit, context: dict, findings: List[str]
             f"the budgets still allowed a retry"]
 
 
-def _controller_killed(h: History, context: dict) -> Optional[bool]:
+def _controller_killed(h: History, context: PropertyContext) -> Optional[bool]:
     """Whether a kill_controller fault was injected; None when nothing says."""
     kinds = [f.get("kind") for f in context.get("injected") or []]
     kinds += [e.get("fault_kind") for e in non_steps(h.events) if e.get("kind") == "fault_injected"]
@@ -256,7 +256,7 @@ TORCHRUN_ERROR_BUDGETS = {policy_model.TORCHRUN_RAISED: {policy_model.TORCHRUN_B
                           "MembershipChange": {policy_model.TORCHRUN_MEMBERSHIP}}
 
 
-def _check_torchrun(h: History, context: dict) -> CheckResult:
+def _check_torchrun(h: History, context: PropertyContext) -> CheckResult:
     """The torchrun rule: each agent counts its own group's failures against
     `--max-restarts` and retries while its count allows; an agent's own fatal
     error (rendezvous timed out or closed) is charged to no budget and raised;
@@ -322,7 +322,7 @@ def _check_torchrun(h: History, context: dict) -> CheckResult:
     return unknown_or_result("budget_accounting", violations, unknown, findings, summary, standing)
 
 
-def _own_failure(h: History, f: dict, hint, context: dict) -> str:
+def _own_failure(h: History, f: dict, hint, context: PropertyContext) -> str:
     """Why a torchrun failure recorded as a membership change was the agent's own group
     failing ('' when nothing says so): its own workers failed (`worker_failures`), or the
     fault its landing names hit a worker of that agent."""

@@ -20,7 +20,7 @@ import numpy as np
 
 from ftharness.history.columns import having
 from ftharness.history.model import Attempt, History, Key, as_history
-from ftharness.scenarios.properties.base import (CheckResult, Events, always, lineage, not_judged, segments,
+from ftharness.scenarios.properties.base import (CheckResult, Events, PropertyContext, always, lineage, not_judged, segments,
                                                  unknown_or_result, workload_config)
 from ftharness.scenarios.reference_data import ACC_FIELDS
 
@@ -28,7 +28,7 @@ from ftharness.scenarios.reference_data import ACC_FIELDS
 applies = always   # every scenario can judge it
 
 
-def check(events: Events, context: dict) -> CheckResult:
+def check(events: Events, context: PropertyContext) -> CheckResult:
     """Each restart resumes from the latest registered checkpoint, and the kept
     lineage applies every step exactly once."""
     h = as_history(events)
@@ -213,7 +213,8 @@ def _span(first: int, last: int) -> str:
     return f"step {first}" if first == last else f"steps {first}-{last}"
 
 
-def _final_violations(h: History, kept: Dict[int, Optional[Key]], context: dict, unknown: List[str]) -> List[str]:
+def _final_violations(h: History, kept: Dict[int, Optional[Key]], context: PropertyContext,
+                      unknown: List[str]) -> List[str]:
     out = []
     expected, final = context.get("expected_final"), context.get("final")
     outcome, _ = h.outcome(h.last_fit(), context)

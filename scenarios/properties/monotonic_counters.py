@@ -16,14 +16,15 @@ from collections import defaultdict
 from typing import Dict, List, Optional, Tuple
 
 from ftharness.history.model import History, Key, as_history
-from ftharness.scenarios.properties.base import CheckResult, Events, Facts, lineage, not_judged, result, segments
+from ftharness.scenarios.properties.base import (CheckResult, Events, Facts, PropertyContext, lineage, not_judged, result,
+                                                 segments)
 
 
 def applies(facts: Facts) -> bool:
     return facts.monotonic
 
 
-def check(events: Events, context: dict) -> CheckResult:
+def check(events: Events, context: PropertyContext) -> CheckResult:
     """Each declared counter never decreases over the kept lineage, restarts included."""
     names = [n for n in context.get("monotonic") or [] if isinstance(n, str)]
     if not names:

@@ -11,14 +11,14 @@ from typing import Dict, List
 
 from ftharness.history.columns import having
 from ftharness.history.model import Attempt, History, _seq, as_history
-from ftharness.scenarios.properties.base import CheckResult, Events, Facts, not_judged, result
+from ftharness.scenarios.properties.base import CheckResult, Events, Facts, PropertyContext, not_judged, result
 
 
 def applies(facts: Facts) -> bool:
     return facts.restarts
 
 
-def check(events: Events, context: dict) -> CheckResult:
+def check(events: Events, context: PropertyContext) -> CheckResult:
     """Nothing a finished attempt does afterwards lands in what later attempts
     rely on: its late checkpoints are neither registered nor restored.
 

@@ -25,7 +25,7 @@ from typing import List
 
 from ftharness.history.model import NOT_RETRYABLE, History, Recovery, as_history
 from ftharness.scenarios import policy_model
-from ftharness.scenarios.properties.base import (CheckResult, Events, Facts, failure_text, not_judged,
+from ftharness.scenarios.properties.base import (CheckResult, Events, Facts, PropertyContext, failure_text, not_judged,
                                                  recorded_failure_config, result)
 
 #: seconds a recovery may take when the scenario gives no bound (see the module doc)
@@ -36,7 +36,7 @@ def applies(facts: Facts) -> bool:
     return facts.retried and facts.expect_outcome == "succeeded"
 
 
-def check(events: Events, context: dict) -> CheckResult:
+def check(events: Events, context: PropertyContext) -> CheckResult:
     """When the budgets allowed it the run succeeded, and every recovery owed
     (fault or failure -> first step of an attempt restarted after it) fit the bound."""
     h = as_history(events)
@@ -88,7 +88,7 @@ def check(events: Events, context: dict) -> CheckResult:
     return result("recovers", violations, findings, summary)
 
 
-def _bound(h: History, context: dict):
+def _bound(h: History, context: PropertyContext):
     """(seconds a recovery may take, where that comes from): the scenario's bound, else the default
     plus, where a fault of the scenario is only noticed after a health check, the health-check
     timeout the scenario's detection profile (or the release) declares; never the run's own record."""

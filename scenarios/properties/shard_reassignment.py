@@ -11,8 +11,8 @@ import numpy as np
 
 from ftharness.history.columns import EventsAt, non_steps
 from ftharness.history.model import History, Key, _all_int, as_history
-from ftharness.scenarios.properties.base import (CheckResult, Events, Facts, lineage, not_judged, result, segments,
-                                       unknown_or_result, workload_config)
+from ftharness.scenarios.properties.base import (CheckResult, Events, Facts, PropertyContext, lineage, not_judged, result,
+                                       segments, unknown_or_result, workload_config)
 from ftharness.scenarios.reference_data import WorkloadConfig, epoch_permutation, global_batch, rank_slice
 
 
@@ -20,7 +20,7 @@ def applies(facts: Facts) -> bool:
     return facts.reference_workload or facts.row_ids
 
 
-def check(events: Events, context: dict) -> CheckResult:
+def check(events: Events, context: PropertyContext) -> CheckResult:
     """Ranks never share rows within a step or epoch; with the resumable sampler
     the kept lineage consumes every row of every epoch exactly once."""
     h = as_history(events)
@@ -53,7 +53,7 @@ ROW_ID_HINT = ("set `workload.row_id: COLUMN` (a column of workload.datasets hol
                "record the rows each rank reads and judge this")
 
 
-def _how_to_record(h: History, context: dict) -> str:
+def _how_to_record(h: History, context: PropertyContext) -> str:
     """For a user job that read Ray Data without a row-id column: how to get it judged ('' otherwise)."""
     read = sorted({str(e.get("dataset")) for e in non_steps(h.events)
                    if e.get("kind") == "dataset_shard" and e.get("row_id") is None})

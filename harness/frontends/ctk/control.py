@@ -26,7 +26,7 @@ from ftharness.harness.frontends.ctk.journal import journal_verdict
 from ftharness.harness.frontends.ctk.session import Session, session_or_none, validate_fault
 from ftharness.harness.run.guard import check_live_fault
 from ftharness.safety import redact
-from ftharness.history.store import Emitter
+from ftharness.harness.cluster.history_service import Emitter
 from ftharness.errors import ScenarioError
 
 __all__ = ["before_experiment_control", "after_experiment_control", "cleanup_control",
