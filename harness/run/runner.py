@@ -227,7 +227,7 @@ class ScenarioRunner:
         self.s3 = None                     # the S3 endpoint of cluster.storage: s3, once started
         self.storage_filesystem = None     # what Ray Train gets as storage_filesystem (with storage_path)
         self.history_path = os.path.join(self.out_dir, records.HISTORY_FILE)
-        self.history: Optional[store.BookHandle] = None   # this run's book (ftharness.history.store)
+        self.history: Optional[store.BookHandle] = None   # this run's book (harness/cluster/history_service.py)
         self._own_service = None   # the history service, where the cluster handle keeps none
         self.injector = None
         self.emitter: Optional[store.Emitter] = None
