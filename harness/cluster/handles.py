@@ -345,6 +345,8 @@ class EmbeddedCluster:
         self._gpus: Dict[int, List[str]] = {}   # harness index -> the physical GPUs its raylet sees
         self._history = ServiceSlot()
         self.leftovers: List[Dict[str, Any]] = []   # Ray Train actors the last heal() ended
+        self._old_ray_tmpdir: Optional[str] = None     # RAY_TMPDIR as it was before start()
+        self._ray_tmpdir_saved = False
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "EmbeddedCluster":
@@ -364,6 +366,7 @@ class EmbeddedCluster:
         # Ray records "the current cluster" under $RAY_TMPDIR (default /tmp/ray);
         # a private one keeps `address="auto"` elsewhere on the host off our cluster.
         self._old_ray_tmpdir = os.environ.get("RAY_TMPDIR")
+        self._ray_tmpdir_saved = True
         os.environ["RAY_TMPDIR"] = self._temp_dir
         os.makedirs(os.path.join(self._temp_dir, "ray"), exist_ok=True)
         self._capture = LogCapture(self._temp_dir)
@@ -452,12 +455,12 @@ class EmbeddedCluster:
             if self._temp_dir:
                 _remove_dir(getattr(self, "_private_dir", None) or self._temp_dir)
                 self._temp_dir = None
-            if hasattr(self, "_old_ray_tmpdir"):
+            if self._ray_tmpdir_saved:
                 if self._old_ray_tmpdir is None:
                     os.environ.pop("RAY_TMPDIR", None)
                 else:
                     os.environ["RAY_TMPDIR"] = self._old_ray_tmpdir
-                del self._old_ray_tmpdir
+                self._ray_tmpdir_saved = False
             self._restore_sigterm()
             atexit.unregister(self.close)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional, Type
+from typing import Any, Callable, Dict, List, Optional, Protocol, Type
 
 import ray
 
@@ -201,10 +201,19 @@ def _fit_task(spec: Dict[str, Any], recorded: Optional[list] = None) -> Dict[str
 
 
 # ------------------------------------------------------------------------ runner
+class RunDriver(Protocol):
+    """What drives faults a scenario does not list, as the run goes (a soak's fault process,
+    harness/run/soak.py)."""
+
+    def tick(self, runner: "ScenarioRunner", progress: Dict[str, Any]) -> str: ...
+
+    def summary(self) -> Dict[str, Any]: ...
+
+
 class ScenarioRunner:
     """Drives one scenario on an open cluster; the caller owns the cluster."""
 
-    def __init__(self, scenario: Scenario, cluster, options: RunOptions, driver=None):
+    def __init__(self, scenario: Scenario, cluster, options: RunOptions, driver: Optional["RunDriver"] = None):
         if not declared_of(scenario).uses_ray_cluster:
             raise ScenarioError(f"workload.runtime: {scenario.workload.runtime} runs without a Ray cluster; run it "
                                 f"with `ftharness run` or `ftharness suite` (ftharness.harness.run.torchrun_runner)")
@@ -212,6 +221,7 @@ class ScenarioRunner:
         #: injects faults the scenario does not list, as the run goes (a soak's fault process):
         #: `driver.tick(runner, progress)` on every progress poll
         self.driver = driver
+        self.code_env: Optional[Dict[str, Any]] = None   # the runtime env that ships the user's code
         self.cluster = cluster
         self.options = options
         self.out_dir = os.path.abspath(options.out_dir)
@@ -332,11 +342,11 @@ class ScenarioRunner:
             num_workers=spec["num_workers"], fit_index=self.fit_index, ray_version=ray.__version__, runtime="ray_train",
             health_check_timeout_s=float(spec["train_env"].get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600)),
             soak=({k: v for k, v in self.driver.summary().items() if k in ("seed", "duration_s", "mtbf_s", "planned")}
-                  if self.driver is not None and hasattr(self.driver, "summary") else None),
+                  if self.driver is not None else None),
         )
         ref = _fit_task.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(self.cluster.head_node_id(), soft=False),
-            **({"runtime_env": self.code_env} if getattr(self, "code_env", None) else {}),
+            **({"runtime_env": self.code_env} if self.code_env else {}),
         ).remote(spec, [recorded])
         try:   # the history actor starts (first fit) while fit() starts the Train controller
             ray.get(recorded, timeout=HISTORY_START_TIMEOUT_S)
