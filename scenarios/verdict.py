@@ -17,6 +17,7 @@ from ftharness.history.records import gc_paused
 from ftharness.scenarios.policy_model import TORCHRUN_BUDGET
 from ftharness.scenarios.properties import PROPERTIES, Facts, applicable, run_checks
 from ftharness.scenarios.properties.base import PropertyContext
+from ftharness.scenarios.run_summary import RunSummary
 from ftharness.scenarios.reference_data import WorkloadConfig, expected_accumulators, expected_accumulators_ray_data
 from ftharness.scenarios.schema import Scenario
 
@@ -286,7 +287,7 @@ def pin_problems(scenario: Scenario, props: Dict[str, Dict[str, Any]]) -> Tuple[
 
 def evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str, Any],
              history_problems: Optional[List[str]] = None,
-             fault_specs: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+             fault_specs: Optional[List[Dict[str, Any]]] = None) -> RunSummary:
     """The verdict of a run (design.md): PASS only on complete evidence.
 
     - FAIL: a property expected to hold was violated, a pinned violation did not

@@ -30,7 +30,7 @@ LAYERS = [
     ("simulator", ("ftharness.scenarios.simulator",)),
     ("language", ("ftharness.scenarios.schema", "ftharness.scenarios.spec", "ftharness.scenarios.strategies", "ftharness.scenarios.synthetic", "ftharness.scenarios.soak",
                   "ftharness.scenarios.known_bugs", "ftharness.scenarios.explore_strategies")),
-    ("verdict", ("ftharness.scenarios.verdict",)),
+    ("verdict", ("ftharness.scenarios.verdict", "ftharness.scenarios.run_summary")),
     ("cluster", ("ftharness.harness.cluster",)),
     ("job", ("ftharness.harness.job",)),
     ("torchrun", ("ftharness.harness.torchrun",)),  # the torchrun runtime: agents, Ray-free worker, collector

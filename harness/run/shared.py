@@ -16,7 +16,7 @@ import secrets
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 import yaml
 
@@ -25,6 +25,9 @@ from ftharness.reports.gpu import gpu_summary
 from ftharness.safety import redact
 from ftharness.scenarios.reference_data import WorkloadConfig
 from ftharness.scenarios.schema import Scenario
+
+if TYPE_CHECKING:
+    from ftharness.scenarios.run_summary import RunSummary
 
 
 @dataclass
@@ -81,7 +84,7 @@ def write_scenario(scenario: Scenario, path: str) -> None:
 
 
 def summarize(scenario: Scenario, history_path: str, outcome: Dict[str, Any], fault_specs: Optional[List[dict]],
-              fields: Dict[str, Any], settings: Dict[str, Any]) -> Dict[str, Any]:
+              fields: Dict[str, Any], settings: Dict[str, Any]) -> "RunSummary":
     """The run's summary: the verdict over its history (ftharness.scenarios.verdict), the GPU
     facts, then `fields` (run_name, wall_time_s, storage_path, ... : what the runtime knows)
     and its `settings`. Not yet written: see `write_summary`."""
