@@ -58,6 +58,19 @@ def test_every_supported_kind_and_every_phase_is_generated(base):
     assert phases >= set(es.PHASES) - ({"before_first_checkpoint"} if base.workload.checkpoint_every == 1 else set())
 
 
+def test_no_schedule_holds_a_fault_that_cannot_land():
+    """A corrupted checkpoint or read errors with no restart after them, and a worker-side crash
+    on a driver event, never fired in a real exploration (INCONCLUSIVE examples): not drawn."""
+    seen = _all_generated(REF)
+    for s in seen:
+        for i, f in enumerate(s):
+            if es.needs_restore(f):
+                assert any(es.restarts(g) for g in s[i + 1:]), s
+            if f["kind"] == "crash_worker":
+                assert f["at"].get("step") is not None or f["at"].get("event") == "restored", s
+    assert any(f["kind"] == "corrupt_checkpoint" for s in seen for f in s)   # still drawn, with a restart
+
+
 def test_shrinking_goes_to_fewer_faults_simpler_kinds_earlier_phases():
     from hypothesis import find
 
