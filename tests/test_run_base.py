@@ -218,7 +218,7 @@ def test_heal_ends_a_leftover_ray_train_actor_that_holds_cpus(ftharness_cluster,
     ray.get(group.ready(), timeout=60)
     ftharness_cluster.heal()
     ended = ftharness_cluster.leftovers
-    assert [a["pid"] for a in ended if a["class_name"] == "RayTrainWorker"] == [pid]
+    assert [a["pid"] for a in ended if a["class_name"].rsplit(".", 1)[-1] == "RayTrainWorker"] == [pid]
     assert [a["id"] for a in ended if a["class_name"] == "placement group"] == [group.id.hex()]
     err = capfd.readouterr().err
     assert "heal: ended a leftover RayTrainWorker" in err and "heal: removed a leftover placement group" in err
