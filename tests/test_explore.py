@@ -252,12 +252,29 @@ def test_a_cluster_that_breaks_stops_the_search_once_instead_of_shrinking_it(tmp
                       say=lambda line: None, ray_version="2.60.0").explore()
     assert ex.calls == 4                                  # the one run that met the broken cluster
     assert result.stopped and result.stopped.startswith("ClusterError: embedded cluster: not idle")
-    assert result.exit_code() == 3                        # nothing found, nothing judged past it: no PASS
+    found = [e for e in result.examples if e.status == "FAIL"]
+    assert result.exit_code() == (1 if found else 3)      # nothing found, nothing judged past it: no PASS
+    assert [g.status for g in result.findings] == ["unconfirmed"] * len({e.signature for e in found})
     saved = json.load(open(tmp_path / "out" / "explore.json"))
     assert saved["stopped"] == result.stopped
     from ftharness.reports.explore import terminal_text
 
     assert "stopped before the budget was spent: ClusterError" in terminal_text(saved)
+
+
+def test_what_was_found_before_the_cluster_broke_is_reported_unconfirmed(tmp_path):
+    """A real exploration found a gap at its 6th example and stopped at its 21st on a broken
+    cluster; the gap must still be a finding (not shrunk, not repeated: unconfirmed)."""
+    clock = FakeClock()
+    ex = BreakingExecutor(clock, good=40)
+    result = Explorer(REF, ex, str(tmp_path / "out"), 30000, seed=3, max_faults=2, clock=clock,
+                      say=lambda line: None, ray_version="2.60.0").explore()
+    failed = {e.signature for e in result.examples if e.status == "FAIL"}
+    assert result.stopped and failed, "the fake cluster broke before any gap was found: raise `good`"
+    assert {g.signature for g in result.findings} == failed
+    assert all(g.status == "unconfirmed" and g.repeat is None for g in result.findings)
+    assert result.exit_code() == 1
+    assert all(os.path.isfile(g.scenario_file) for g in result.findings)
 
 
 def test_a_stop_asked_while_ray_turned_the_interrupt_into_an_error_ends_as_an_interrupt(tmp_path):

@@ -257,6 +257,11 @@ class Explorer:
         except StopExploring as e:
             self.stopped = str(e)
             self.say(f"explore: stopped: {self.stopped}")
+            for ex in self.examples:   # what this round found before the stop: reported, not shrunk
+                if ex.status == "FAIL" and ex.purpose == "search" and ex.signature not in known:
+                    kept = minimal.get(ex.signature)
+                    if kept is None or len(ex.faults) < len(kept.faults):
+                        minimal[ex.signature] = ex
         except Exception as e:  # noqa: BLE001 - a Finding, or a group of them; anything else is ours
             found = [x for x in getattr(e, "exceptions", [e]) if isinstance(x, Finding)]
             if not found:
@@ -357,8 +362,11 @@ class Explorer:
         faults = example.faults
         expected = es.expectation(self.fc, faults, self.ray_version)
         data = es.example_scenario(self.base, faults, expected, self.ray_version)
-        repeat = self.run_example(data, expected, "confirm")
-        status = "confirmed" if (repeat.status == "FAIL" and repeat.signature == example.signature) else "flaky"
+        if self.stopped:   # the cluster cannot run the repeat: the finding stands unconfirmed
+            repeat, status = None, "unconfirmed"
+        else:
+            repeat = self.run_example(data, expected, "confirm")
+            status = "confirmed" if (repeat.status == "FAIL" and repeat.signature == example.signature) else "flaky"
         first_s, before = self.first_found.get(example.signature, (example.at_s, example.index))
         path = self.write_finding(data, example, status)
         return FoundGap(example.signature, example, path, repeat, status, first_s, before)
