@@ -4,7 +4,8 @@ results (scenarios/known/measured.json).
     python scripts/gen_known_bugs.py                       # write the page
     python scripts/gen_known_bugs.py --check               # exit 1 when the page is stale
     python scripts/gen_known_bugs.py --record FOLDER --command "ftharness bisect ..."
-        # add the runs of a matrix or bisect folder (its cells.jsonl) to measured.json, then write
+        # add the runs of a matrix or bisect folder (its cells.jsonl), or of a suite folder (its
+        # runs' summary.json), to measured.json, then write
 
 A run is recorded under the corpus entry whose scenario has the run's scenario name.
 """
@@ -25,11 +26,28 @@ from ftharness.scenarios.schema import load_scenario  # noqa: E402
 PAGE = os.path.join(ROOT, "docs", "known-bugs.md")
 
 
+def _rows(folder: str):
+    """A matrix or bisect folder's cells.jsonl; or a suite folder's runs (one summary.json per
+    scenario), each on the Ray its summary names."""
+    cells = os.path.join(folder, "cells.jsonl")
+    if os.path.isfile(cells):
+        with open(cells) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    rows = []
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name, "summary.json")
+        if os.path.isfile(path):
+            with open(path) as f:
+                s = json.load(f)
+            rows.append({"scenario": s.get("scenario"), "ray": (s.get("versions") or {}).get("ray"),
+                         "verdict": s.get("verdict"), "summary": s, "seconds": s.get("wall_time_s")})
+    return rows
+
+
 def record(folder: str, command: str) -> None:
     by_name = {load_scenario(b.scenario_path).name: b.id for b in known_bugs.load()}
     data = known_bugs.measured()
-    with open(os.path.join(folder, "cells.jsonl")) as f:
-        rows = [json.loads(line) for line in f if line.strip()]
+    rows = _rows(folder)
     for r in rows:
         bug = by_name.get(r.get("scenario"))
         if bug is None:
