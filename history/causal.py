@@ -809,14 +809,22 @@ class _Builder:
                 if e.get("restored_checkpoint") is None and e.get("restored_intact") is not None:
                     m.add(RECORDS, "worker-start", f"{where}: restored nothing, yet says the restore was "
                                                    f"{'intact' if e['restored_intact'] else 'damaged'}")
+        # A group is what the start just before it asked for. An earlier start under the same
+        # attempt id that failed before any group started (an elastic restart sized from a node
+        # that is gone times out, and Ray retries it with fewer) asked for what it never got.
+        asked: Dict[str, Dict[str, Any]] = {}
         for e in self.events:
-            if e.get("kind") == "attempt_start" and isinstance(e.get("attempt_id"), str):
-                g = m.groups.get(e["attempt_id"])
-                n = e.get("num_workers")
+            aid = e.get("attempt_id")
+            if e.get("kind") == "attempt_start" and isinstance(aid, str):
+                asked[aid] = e
+            elif e.get("kind") == "worker_group_started" and isinstance(aid, str) and aid in asked:
+                start = asked.pop(aid)
+                g = m.groups.get(aid)
+                n = start.get("num_workers")
                 if g is not None and g.world_size is not None and type(n) is int and n != g.world_size \
                         and self.m.declared.runtime != "torchrun":
-                    m.add(SYSTEM, "group", f"attempt_start seq {e.get('seq')} asks for {n} workers, its group has "
-                                           f"{g.world_size}")
+                    m.add(SYSTEM, "group", f"attempt_start seq {start.get('seq')} asks for {n} workers, its group "
+                                           f"has {g.world_size}")
         actors: Dict[Any, str] = {}
         for g in m.groups.values():
             pass

@@ -463,3 +463,21 @@ def test_seen_6_contradictory_expectations_are_refused_in_one_line(tmp_path, exp
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "expect." in err[0] and "Traceback" not in err[0]
+
+
+def test_an_elastic_restart_retried_smaller_under_one_attempt_id_is_no_contradiction():
+    """A real elastic-shrink run (tests/data/elastic-shrink, Ray 2.60.0): after the node's death
+    the restart asked for 3 workers, timed out (controller budget), and Ray retried it under the
+    same attempt id asking for 2, which started. The causal model compared the first start with
+    the group and judged the run FAIL ("asks for 3 workers, its group has 2"); the group is what
+    the start just before it asked for."""
+    import os
+
+    from ftharness.reports.judgement import rejudge
+
+    folder = os.path.join(os.path.dirname(__file__), "data", "elastic-shrink")
+    judged = rejudge(folder)
+    assert judged["verdict"] == "PASS", judged["mismatches"] + judged["inconclusive"]
+    starts = [e for e in map(__import__("json").loads, open(os.path.join(folder, "history.jsonl")))
+              if e["kind"] == "attempt_start"]
+    assert [s["num_workers"] for s in starts][-2:] == [3, 2] and starts[-1]["attempt_id"] == starts[-2]["attempt_id"]
