@@ -416,8 +416,14 @@ def test_the_netem_probe_removes_its_link_when_interrupted(monkeypatch):
 
     monkeypatch.setattr(netns, "_ip", fake_ip)
     monkeypatch.setattr(netns, "_run", fake_run)
-    with pytest.raises(KeyboardInterrupt):
-        netns.netem_missing()
+    # Ctrl-C's own handler, whatever this process inherited: a run started in the background of
+    # a non-interactive shell inherits SIGINT ignored, and then no KeyboardInterrupt comes at all
+    kept = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            netns.netem_missing()
+    finally:
+        signal.signal(signal.SIGINT, kept)
     assert done == [("link", "add"), ("tc",), ("link", "del")]
 
 
