@@ -481,3 +481,31 @@ def test_an_elastic_restart_retried_smaller_under_one_attempt_id_is_no_contradic
     starts = [e for e in map(__import__("json").loads, open(os.path.join(folder, "history.jsonl")))
               if e["kind"] == "attempt_start"]
     assert [s["num_workers"] for s in starts][-2:] == [3, 2] and starts[-1]["attempt_id"] == starts[-2]["attempt_id"]
+
+
+def test_the_group_rule_still_fails_an_edited_start_of_the_real_elastic_run(tmp_path):
+    """Mutants of the real elastic-shrink history (resealed, as the mutation engine makes them)
+    that the rule must catch: the start just before a group asking for another size is FAIL;
+    the start that failed before any group (what the older rule took for a contradiction) may
+    say anything."""
+    import copy
+    import os
+
+    from ftharness.reports import mutation
+
+    events, scenario = mutation.load(os.path.join(os.path.dirname(__file__), "data", "elastic-shrink"))
+    starts = [i for i, e in enumerate(events) if e["kind"] == "attempt_start"]
+
+    def judged(index, value):
+        edited = copy.deepcopy(events)
+        edited[index]["num_workers"] = value
+        m = mutation.Mutant("elastic-shrink", "revalue", "attempt_start", "num_workers", f"seq {index} = {value}", edited)
+        return mutation.judge(m, scenario, str(tmp_path / f"e{index}-{value}"))
+
+    last = judged(starts[-1], 3)                     # the retried start, just before its group of 2
+    assert last.verdict == "FAIL" and any("asks for 3 workers, its group has 2" in r for r in last.reasons), last.reasons
+    first = judged(starts[0], 2)                     # the first attempt's start, before its group of 3
+    assert first.verdict == "FAIL" and any("asks for 2 workers, its group has 3" in r for r in first.reasons)
+    failed = judged(starts[-2], 1)                   # the start that timed out before any group
+    assert not any("asks for" in r for r in failed.reasons), failed.reasons
+    assert failed.verdict == "PASS", failed.reasons
