@@ -313,7 +313,7 @@ class EventIndex:
     `kind`, each group in the order of `events`), so that the views of all the
     faults of a run share it instead of each scanning the history."""
 
-    KINDS = ("run_end", "failure", "worker_group_started", "worker_group_shutdown")
+    KINDS = ("run_end", "failure", "attempt_start", "worker_group_started", "worker_group_shutdown")
 
     def __init__(self, events: List[Dict[str, Any]]):
         self.events = events
@@ -377,6 +377,15 @@ class FaultView:
         started = [e for e in self._ix.by_kind["worker_group_started"]
                    if e.get("attempt_id") == attempt_id and _seq(e) < before_seq]
         return started[-1] if started else None
+
+    def attempts_started(self, after_seq: int, before_seq: float) -> List[Dict[str, Any]]:
+        """The attempt_start events between the two seqs (the controller began scheduling them)."""
+        return [e for e in self._ix.by_kind["attempt_start"] if after_seq < _seq(e) < before_seq]
+
+    def group_started_after(self, attempt_id: Any, after_seq: int) -> Optional[Dict[str, Any]]:
+        """The first worker_group_started of `attempt_id` after `after_seq`."""
+        return next((e for e in self._ix.by_kind["worker_group_started"]
+                     if e.get("attempt_id") == attempt_id and _seq(e) > after_seq), None)
 
     def shutdown_of(self, attempt_id: Any, after_seq: int, before_seq: float = float("inf")):
         """The worker_group_shutdown of `attempt_id` between the two seqs, if any."""

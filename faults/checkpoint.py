@@ -19,8 +19,10 @@ it, which is the point); the next fit() only for the snapshot (a fit reads it
 once, at its start); the writer's own attempt for in-flight files. Evidence:
 a later `worker_start` restoring it; a resumed fit() whose controller refused
 the damaged snapshot (`CheckpointManagerInitializationError`, or an error
-naming the snapshot: Ray Train records no read of an intact one); the writing
-rank's report (or error) in the attempt recorded at the damage.
+naming the snapshot: Ray Train records no read of an intact one); for a deleted
+folder, also a resumed fit() refused because it is gone (an error naming it, or
+raised in Ray's check of the snapshot's folders); the writing rank's report (or
+error) in the attempt recorded at the damage.
 
 The storage is any pyarrow filesystem (local disk, a shared mount, S3): the
 damage is done through it (an object is read, changed and written back), and
@@ -46,6 +48,8 @@ from ftharness.history.records import is_marker, read_events
 SNAPSHOT = "checkpoint_manager_snapshot.json"
 #: what a fit() that read a damaged snapshot records: Ray Train's CheckpointManager refuses it
 SNAPSHOT_READ = ("CheckpointManagerInitializationError", SNAPSHOT)
+#: Ray Train's check, as a resumed fit() loads the snapshot, that its checkpoint folders exist (2.51-2.60)
+MISSING_CHECK = "_assert_checkpoints_exist"
 
 
 REGISTRATION_WAIT_S = 10.0
@@ -167,6 +171,9 @@ class CorruptCheckpoint(Fault):
             return Landing(MISSED, f"{what}, but {wrong}")
         restores = [e for e in later if e.get("kind") == "worker_start" and e.get("restored_checkpoint") == name]
         if not restores:
+            refused = _refused_at_resume(later, name) if hit.get("how") == "delete_dir" else None
+            if refused is not None:
+                return Landing(LANDED, f"{what}; {refused}")
             return Landing(PENDING, f"{what}; no restart restored it")
         r = restores[0]
         intact = {True: "files intact", False: "digest mismatch", None: "digest not checked"}.get(
@@ -250,6 +257,25 @@ class CorruptCheckpoint(Fault):
         path = largest_file(directory, fs)
         detail = {"bitflip": bitflip, "truncate": truncate, "delete_file": delete_file}[how](path, fs)
         return {"path": path, "how": how, **where, **detail}
+
+
+def _refused_at_resume(later: List[Dict[str, Any]], name: str) -> Optional[str]:
+    """How a resumed fit() refused the run because the deleted folder `name` is gone (None: none did).
+
+    From 2.54 the controller checks, as it loads the snapshot, that every checkpoint it names
+    exists (`_assert_checkpoints_exist`), and its error names the missing one; evidence is that
+    error naming `name`, or naming that check (2.54-2.55 fail inside it, before the name is put
+    in the message)."""
+    for fit in (e for e in later if e.get("kind") == "run_start"):
+        end = next((e for e in later if e.get("kind") == "run_end" and _seq(e) > _seq(fit)), None)
+        if end is None or end.get("outcome") != "failed":
+            continue
+        text = str(end.get("error") or "")
+        if name in text or MISSING_CHECK in text:
+            what = "naming the deleted folder" if name in text else f"in Ray's check of its folders ({MISSING_CHECK})"
+            return (f"fit {fit.get('fit_index')} was refused at resume: it ended failed ({end.get('error_type')}) "
+                    f"{what}, seq {end.get('seq')}")
+    return None
 
 
 def storage_of(ctx: FaultContext) -> Tuple[pafs.FileSystem, str]:

@@ -29,6 +29,10 @@ from ftharness.faults.base import (LANDED, MISSED, PENDING, Fault, FaultContext,
 from ftharness.faults.capabilities import RAY
 
 PERIOD_S = 0.25
+#: how long heal asks the hogs whether they run (a running one answers in milliseconds)
+RUNNING_WAIT_S = 1.0
+#: the least time a start must have waited while the hogs held the CPUs to count as starved
+MIN_WAIT_S = 5.0
 STARTUP_ERRORS = ("WorkerGroupStartupTimeoutError", "WorkerGroupStartupFailedError")
 
 
@@ -102,9 +106,13 @@ class StarveResources(Fault):
         self._on = False
         hogs = [h for hs in self._hogs.values() for h in hs]
         self._hogs = {}
+        # a hog that answers holds its CPU now (a queued one never runs): the landing's evidence
+        # that a start still waiting at this moment waited for the hogs
+        running, _ = ray.wait([h.ping.remote() for h in hogs], num_returns=len(hogs), timeout=RUNNING_WAIT_S) \
+            if hogs else ([], [])
         for h in hogs:
             ray.kill(h)
-        return {"hogs_killed": len(hogs)}
+        return {"hogs_killed": len(hogs), "hogs_running": len(running)}
 
     def landing(self, view: FaultView) -> Landing:
         what = f"starve_resources from seq {view.seq}"
@@ -127,4 +135,27 @@ class StarveResources(Fault):
             return Landing(MISSED, f"{what}, but the worker-group start that failed (seq {starved[0].get('seq')}) "
                                    f"came after the hogs were released (seq {stop if healed else '-'}, "
                                    f"duration_s {duration})")
-        return Landing(PENDING, f"{what}; no worker-group start failed")
+        waited = _waited_out(view, healed) if healed is not None else None
+        if waited is not None:
+            return Landing(LANDED, f"{what}; {queued} hog(s) queued; {waited}")
+        return Landing(PENDING, f"{what}; no worker-group start failed or waited for the hogs")
+
+
+def _waited_out(view: FaultView, healed: Dict[str, Any]) -> Optional[str]:
+    """How a worker-group start waited for the hogs (None: none did): on a release whose start
+    timeout outlasts the starvation (60 s from 2.54) the start does not fail, it waits. Evidence:
+    hogs that held CPUs when healed (`hogs_running`), and an attempt the controller began to
+    schedule after the fault and at least MIN_WAIT_S before the heal whose worker group started
+    only after it."""
+    detail = healed.get("detail") if isinstance(healed.get("detail"), dict) else healed
+    running = detail.get("hogs_running")
+    if not isinstance(running, int) or isinstance(running, bool) or running <= 0:
+        return None
+    for start in view.attempts_started(view.seq, _seq(healed)):
+        waited = _num(healed.get("t")) - _num(start.get("t"))
+        group = view.group_started_after(start.get("attempt_id"), _seq(start))
+        if group is not None and _seq(group) > _seq(healed) and waited >= MIN_WAIT_S:
+            return (f"attempt {str(start.get('attempt_id'))[:12]} began scheduling at seq {start.get('seq')}, "
+                    f"waited {waited:.1f} s while {running} hog(s) held CPUs, and its worker group started "
+                    f"only after they were released (seq {healed.get('seq')} -> {group.get('seq')})")
+    return None

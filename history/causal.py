@@ -85,6 +85,7 @@ TYPED: Dict[Tuple[Optional[str], str], tuple] = {
     (None, "budget"): (str, _N),
     (None, "decision"): (str, _N),
     (None, "error_type"): (str, _N),
+    (None, "error_cause"): (str, _N),
     (None, "outcome"): (str, _N),
     (None, "cur"): (str, _N),
     (None, "prev"): (str, _N),

@@ -80,7 +80,7 @@ def _outcome_from_history(events: List[Dict[str, Any]]) -> Dict[str, Any]:
     """The last fit()'s outcome as its run_end recorded it (return value, metrics, all of it)."""
     ends = [e for e in non_steps(events) if e.get("kind") == "run_end"]
     last = ends[-1] if ends else {}
-    keep = ("outcome", "error", "error_type", "return_value", "metrics", "checkpoint", "agents")
+    keep = ("outcome", "error", "error_type", "error_cause", "return_value", "metrics", "checkpoint", "agents")
     return {k: last.get(k) for k in keep if k in last or k in ("outcome", "error", "error_type", "return_value")}
 
 

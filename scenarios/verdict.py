@@ -333,8 +333,11 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
     if outcome.get("outcome") != scenario.expect.outcome:
         got = outcome.get("outcome") or "not recorded"
         outcome_mismatch.append(f"outcome {got} (expected {scenario.expect.outcome})")
-    if scenario.expect.error_type and outcome.get("error_type") != scenario.expect.error_type:
-        outcome_mismatch.append(f"error_type {outcome.get('error_type')} (expected {scenario.expect.error_type})")
+    want = scenario.expect.error_type
+    if want and want not in (outcome.get("error_type"), outcome.get("error_cause")):
+        cause = outcome.get("error_cause")
+        raised = f"{outcome.get('error_type')}" + (f" (its constructor raised {cause})" if cause else "")
+        outcome_mismatch.append(f"error_type {raised} (expected {want})")
     for name in expected:
         verdict = props[name]
         if verdict["status"] == "failed":
@@ -367,6 +370,7 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
         "outcome": outcome.get("outcome"),
         "error": outcome.get("error"),
         "error_type": outcome.get("error_type"),
+        "error_cause": outcome.get("error_cause"),
         "matches_expectation": verdict == PASS,
         "mismatches": violated,
         "inconclusive": unknown,

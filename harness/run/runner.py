@@ -191,7 +191,11 @@ def _fit_task(spec: Dict[str, Any], recorded: Optional[list] = None) -> Dict[str
     try:
         result = trainer.fit()
     except Exception as e:  # fit() raises the run's error; that is an outcome, not a crash
-        return {"outcome": "failed", "error_type": type(e).__name__, "error": str(e)[:2000]}
+        from ftharness.harness.run.fit_errors import constructor_error, error_text
+
+        text = error_text(e)
+        return {"outcome": "failed", "error_type": type(e).__name__, "error": text,
+                "error_cause": constructor_error(text)}
     return {
         "outcome": "succeeded", "error_type": None, "error": None,
         "metrics": {k: v for k, v in (result.metrics or {}).items() if isinstance(v, (int, float, str, bool))},

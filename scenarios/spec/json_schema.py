@@ -128,7 +128,9 @@ FIELD_DOCS = {
     "CorruptCheckpointSpec.how": "How to damage it: bitflip (default), truncate, delete_file, delete_dir, or snapshot (restore an older copy).",
     "CrashWorkerSpec.where": "Where in the train function the target rank raises ChaosCrash (default before_step).",
     "ExpectSpec.outcome": "How fit() must end: succeeded (default) or failed.",
-    "ExpectSpec.error_type": "With outcome failed: the error type fit() must raise (e.g. TrainingFailedError).",
+    "ExpectSpec.error_type": ("With outcome failed: the error type fit() must raise (e.g. TrainingFailedError), or, "
+                              "when the Train controller died in its constructor (ActorDiedError), the type its "
+                              "constructor raised (e.g. CheckpointManagerInitializationError)."),
     "ExpectSpec.recovery_bound_s": "Most seconds a recovery may take, from the fault to the next first step (recovers).",
     "FailureConfigSpec.max_failures": "Ray Train's FailureConfig.max_failures: worker-group failures retried (-1 unlimited; left out: Ray's default, 0).",
     "FailureConfigSpec.max_preemption_failures": "Failures caused by preempted nodes retried separately (-1 unlimited; left out: Ray's default, -1; Ray 2.58+).",
