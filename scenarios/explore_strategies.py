@@ -69,6 +69,11 @@ ARGS: Dict[str, Dict[str, Sequence[Any]]] = {
     "collective_hang": {},
 }
 
+#: the reference job's own settings explored beside the faults: each is a way real jobs are built
+#: whose recovery Ray handles differently (Ray Data keeps no position in the data across a restart).
+#: The base's value comes first: what shrinking goes back to. A user's own job is never changed.
+WORKLOAD_AXES: Dict[str, Sequence[Any]] = {"data": ("resumable", "ray_data")}
+
 #: the failure class (ftharness.scenarios.policy_model) a kind's fault must cause; "maybe:" a class
 #: it may cause or not (a transient error, a stall shorter than the health check); None: none
 CERTAIN, MAYBE = "certain", "maybe"
@@ -180,6 +185,29 @@ def supported(base: Scenario, ray_version: Optional[str] = None) -> Support:
         else:
             left[kind] = why or "refused"
     return Support(tuple(kinds), triggers, left)
+
+
+def workloads(base: Scenario):
+    """A strategy of overrides of the reference job's settings (WORKLOAD_AXES; {}: the base's
+    own). Values the base's scenario refuses are left out; a user's job gets only {}."""
+    if base.workload.kind != "reference":
+        return st.just({})
+    axes = {}
+    for name, values in WORKLOAD_AXES.items():
+        own = getattr(base.workload, name)
+        order = [own] + [v for v in values if v != own and _first_error(
+            dict(base_data(base), workload={**base_data(base)["workload"], name: v}), base.base_dir) is None]
+        if len(order) > 1:
+            axes[name] = (own, st.sampled_from(order))
+    if not axes:
+        return st.just({})
+    return st.fixed_dictionaries({n: strat for n, (_, strat) in axes.items()}).map(
+        lambda d: {n: v for n, v in d.items() if v != axes[n][0]})
+
+
+def workload_text(workload: Mapping[str, Any]) -> str:
+    """' [data=ray_data]' for an override, '' for the base's own workload."""
+    return f" [{', '.join(f'{k}={v}' for k, v in sorted(workload.items()))}]" if workload else ""
 
 
 def _steps(base: Scenario) -> int:
@@ -371,11 +399,13 @@ def separate(faults: Sequence[Mapping[str, Any]], i: int) -> bool:
 
 
 def example_scenario(base: Scenario, faults: Sequence[Mapping[str, Any]], expected: Expected,
-                     ray_version: Optional[str] = None) -> Dict[str, Any]:
-    """The scenario one example runs: `base`'s cluster, workload and budgets with `faults`; its
-    expect judges every property that applies (only the base's declared bounds and counters are
-    kept), the outcome the model expects first."""
+                     ray_version: Optional[str] = None, workload: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """The scenario one example runs: `base`'s cluster, workload (with the drawn `workload`
+    overrides) and budgets with `faults`; its expect judges every property that applies (only
+    the base's declared bounds and counters are kept), the outcome the model expects first."""
     data = base_data(base)
+    if workload:
+        data["workload"] = {**data["workload"], **workload}
     keep = {k: v for k, v in (data.get("expect") or {}).items()
             if k in ("monotonic", "recovery_bound_s", "max_lost_steps")}
     body = {k: v for k, v in data.items() if k not in ("name", "description", "faults", "expect")}
@@ -395,11 +425,12 @@ def guide(expected: Expected, faults: Sequence[Mapping[str, Any]], covered: Mapp
     return expected.edge + fresh + (0.5 if len(faults) > 1 else 0.0)
 
 
-def signature(summary: Mapping[str, Any]) -> str:
+def signature(summary: Mapping[str, Any], workload: Optional[Mapping[str, Any]] = None) -> str:
     """What a failed example found, the same for the same gap: the properties that failed, and an
-    outcome the model did not expect (with the error type)."""
+    outcome the model did not expect (with the error type), and the workload override it needs
+    (a gap of Ray Data's is not one of the base job's)."""
     parts = sorted(name for name, p in (summary.get("properties") or {}).items()
                    if isinstance(p, dict) and p.get("status") == "failed")
     if any(str(m).startswith("outcome ") for m in summary.get("mismatches") or []):
         parts.append(f"outcome:{summary.get('outcome')}:{summary.get('error_type') or '-'}")
-    return "+".join(parts)
+    return "+".join(parts) + (workload_text(workload or {}) if parts else "")

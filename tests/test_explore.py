@@ -155,6 +155,11 @@ class FakeExecutor:
         return s
 
 
+def base_gap(signature):
+    """A finding's signature without the drawn workload it was found on."""
+    return signature.split(" [")[0]
+
+
 def explorer(tmp_path, budget_s=3000, **kw):
     clock = FakeClock()
     ex = FakeExecutor(clock, **kw)
@@ -180,7 +185,8 @@ def test_a_gap_is_found_shrunk_to_its_two_faults_and_confirmed(tmp_path):
 
 def test_rounds_find_two_gaps_each_shrunk_apart(tmp_path):
     result = explorer(tmp_path, budget_s=6000, snapshot=True)[0].explore()
-    gaps = {g.signature: g for g in result.findings}
+    # (the fake's gaps show on any workload: each is found once, on the base job's or on Ray Data)
+    gaps = {base_gap(g.signature): g for g in result.findings}
     assert set(gaps) == {"exactly_once_restore", "outcome:failed:ControllerError"}
     # (how far each shrinks in its share of the budget depends on Hypothesis's wall-clock
     # heuristics; what each keeps is its own gap's fault)
@@ -271,7 +277,7 @@ def test_what_was_found_before_the_cluster_broke_is_reported_unconfirmed(tmp_pat
                       say=lambda line: None, ray_version="2.60.0").explore()
     failed = {e.signature for e in result.examples if e.status == "FAIL"}
     assert result.stopped and failed, "the fake cluster broke before any gap was found: raise `good`"
-    assert {g.signature for g in result.findings} == failed
+    assert {base_gap(g.signature) for g in result.findings} == {base_gap(s) for s in failed}
     assert all(g.status == "unconfirmed" and g.repeat is None for g in result.findings)
     assert result.exit_code() == 1
     assert all(os.path.isfile(g.scenario_file) for g in result.findings)
@@ -314,3 +320,40 @@ def test_bad_input_is_one_line_exit_2_before_anything_starts(tmp_path, capsys, a
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0] and "Traceback" not in err[0], err
     assert not (tmp_path / "o").exists()
+
+
+# ------------------------------------------------------------------ the reference job's workload axis
+def test_the_reference_job_s_data_source_is_drawn_beside_the_faults_a_user_job_s_never():
+    from hypothesis import find
+
+    assert find(es.workloads(REF), lambda w: True) == {}          # shrinks to the base's own
+    assert find(es.workloads(REF), lambda w: w.get("data") == "ray_data") == {"data": "ray_data"}
+    user = parse_scenario({"name": "u", "workload": {"entrypoint": "m:f"}}, source="t")
+    from hypothesis.errors import NoSuchExample
+
+    with pytest.raises(NoSuchExample):                            # a user's job is run as written
+        find(es.workloads(user), lambda w: w != {})
+    data = es.example_scenario(REF, [{"kind": "kill_worker", "at": {"step": 3}, "target": {"rank": 0}}],
+                               es.expectation(REF.failure_config.model_dump(), [], "2.60.0"), "2.60.0",
+                               {"data": "ray_data"})
+    assert data["workload"]["data"] == "ray_data"
+    assert parse_scenario(data).workload.data == "ray_data"    # the replayable scenario carries it
+    assert es.signature({"properties": {"exactly_once_restore": {"status": "failed"}}}, {"data": "ray_data"}) \
+        == "exactly_once_restore [data=ray_data]"
+    assert es.signature({"properties": {}}, {"data": "ray_data"}) == ""
+
+
+def test_a_gap_found_on_ray_data_and_on_the_base_job_with_the_same_kinds_is_reported_once():
+    from ftharness.harness.run.explore import Example, distinct
+
+    def ex(sig, kinds, workload):
+        return Example(index=1, name=sig, faults=[{"kind": k} for k in kinds], phases=[], status="FAIL",
+                       signature=sig, workload=workload)
+
+    both = {"exactly_once_restore": ex("exactly_once_restore", ["corrupt_checkpoint", "kill_worker"], {}),
+            "exactly_once_restore [data=ray_data]": ex("exactly_once_restore [data=ray_data]",
+                                                       ["kill_worker", "corrupt_checkpoint"], {"data": "ray_data"})}
+    assert list(distinct(both)) == ["exactly_once_restore"]
+    replay = dict(both, **{"exactly_once_restore [data=ray_data]": ex(
+        "exactly_once_restore [data=ray_data]", ["kill_worker"], {"data": "ray_data"})})
+    assert set(distinct(replay)) == set(replay)      # Ray Data's own gap: another fault list

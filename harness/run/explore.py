@@ -90,6 +90,7 @@ class Example:
     at_s: float = 0.0                # seconds from the start of this explore to its end
     purpose: str = "search"          # search | confirm
     session: int = 1
+    workload: Dict[str, Any] = field(default_factory=dict)   # the reference job's drawn settings
 
 
 @dataclass
@@ -208,7 +209,7 @@ class Explorer:
                     break
         finally:
             engine.MAX_SHRINKING_SECONDS = kept
-        findings = [self.confirm(ex) for ex in found.values()]
+        findings = [self.confirm(ex) for ex in distinct(found).values()]
         result = Exploration(self.base.name, self.seed, self.budget_s, self.max_faults, list(self.support.kinds),
                              dict(self.support.left_out), self.examples, findings,
                              round(self.clock() - self.t0, 3), self.out, self.session, self.earlier, self.stopped)
@@ -221,6 +222,7 @@ class Explorer:
         from hypothesis.database import DirectoryBasedExampleDatabase
 
         strategy = es.schedules(self.base, self.support, self.max_faults)
+        workloads = es.workloads(self.base)
         self.shrink_until = None
         self.known = known
 
@@ -229,28 +231,31 @@ class Explorer:
                   phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
                   report_multiple_bugs=True, suppress_health_check=list(HealthCheck), derandomize=False,
                   print_blob=False, verbosity=Verbosity.quiet)
-        @given(faults=strategy)
+        @given(faults=strategy, workload=workloads)
         @seed(self.seed + round_)   # under @given: above it, @seed would turn the example database off
-        def explore_schedules(faults):
+        def explore_schedules(faults, workload):
             if self.stopped or self.remaining_s() <= self.reserve_s():
                 return      # the budget is spent: Hypothesis's remaining examples pass at once
             expected = es.expectation(self.fc, faults, self.ray_version)
             target(es.guide(expected, faults, self.covered, self.every), label="model: budget edges, new kind x phase")
             try:
-                example = self.execute(faults, expected)
+                example = self.execute(faults, expected, workload)
             except Exception as e:  # noqa: BLE001 - the cluster's or ftharness's, never the schedule's
                 if STOP_REQUESTED.is_set():     # an interrupt that came out of Ray's call as an error
                     raise KeyboardInterrupt("signal") from None
                 first = (str(e).strip().splitlines() or [""])[0][:240]
                 raise StopExploring(f"{type(e).__name__}: {first}") from e
             if example is not None and example.status == "FAIL" and example.signature not in known:
-                err = finding_type(example.signature)(f"{example.signature} ({example.name})")
+                # one kind of failure per gap whatever the workload, so that shrinking takes a
+                # drawn workload back to the base's when the gap shows there too
+                gap = example.signature[:len(example.signature) - len(es.workload_text(example.workload))]
+                err = finding_type(gap)(f"{example.signature} ({example.name})")
                 err.record = example
                 raise err
 
         if round_ == 0:   # what earlier explores into OUT found comes first (their records: no rerun)
-            for faults in self.earlier_findings:
-                explore_schedules = example(faults=faults)(explore_schedules)
+            for faults, workload in self.earlier_findings:
+                explore_schedules = example(faults=faults, workload=workload)(explore_schedules)
         minimal: Dict[str, Example] = {}
         try:
             explore_schedules()
@@ -282,9 +287,10 @@ class Explorer:
         mean = sum(runs) / len(runs) if runs else 0.0
         return mean * len(self.first_found)
 
-    def execute(self, faults: List[Dict[str, Any]], expected: "es.Expected") -> Optional[Example]:
+    def execute(self, faults: List[Dict[str, Any]], expected: "es.Expected",
+                workload: Optional[Dict[str, Any]] = None) -> Optional[Example]:
         """Run one example (once per distinct scenario); None once the budget is spent."""
-        data = es.example_scenario(self.base, faults, expected, self.ray_version)
+        data = es.example_scenario(self.base, faults, expected, self.ray_version, workload)
         if data["name"] in self.cache:
             known = self.cache[data["name"]]
             if known.status == "FAIL" and known.signature not in self.first_found:   # an earlier session's
@@ -294,25 +300,26 @@ class Explorer:
             return None
         if self.shrink_until is not None and self.clock() > self.shrink_until:
             return None       # this round's share of shrinking is spent: the rest goes to new search
-        example = self.run_example(data, expected, "search")
+        example = self.run_example(data, expected, "search", workload)
         self.cache[data["name"]] = example
         if example.status == "FAIL" and example.signature not in self.known and self.shrink_until is None:
             self.shrink_until = self.clock() + SHRINK_SHARE * self.remaining_s()
         return example
 
-    def run_example(self, data: Dict[str, Any], expected: "es.Expected", purpose: str) -> Example:
+    def run_example(self, data: Dict[str, Any], expected: "es.Expected", purpose: str,
+                    workload: Optional[Dict[str, Any]] = None) -> Example:
         scenario = parse_scenario(data, source="explore", base_dir=self.base.base_dir)
         index = len(self.earlier) + len(self.examples) + 1
         folder = os.path.join(self.out, "examples", f"{index:04d}-{data['name']}" + ("-repeat" if purpose == "confirm" else ""))
         faults = data["faults"]
         phases = [es.phase_of(f, faults[i - 1] if i else None, self.every) for i, f in enumerate(faults)]
         self.say(f"explore [{index}] {purpose}: " + ", ".join(f"{f['kind']}@{p}" for f, p in zip(faults, phases))
-                 + f"  ({self.remaining_s():.0f}s left)")
+                 + es.workload_text(workload or {}) + f"  ({self.remaining_s():.0f}s left)")
         t = self.clock()
         summary = self.executor.run(scenario, folder)
         summary = self._allowed_outcome(summary, expected, folder)
         example = Example(index=index, name=data["name"], faults=faults, phases=phases,
-                          status=status_of(summary), signature=es.signature(summary),
+                          status=status_of(summary), signature=es.signature(summary, workload),
                           verdict=summary.get("verdict"), outcome=summary.get("outcome"),
                           error_type=summary.get("error_type"), expected_outcomes=list(expected.outcomes),
                           reasons=[str(m) for m in (summary.get("mismatches") or []) + (summary.get("inconclusive") or [])]
@@ -320,7 +327,7 @@ class Explorer:
                              for u in summary.get("unasked_failures") or [] if isinstance(u, dict)],
                           landed=[bool(f.get("landed")) for f in summary.get("faults") or []],
                           folder=folder, wall_s=round(self.clock() - t, 3), at_s=round(self.clock() - self.t0, 3),
-                          purpose=purpose, session=self.session)
+                          purpose=purpose, session=self.session, workload=dict(workload or {}))
         if example.status != "FAIL":
             example.signature = ""
         elif not example.signature:
@@ -361,11 +368,11 @@ class Explorer:
         """The smallest example of a signature, repeated once; written as a replayable scenario."""
         faults = example.faults
         expected = es.expectation(self.fc, faults, self.ray_version)
-        data = es.example_scenario(self.base, faults, expected, self.ray_version)
+        data = es.example_scenario(self.base, faults, expected, self.ray_version, example.workload)
         if self.stopped:   # the cluster cannot run the repeat: the finding stands unconfirmed
             repeat, status = None, "unconfirmed"
         else:
-            repeat = self.run_example(data, expected, "confirm")
+            repeat = self.run_example(data, expected, "confirm", example.workload)
             status = "confirmed" if (repeat.status == "FAIL" and repeat.signature == example.signature) else "flaky"
         first_s, before = self.first_found.get(example.signature, (example.at_s, example.index))
         path = self.write_finding(data, example, status)
@@ -402,7 +409,7 @@ class Explorer:
             with open(os.path.join(self.out, EXPLORE_FILE)) as f:
                 data = json.load(f)
             examples = [e for e in data.get("examples") or [] if isinstance(e, dict)]
-            found = [g["example"]["faults"] for g in data.get("findings") or []
+            found = [(g["example"]["faults"], g["example"].get("workload") or {}) for g in data.get("findings") or []
                      if isinstance(g, dict) and isinstance(g.get("example"), dict)]
             return examples, found
         except (OSError, ValueError, KeyError, TypeError):
@@ -419,6 +426,22 @@ class Explorer:
             write_explore_page(json.loads(json.dumps(data, default=str)), os.path.join(self.out, PAGE_FILE))
         except Exception as e:  # noqa: BLE001 - the findings are decided; a page that fails is one warning
             self.say(f"ftharness: warning: explore.html not written ({type(e).__name__}: {e})")
+
+
+def distinct(found: Dict[str, Example]) -> Dict[str, Example]:
+    """The gaps found, each once: one found under a drawn workload (Ray Data) is the base job's own
+    when the base job showed the same failure with the same fault kinds; it is kept without the
+    override (the simpler scenario)."""
+    def kinds(ex: Example) -> List[str]:
+        return sorted(f["kind"] for f in ex.faults)
+
+    out = {}
+    for sig, ex in found.items():
+        suffix = es.workload_text(ex.workload)
+        twin = found.get(sig[:-len(suffix)]) if suffix and sig.endswith(suffix) else None
+        if twin is None or kinds(twin) != kinds(ex):
+            out[sig] = ex
+    return out
 
 
 def status_of(summary: Dict[str, Any]) -> str:
