@@ -15,11 +15,15 @@ It lands when a worker-group start failed while its hogs were held: after the
 fault, before its heal (`fault_healed`, which counts the hogs it killed) and
 within `duration_s` where one is set, with hogs queued at injection
 (`cpus_requested`). A start that failed after the heal, or with no hog ever
-queued, is something else's doing.
+queued, is something else's doing. Where the release's start timeout outlasts
+the starvation (60 s from 2.54), the start waits instead of failing: it lands
+when an attempt began scheduling at least MIN_WAIT_S before the heal and its
+worker group started only after it (`_waited_out`); nothing is charged.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Dict, List, Literal, Optional
 
 from pydantic import Field
@@ -67,6 +71,9 @@ class StarveResources(Fault):
         super().__init__(index, spec)
         self._hogs: Dict[str, List[Any]] = {}
         self._on = False
+        # heal and the periodic re-grab run on different threads: a grab that raced the heal
+        # queued hogs nobody killed, which starved the rest of the run (seen on a real run)
+        self._lock = threading.Lock()
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         self._on = True
@@ -75,7 +82,12 @@ class StarveResources(Fault):
         return {"cpus_requested": queued, "how": "a hog actor queued for every CPU of every worker node"}
 
     def _grab(self, ctx: FaultContext) -> int:
-        """Queue hogs until every worker node has one per CPU; returns how many were added."""
+        """Queue hogs until every worker node has one per CPU; returns how many were added
+        (none once healed)."""
+        with self._lock:
+            return self._grab_locked(ctx) if self._on else 0
+
+    def _grab_locked(self, ctx: FaultContext) -> int:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         hog = _hog_class()
@@ -103,9 +115,10 @@ class StarveResources(Fault):
     def heal(self, ctx: FaultContext) -> Optional[Dict[str, Any]]:
         import ray
 
-        self._on = False
-        hogs = [h for hs in self._hogs.values() for h in hs]
-        self._hogs = {}
+        with self._lock:
+            self._on = False
+            hogs = [h for hs in self._hogs.values() for h in hs]
+            self._hogs = {}
         # a hog that answers holds its CPU now (a queued one never runs): the landing's evidence
         # that a start still waiting at this moment waited for the hogs
         running, _ = ray.wait([h.ping.remote() for h in hogs], num_returns=len(hogs), timeout=RUNNING_WAIT_S) \
@@ -144,18 +157,19 @@ class StarveResources(Fault):
 def _waited_out(view: FaultView, healed: Dict[str, Any]) -> Optional[str]:
     """How a worker-group start waited for the hogs (None: none did): on a release whose start
     timeout outlasts the starvation (60 s from 2.54) the start does not fail, it waits. Evidence:
-    hogs that held CPUs when healed (`hogs_running`), and an attempt the controller began to
-    schedule after the fault and at least MIN_WAIT_S before the heal whose worker group started
-    only after it."""
-    detail = healed.get("detail") if isinstance(healed.get("detail"), dict) else healed
-    running = detail.get("hogs_running")
-    if not isinstance(running, int) or isinstance(running, bool) or running <= 0:
+    hogs killed at the heal, and an attempt the controller began to schedule after the fault and
+    at least MIN_WAIT_S before the heal whose worker group started only after it. (`hogs_running`,
+    the hogs that answered at the heal, is recorded but not required: on a real 2.54 run the
+    start waited 45 s and none answered; what held the CPUs then is not recorded.)"""
+    detail = healed.get("detail") if isinstance(healed.get("detail"), dict) else {}
+    killed = detail.get("hogs_killed")
+    if not isinstance(killed, int) or isinstance(killed, bool) or killed <= 0:
         return None
     for start in view.attempts_started(view.seq, _seq(healed)):
         waited = _num(healed.get("t")) - _num(start.get("t"))
         group = view.group_started_after(start.get("attempt_id"), _seq(start))
         if group is not None and _seq(group) > _seq(healed) and waited >= MIN_WAIT_S:
             return (f"attempt {str(start.get('attempt_id'))[:12]} began scheduling at seq {start.get('seq')}, "
-                    f"waited {waited:.1f} s while {running} hog(s) held CPUs, and its worker group started "
-                    f"only after they were released (seq {healed.get('seq')} -> {group.get('seq')})")
+                    f"waited {waited:.1f} s while the hogs were queued, and its worker group started only after "
+                    f"{killed} hog(s) were killed (seq {healed.get('seq')} -> {group.get('seq')})")
     return None

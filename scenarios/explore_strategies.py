@@ -63,7 +63,8 @@ ARGS: Dict[str, Dict[str, Sequence[Any]]] = {
     "storage_errors": {"path_glob": (None, "*checkpoint_manager_snapshot.json*", "*/checkpoint_*/*"),
                        "ops": (None, ["read"], ["write", "move"], ["list"]),
                        "duration_s": (3.0, 10.0), "partial": (None, True)},
-    "starve_resources": {"duration_s": (5.0, 15.0)},
+    # shorter than the fast profile's 20 s start timeout (the restart waits) and longer (it fails)
+    "starve_resources": {"duration_s": (8.0, 30.0)},
     "kill_controller": {"resume": (True, None)},
     "cuda_error": {},
     "collective_hang": {},
@@ -108,6 +109,12 @@ def needs_restore(fault: Mapping[str, Any]) -> bool:
     if fault.get("kind") == "corrupt_checkpoint":
         return fault.get("how") != "snapshot"
     return fault.get("kind") == "storage_errors" and fault.get("ops") == ["read"]
+
+
+def needs_restart_after(fault: Mapping[str, Any]) -> bool:
+    """Whether `fault` lands only through a restart after it: what `needs_restore` says, and
+    starved resources (only a worker group scheduled while starved shows them)."""
+    return needs_restore(fault) or fault.get("kind") == "starve_resources"
 
 
 def restarts(fault: Mapping[str, Any]) -> bool:
@@ -246,6 +253,14 @@ def phase_at(draw, phase: str, steps: int, every: int, prev: Optional[Dict[str, 
     return {"time_s": draw(st.sampled_from((2.0, 4.0, 8.0, 15.0)))}
 
 
+def _after_a_checkpoint(fault: Mapping[str, Any], every: int) -> bool:
+    """Whether `fault` fires once a checkpoint was registered (a restart after it restores one)."""
+    at = fault.get("at") or {}
+    if at.get("event") in ("checkpoint_registered", "restored", "attempt_started"):
+        return True
+    return at.get("step") is not None and at["step"] >= 2 * every + 1   # as the steady phase reads it
+
+
 def phase_of(fault: Mapping[str, Any], prev: Optional[Mapping[str, Any]] = None, every: int = 1) -> str:
     """The phase a written fault fires in (for the coverage table)."""
     at = fault.get("at") or {}
@@ -315,10 +330,14 @@ def schedules(base: Scenario, support: Support, max_faults: int = 2):
         # a fault that lands only when a later restart reads what it damaged, with none after it,
         # cannot land: the run would be INCONCLUSIVE whatever Ray does (a third of the examples
         # of a real 60-minute exploration were such); Hypothesis draws another
-        assume(all(not needs_restore(f) or any(restarts(g) for g in out[i + 1:]) for i, f in enumerate(out)))
+        assume(all(not needs_restart_after(f) or any(restarts(g) for g in out[i + 1:]) for i, f in enumerate(out)))
         return out
 
     def _placed(draw, kind, phase, out):
+        if phase in ("recovery", "restore") and not any(restarts(f) for f in out):
+            phase = "steady"   # no earlier fault surely restarts the run: no next attempt, no restore
+        elif phase == "restore" and not any(restarts(f) and _after_a_checkpoint(f, every) for f in out):
+            phase = "recovery"   # the restart comes before any checkpoint: it restores nothing
         if kind in STEP_ONLY and phase in ("checkpoint_write", "checkpoint_register", "recovery", "time"):
             phase = "steady"   # the worker raises at a step it counts; it never sees those events
         at = phase_at(draw, phase, steps, every, out[-1] if out else None, support.triggers[kind])

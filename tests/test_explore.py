@@ -64,11 +64,16 @@ def test_no_schedule_holds_a_fault_that_cannot_land():
     seen = _all_generated(REF)
     for s in seen:
         for i, f in enumerate(s):
-            if es.needs_restore(f):
+            if es.needs_restart_after(f):   # a damaged checkpoint, read errors, starved resources
                 assert any(es.restarts(g) for g in s[i + 1:]), s
+            if f["at"].get("event") in ("attempt_started", "restored"):   # a next attempt, a restore
+                assert any(es.restarts(g) for g in s[:i]), s
+            if f["at"].get("event") == "restored":                        # ... of a checkpoint
+                assert any(es.restarts(g) and es._after_a_checkpoint(g, 1) for g in s[:i]), s
             if f["kind"] == "crash_worker":
                 assert f["at"].get("step") is not None or f["at"].get("event") == "restored", s
     assert any(f["kind"] == "corrupt_checkpoint" for s in seen for f in s)   # still drawn, with a restart
+    assert any(f["kind"] == "starve_resources" for s in seen for f in s)
 
 
 def test_shrinking_goes_to_fewer_faults_simpler_kinds_earlier_phases():
@@ -206,8 +211,8 @@ def test_a_second_explore_into_the_same_folder_continues(tmp_path):
     # of its search; only its confirming repeat runs it again
     assert result.session == 2 and [g.status for g in result.findings] == ["confirmed"]
     assert result.findings[0].first_found_s == 0 and result.findings[0].examples_before == 0
-    searched = [e.faults for e in result.examples if e.purpose == "search"]
-    assert searched and not [f for f in searched if f in [e.faults for e in first.examples]]
+    searched = [(e.faults, e.workload) for e in result.examples if e.purpose == "search"]
+    assert searched and not [f for f in searched if f in [(e.faults, e.workload) for e in first.examples]]
     assert len(json.load(open(tmp_path / "out" / "explore.json"))["examples"]) > len(result.examples)
 
 

@@ -88,6 +88,10 @@ class Injector:
         self._active: List[Any] = []
         self._members: List[Dict[str, Any]] = []
         self.t0: Optional[float] = None
+        #: when training started (the first step recorded): what `at: {time_s}` counts from, as
+        #: the schema says; counted from fit() instead, a time trigger of a few seconds fired
+        #: before any worker group ran (a third of a real exploration's time faults were skipped)
+        self.t_train: Optional[float] = None
         self.resume_requested = False
         self.health_check_timeout_s = health_check_timeout_s
         self.hold_released = False
@@ -132,9 +136,11 @@ class Injector:
             for fault in gates:
                 self._release(fault)
         now = time.time()
-        while self.time_triggers and self.t0 + self.time_triggers[0][0] <= now:
+        if self.t_train is None and int((polled.get("progress") or {}).get("step") or 0) > 0:
+            self.t_train = now
+        while self.time_triggers and self.t_train is not None and self.t_train + self.time_triggers[0][0] <= now:
             at, i = self.time_triggers.pop(0)
-            self._fire(i, self.t0 + at, {}, gated=False)
+            self._fire(i, self.t_train + at, {}, gated=False)
         while self._timeline and self._timeline[0][0] <= time.time():
             due, _, fn, label, kind, fault = heapq.heappop(self._timeline)
             self._run_action(due, fn, label, kind, fault)
@@ -166,8 +172,9 @@ class Injector:
             view = FaultView(i, events)
             at = spec.get("at") or {}
             if view.injected is None:
-                if at.get("time_s") is not None and i in self.faults and self.t0 + at["time_s"] > now:
-                    out.append(f"fault {i}: time trigger at {at['time_s']} s")
+                if at.get("time_s") is not None and i in self.faults and (
+                        self.t_train is None or self.t_train + at["time_s"] > now):
+                    out.append(f"fault {i}: time trigger at {at['time_s']} s after training started")
                 elif at.get("time_s") is None and quiet_s < QUIET_S:
                     out.append(f"fault {i}: trigger {at} may still fire")
                 continue
