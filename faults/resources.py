@@ -157,19 +157,18 @@ class StarveResources(Fault):
 def _waited_out(view: FaultView, healed: Dict[str, Any]) -> Optional[str]:
     """How a worker-group start waited for the hogs (None: none did): on a release whose start
     timeout outlasts the starvation (60 s from 2.54) the start does not fail, it waits. Evidence:
-    hogs killed at the heal, and an attempt the controller began to schedule after the fault and
-    at least MIN_WAIT_S before the heal whose worker group started only after it. (`hogs_running`,
-    the hogs that answered at the heal, is recorded but not required: on a real 2.54 run the
-    start waited 45 s and none answered; what held the CPUs then is not recorded.)"""
+    hogs that held CPUs when healed (`hogs_running`: they answered a ping), and an attempt the
+    controller began to schedule after the fault and at least MIN_WAIT_S before the heal whose
+    worker group started only after it. A history without `hogs_running` cannot show it."""
     detail = healed.get("detail") if isinstance(healed.get("detail"), dict) else {}
-    killed = detail.get("hogs_killed")
-    if not isinstance(killed, int) or isinstance(killed, bool) or killed <= 0:
+    killed, running = detail.get("hogs_killed"), detail.get("hogs_running")
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in (killed, running)):
         return None
     for start in view.attempts_started(view.seq, _seq(healed)):
         waited = _num(healed.get("t")) - _num(start.get("t"))
         group = view.group_started_after(start.get("attempt_id"), _seq(start))
         if group is not None and _seq(group) > _seq(healed) and waited >= MIN_WAIT_S:
             return (f"attempt {str(start.get('attempt_id'))[:12]} began scheduling at seq {start.get('seq')}, "
-                    f"waited {waited:.1f} s while the hogs were queued, and its worker group started only after "
-                    f"{killed} hog(s) were killed (seq {healed.get('seq')} -> {group.get('seq')})")
+                    f"waited {waited:.1f} s while {running} hog(s) held CPUs, and its worker group started only "
+                    f"after they were killed (seq {healed.get('seq')} -> {group.get('seq')})")
     return None

@@ -57,7 +57,7 @@ def cell_facts(row: Dict[str, Any]) -> Dict[str, Any]:
         "cell": row["cell"], "scenario": row["scenario"], "ray": row["ray"], "config": row["config"],
         "settings": row.get("settings") or {}, "repeat": row.get("repeat", 1),
         "verdict": row.get("verdict"), "outcome": s.get("outcome"), "error_type": s.get("error_type"),
-        "attempts": s.get("attempts"), "charged": charged,
+        "error_cause": s.get("error_cause"), "attempts": s.get("attempts"), "charged": charged,
         "recovery_s": max(rec) if rec else None,
         "parts": {p: _num((rm.get("recovery_parts_mean_s") or {}).get(p)) for p in PARTS},
         "lost_steps": _num(rm.get("lost_steps")), "goodput": _num(rm.get("ettr")),
@@ -109,6 +109,7 @@ def configs(facts: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
             "verdict": _cell_verdict(runs),
             "outcome": _mode(r["outcome"] for r in judged),
             "error_type": _mode(r["error_type"] for r in judged),
+            "error_cause": _mode(r.get("error_cause") for r in judged),
             "charged": _mode(r["charged"] for r in judged) or {},
             "attempts": _mode(r["attempts"] for r in judged),
             "recovery_median_s": med, "recovery_low_s": lo, "recovery_high_s": hi,
@@ -154,15 +155,21 @@ def _behaviour(c: Dict[str, Any]) -> str:
         return f"it did not run ({c['verdict']}{': ' + c['errors'][0][:160] if c['errors'] else ''})"
     out = c["outcome"] or "no outcome"
     verb = {"succeeded": "the run recovered" if c["charged"] else "the run succeeded",
-            "failed": f"the run failed ({c['error_type']})" if c["error_type"] else "the run failed"}.get(out, out)
+            "failed": f"the run failed ({_error_text(c)})" if c["error_type"] else "the run failed"}.get(out, out)
     charged = f"the failure was {_charged_text(c['charged'])}" if c["charged"] else "no budget was charged"
     return f"{charged} and {verb}, {c['verdict']}"
 
 
+def _error_text(c: Dict[str, Any]) -> str:
+    """'ControllerError', or 'ActorDiedError: its constructor raised TypeError'."""
+    cause = c.get("error_cause")
+    return f"{c['error_type']}: its constructor raised {cause}" if cause else str(c["error_type"])
+
+
 def _differs(a: Dict[str, Any], b: Dict[str, Any]) -> List[str]:
     keys = []
-    for k in ("outcome", "error_type", "charged", "verdict"):
-        if a[k] != b[k]:
+    for k in ("outcome", "error_type", "error_cause", "charged", "verdict"):
+        if a.get(k) != b.get(k):
             keys.append(k)
     if bool(a["judged"]) != bool(b["judged"]):
         keys.append("judged")

@@ -58,6 +58,7 @@ def record(folder: str, command: str) -> None:
             runs.update(runs=[], command=command)
         runs["runs"].append({"verdict": r.get("verdict"), "outcome": s.get("outcome"),
                              "error_type": s.get("error_type"),
+                             **({"error_cause": s["error_cause"]} if s.get("error_cause") else {}),
                              "charged": {k: v for k, v in (s.get("budgets") or {}).items() if v},
                              "seconds": r.get("seconds")})
     os.makedirs(os.path.dirname(known_bugs.MEASURED), exist_ok=True)
@@ -68,7 +69,8 @@ def record(folder: str, command: str) -> None:
 
 def _run_text(run) -> str:
     charged = ", ".join(f"{k} {v}" for k, v in sorted(run["charged"].items())) or "nothing"
-    error = f" ({run['error_type']})" if run.get("error_type") else ""
+    cause = f": its constructor raised {run['error_cause']}" if run.get("error_cause") else ""
+    error = f" ({run['error_type']}{cause})" if run.get("error_type") else ""
     return f"{run['verdict']}, {run['outcome'] or 'no outcome'}{error}, charged {charged}"
 
 
@@ -86,7 +88,7 @@ def render() -> str:
            "|---|---|---|---|---|---|"]
     for b in bugs:
         got = results.get(b.id, {})
-        measured = "; ".join(f"{v}: {got[v]['runs'][0]['outcome'] or got[v]['runs'][0]['verdict']}"
+        measured = "; ".join(f"{v}: {got[v]['runs'][0]['verdict']} ({got[v]['runs'][0]['outcome'] or 'no outcome'})"
                              for v in sorted(got, key=lambda x: tuple(map(int, x.split(".")))) if got[v]["runs"]) \
             or "not yet"
         out.append(f"| {b.id} ({b.kind}) | {b.upstream_ref} | {b.affected_text} | {b.fixed or 'not fixed'} | "

@@ -154,6 +154,18 @@ def test_changes_name_the_budget_and_outcome_between_adjacent_releases():
     assert chg[0]["as_policy_says"]
 
 
+def test_a_change_of_what_the_controller_s_constructor_raised_is_a_change_and_is_named():
+    """resume-missing-checkpoint on 2.55.1 and 2.56.0: fit() raised ActorDiedError on both; the
+    controller's constructor raised TypeError on one and the refusal on the other."""
+    rows = [_row("resume", "2.55.1", "FAIL", "failed", {}, None), _row("resume", "2.56.0", "PASS", "failed", {}, None)]
+    for r, cause in zip(rows, ("TypeError", "CheckpointManagerInitializationError")):
+        r["summary"].update(error_type="ActorDiedError", error_cause=cause)
+    rows[1]["verdict"] = "FAIL"    # the same verdict on both: only the cause differs
+    [chg] = report.changes(report.configs([report.cell_facts(r) for r in rows]))
+    assert "the run failed (ActorDiedError: its constructor raised TypeError)" in chg["sentence"]
+    assert "its constructor raised CheckpointManagerInitializationError" in chg["sentence"]
+
+
 def test_a_verdict_change_is_never_called_policy_and_other_axes_compare_too():
     rows = [_row("k", "2.60.0", "PASS", "succeeded", {"worker_group": 1}, 9.0, settings={"workload.checkpoint_every": 1}),
             _row("k", "2.60.0", "FAIL", "succeeded", {"worker_group": 1}, 9.0, settings={"workload.checkpoint_every": 5})]

@@ -583,10 +583,15 @@ class EmbeddedCluster:
         before its train function was launched is left running, with its placement group
         (scenarios/known/worker-death-at-train-launch.yaml). Returns what was ended. Only on a
         cluster ftharness started: every run on it is ours."""
-        deadline = time.monotonic() + grace_s   # a fit() that just returned may still be tearing down
+        # a fit() that just returned may still be tearing its workers down: those (and the
+        # placement groups) get `grace_s`; its controller and dataset actors hold no CPU and
+        # linger about 5 s after every fit (their handles are dropped late), so they are not
+        # waited for: ended at once, they cost no run 5 s
+        deadline = time.monotonic() + grace_s
         while True:
             left, groups = rp.train_run_actors(), rp.live_placement_groups()
-            if not (left or groups) or time.monotonic() > deadline:
+            workers = [a for a in left if a["class_name"].rsplit(".", 1)[-1] == rp.TRAIN_WORKER_CLASS]
+            if not (workers or groups) or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
         for a in left:
