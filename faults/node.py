@@ -6,8 +6,9 @@
 - `preempt_node`: a spot reclaim. The node is drained with reason PREEMPTION and
   a deadline `notice_s` ahead (what a cloud's autoscaler does), then dies at the
   deadline plus `kill_offset_s`. Ray charges it to `max_preemption_failures`
-  only if the node dies at or after the deadline; a kill before it is an
-  ordinary failure (ray-train-v2-faults.md section 3.2).
+  only if the GCS detects the death at or after the deadline; a kill detected
+  before it is an ordinary failure (ray-train-v2-faults.md section 3.2), and a
+  kill shortly before it may be detected either side.
 - `partition_node`: the raylet and all its processes are SIGSTOPped for
   `duration_s`: no heartbeats, no answers, as behind a network partition. GCS
   declares the node dead; when the partition heals, the raylet learns it was
@@ -26,7 +27,9 @@ window. A preemption needs the node's own drain deadline in the evidence
 was due, so the fault is not attributed (and never charged to the preemption
 budget by default). It is charged to the preemption budget when the node died
 at or after its deadline (or the controller waited the deadline out), to
-`max_failures` when it died before; a notice counts only from a rank on the
+`max_failures` when it died before and the failure was decided before the
+deadline too; died before it and decided after it, either (the detection, which
+Ray reads the deadline at, lies between); a notice counts only from a rank on the
 drained node, with that node's deadline; a preempted node that dies after the
 run ended did not land.
 """
@@ -40,7 +43,7 @@ from pydantic import Field
 
 from ftharness.history.causal import fault_time
 from ftharness.faults.base import (DEFAULT_HEALTH_CHECK_S, GRACEFUL_IS_RAY_ONLY, LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
-                                   _short, describe_failure, with_error_before_failure)
+                                   _num, _short, describe_failure, with_error_before_failure)
 from ftharness.errors import FaultSkipped
 from ftharness.faults.capabilities import ADD_NODE, NODE_INDEX, NODE_NETWORK, PAUSE_NODE, RAY, REMOVE_NODE
 from ftharness.history.columns import non_steps
@@ -198,7 +201,14 @@ class PreemptNode(NodeFault):
             else:
                 late_ms = float(f.get("t") or 0) * 1000 - float(deadline_ms)
                 when = f"the failure came {late_ms / 1000:+.1f} s from the deadline, before the node died"
-            budget = "preemption" if late_ms >= 0 else "worker_group"
+            budget: Optional[str] = "preemption" if late_ms >= 0 else "worker_group"
+            decided_late = _num(f.get("t")) * 1000 >= float(deadline_ms)
+            if budget == "worker_group" and decided_late and kill is not None:
+                # the GCS reads the deadline when it detects the death (ray-train-v2-faults.md 3.2):
+                # detected after it, an early death is preempted; the decision says no more
+                budget = None
+                when += (f", the failure decided {(_num(f.get('t')) * 1000 - float(deadline_ms)) / 1000:+.1f} s "
+                         f"from it (either budget: Ray reads the deadline when it detects the death)")
             return Landing(LANDED, f"{what}; {when}; then {describe_failure(f)} of attempt {_short(aid)}",
                            budget, f.get("seq"))
         end = view.fit_end(view.seq)

@@ -198,7 +198,10 @@ class CausalModel:
     def preemption_before(self, node_id: Any, t: float, waited: bool) -> Optional[str]:
         """Why a failure at `t` stands on a preemption of `node_id` (None: it does not): a drain of
         that node before `t` whose deadline passed by `t` (`waited`: the controller waited it out,
-        a PreemptionError), or after which the node was killed at or after the deadline and before `t`."""
+        a PreemptionError), or after which the node was killed at or after the deadline and before
+        `t`, or killed before the deadline with the failure decided after it: the GCS reads the
+        deadline when it detects the death, not when the node died (ray-train-v2-faults.md 3.2),
+        and the decision comes after the detection, so a death detected late is preempted."""
         death = self.node_deaths.get(node_id)
         for deadline_ms, at in self.drain_log.get(node_id, []):
             if at > t + TOL_CROSS:
@@ -208,6 +211,9 @@ class CausalModel:
                 return f"node {str(node_id)[:8]}'s drain deadline {deadline:.3f} had passed"
             if death is not None and deadline - TOL_SAME <= death[0] <= t + TOL_CROSS:
                 return f"node {str(node_id)[:8]} died {death[0] - deadline:+.1f} s from its deadline"
+            if death is not None and at - TOL_SAME <= death[0] < deadline <= t:
+                return (f"node {str(node_id)[:8]} died {deadline - death[0]:.1f} s before its deadline and the "
+                        f"failure was decided {t - deadline:.1f} s after it (detected late: preempted)")
         return None
 
     def drained_before(self, node_id: Any, t: float) -> Optional[int]:

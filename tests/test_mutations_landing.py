@@ -405,6 +405,30 @@ def deadline_later_no_kill(events):
     return [e for e in events if not (e.get("kind") == "fault_action" and "dies" in str(e.get("action")))]
 
 
+def _kill_action(events):
+    return next(e for e in events if e.get("kind") == "fault_action" and "dies" in str(e.get("action")))
+
+
+def killed_early_decided_late(events):
+    """The node killed 0.9 s before its deadline; the failure still decided after the deadline:
+    the GCS may have detected the death only after it, so Ray may charge either budget
+    (ray-train-v2-faults.md 3.2) and the recorded preemption charge stands."""
+    deadline_s = hit_of(events)["deadline_ms"] / 1000.0
+    kill = _kill_action(events)
+    for key in ("t", "t_done", "t_requested"):     # one consistent record of an earlier kill
+        if key in kill:
+            kill[key] = deadline_s - 0.9 - (0.01 if key == "t_requested" else 0.0)
+    kill["detail"]["ms_after_deadline"] = -900.0
+    return events
+
+
+def killed_and_decided_early(events):
+    """The deadline 10 s later: the node died and the failure was decided long before it, so the
+    death was detected before it too and Ray must charge max_failures (the history says preemption)."""
+    hit_of(events)["deadline_ms"] += 10_000
+    return events
+
+
 def kill_action_other_node(events):
     for e in events:
         if e.get("kind") == "fault_action" and "dies" in str(e.get("action")):
@@ -606,6 +630,10 @@ MUTATIONS: List[M] = [
     M("preempt_node", "preempt-node", "no deadline recorded", drop_deadline, False, "recorded no deadline", NOT),
     M("preempt_node", "preempt-node", "failure before a later deadline", deadline_later_no_kill, True,
       "before the node died", "FAIL", budget="worker_group"),
+    M("preempt_node", "preempt-node", "killed early, decided after the deadline", killed_early_decided_late, True,
+      "either budget", "PASS"),
+    M("preempt_node", "preempt-node", "killed and decided long before the deadline", killed_and_decided_early, True,
+      "died -9.9 s from its deadline", "FAIL", budget="worker_group"),
     M("preempt_node", "preempt-node", "another node died", kill_action_other_node, True,
       "the failure came +0.7 s from the deadline, before the node died", "PASS", budget="preemption"),
     M("preempt_node", "preempt-node", "failure moved to another attempt", failure_to_other_attempt, False,
