@@ -18,6 +18,7 @@ class RunSummary(TypedDict, total=False):
     outcome: Optional[str]               #: succeeded, failed, or None when not recorded
     error: Optional[str]                 #: what fit() (or the agents) raised, as text
     error_type: Optional[str]            #: its class name
+    error_cause: Optional[str]           #: for a controller that died in its constructor, what that raised
     matches_expectation: bool            #: verdict == PASS
     mismatches: List[str]                #: why FAIL: each violated expectation, one line
     inconclusive: List[str]              #: why INCONCLUSIVE: each missing or contradicting evidence
