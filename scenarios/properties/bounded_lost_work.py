@@ -95,7 +95,11 @@ class _Checkpoints:
         # (a stable sort: those with a checkpoint in the order all the reports sort in)
         self.reported = sorted((e for a in h.ordered() for e in having(a.reports, "checkpoint", _REPORT_FIELDS)),
                                key=lambda e: e.get("seq", 0))
-        self.registered = bool(h.registered)
+        # registrations are recorded (Ray Train's controller and the torchrun agents record each
+        # one, and the attempts they start): none before a restart then means none was there to
+        # restore; a history without that recorder falls back on the reports (`_restorable`)
+        self.registered = bool(h.registered) or any(
+            e.get("source") == "controller" for a in h.ordered() for e in [a.start] if isinstance(e, dict))
         self.registered_at: Dict[str, int] = {}
         self.step_of: Dict[str, int] = {}
         for e in h.registered:
