@@ -362,3 +362,11 @@ def test_a_gap_found_on_ray_data_and_on_the_base_job_with_the_same_kinds_is_repo
     replay = dict(both, **{"exactly_once_restore [data=ray_data]": ex(
         "exactly_once_restore [data=ray_data]", ["kill_worker"], {"data": "ray_data"})})
     assert set(distinct(replay)) == set(replay)      # Ray Data's own gap: another fault list
+
+
+def test_an_example_times_out_sooner_than_a_run_unless_the_base_says_otherwise():
+    kill = [{"kind": "kill_worker", "at": {"step": 3}, "target": {"rank": 0}}]
+    expected = es.expectation(REF.failure_config.model_dump(), kill, "2.60.0")
+    assert es.example_scenario(REF, kill, expected, "2.60.0")["timeout_s"] == es.EXAMPLE_TIMEOUT_S < 600
+    own = parse_scenario(dict(es.base_data(REF), name="b", timeout_s=900))
+    assert es.example_scenario(own, kill, expected, "2.60.0")["timeout_s"] == 900
