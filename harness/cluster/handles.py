@@ -583,15 +583,14 @@ class EmbeddedCluster:
         before its train function was launched is left running, with its placement group
         (scenarios/known/worker-death-at-train-launch.yaml). Returns what was ended. Only on a
         cluster ftharness started: every run on it is ours."""
-        # a fit() that just returned may still be tearing its workers down: those (and the
-        # placement groups) get `grace_s`; its controller and dataset actors hold no CPU and
-        # linger about 5 s after every fit (their handles are dropped late), so they are not
-        # waited for: ended at once, they cost no run 5 s
+        # a fit() that just returned may still be tearing down: its controller and dataset
+        # actors linger about 5 s (their handles are dropped late). They are waited for, not
+        # ended at once: ending them at once made the next run's workers fail to import a job's
+        # shipped modules once in CI (test_usercode, after other runs; not explained yet)
         deadline = time.monotonic() + grace_s
         while True:
             left, groups = rp.train_run_actors(), rp.live_placement_groups()
-            workers = [a for a in left if a["class_name"].rsplit(".", 1)[-1] == rp.TRAIN_WORKER_CLASS]
-            if not (workers or groups) or time.monotonic() > deadline:
+            if not (left or groups) or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
         for a in left:
