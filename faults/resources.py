@@ -17,8 +17,9 @@ within `duration_s` where one is set, with hogs queued at injection
 (`cpus_requested`). A start that failed after the heal, or with no hog ever
 queued, is something else's doing. Where the release's start timeout outlasts
 the starvation (60 s from 2.54), the start waits instead of failing: it lands
-when an attempt began scheduling at least MIN_WAIT_S before the heal and its
-worker group started only after it (`_waited_out`); nothing is charged.
+when hogs held CPUs at the heal (they answered a ping: `hogs_running`), and an
+attempt began scheduling at least MIN_WAIT_S before the heal and its worker
+group started only after it (`_waited_out`); nothing is charged.
 """
 
 from __future__ import annotations
