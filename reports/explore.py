@@ -58,6 +58,9 @@ def terminal_text(data: Dict[str, Any]) -> str:
              + (f"; per example {min(walls):.0f}-{max(walls):.0f}s, mean {sum(walls) / len(walls):.0f}s" if walls else "")]
     if data.get("stopped"):
         lines.append(f"stopped before the budget was spent: {data['stopped']}")
+    if data.get("first_pass"):
+        lines.append(f"examples 1-{data['first_pass']}: the coverage pass (every kind once in its simplest schedule); "
+                     f"then Hypothesis's search")
     lines.append(f"kinds: {', '.join(data.get('kinds') or [])}")
     for kind, why in (data.get("left_out") or {}).items():
         lines.append(f"  left out {kind}: {why}")
@@ -104,6 +107,8 @@ def page_html(data: Dict[str, Any]) -> str:
            + f". Exit code {data.get('exit_code')}.</p>",
            *([f"<p class=INCONCLUSIVE>Stopped before the budget was spent: {e(data['stopped'])}</p>"]
              if data.get("stopped") else []),
+           *([f"<p>Examples 1-{data['first_pass']}: the coverage pass, every kind once in its simplest schedule; "
+              f"then Hypothesis's search.</p>"] if data.get("first_pass") else []),
            "<h2>Findings</h2>"]
     findings = data.get("findings") or []
     if not findings:

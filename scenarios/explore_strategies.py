@@ -355,6 +355,50 @@ def schedules(base: Scenario, support: Support, max_faults: int = 2):
     return _draw()
 
 
+def first_schedules(base: Scenario, support: Support) -> List[Tuple[List[Dict[str, Any]], Dict[str, Any]]]:
+    """The coverage pass explore runs before Hypothesis searches: every supported kind once, in
+    its simplest schedule, so no kind waits on chance (a real hour runs about 35 examples over
+    a dozen kinds, eight phases and two workloads; a random draw left kinds unrun). Each is the
+    kind with its first argument values at the first steady step; a kind that shows nothing
+    without a restart after it gets a worker failure at the same step. The first kind runs once
+    more on each other workload (WORKLOAD_AXES). Pairs of (faults, workload), in order."""
+    steps = _steps(base)
+    every = base.workload.checkpoint_every if base.workload.kind == "reference" else 1
+    step = min(2 * every + 1, steps)
+    restart = next((k for k in support.kinds if failure_of(plain(k, {}))[0] == "worker_group"), None)
+
+    def simplest(kind: str) -> Optional[List[Dict[str, Any]]]:
+        triggers = support.triggers[kind]
+        at = ({"step": step} if "step" in triggers else {"event": "checkpoint_registered", "nth": 1}
+              if "event" in triggers else {"time_s": 4.0})
+        first = plain(kind, at)
+        if not needs_restart_after(first):
+            return [first]
+        if restart is None or "step" not in support.triggers[restart]:
+            return None       # nothing can restart the run after it: it cannot land
+        return [first, plain(restart, {"step": at.get("step", step)})]
+
+    out: List[Tuple[List[Dict[str, Any]], Dict[str, Any]]] = []
+    for kind in support.kinds:
+        faults = simplest(kind)
+        if faults is None:
+            continue
+        out.append((faults, {}))
+        if len(out) == 1:
+            out.extend((faults, {name: value}) for name, value in _other_workloads(base))
+    return out
+
+
+def _other_workloads(base: Scenario) -> List[Tuple[str, Any]]:
+    """(setting, value) of each WORKLOAD_AXES value other than the base's that its scenario accepts."""
+    if base.workload.kind != "reference":
+        return []
+    data = base_data(base)
+    return [(name, v) for name, values in WORKLOAD_AXES.items() for v in values
+            if v != getattr(base.workload, name)
+            and _first_error(dict(data, workload={**data["workload"], name: v}), base.base_dir) is None]
+
+
 # ------------------------------------------------------------------ expectation
 #: what fit() may raise when a failure of this class is the last (policy_model.CLASSES, and the
 #: other names the same failure is raised under: a preempted worker that died, a killed controller)

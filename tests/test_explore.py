@@ -370,3 +370,40 @@ def test_an_example_times_out_sooner_than_a_run_unless_the_base_says_otherwise()
     assert es.example_scenario(REF, kill, expected, "2.60.0")["timeout_s"] == es.EXAMPLE_TIMEOUT_S < 600
     own = parse_scenario(dict(es.base_data(REF), name="b", timeout_s=900))
     assert es.example_scenario(own, kill, expected, "2.60.0")["timeout_s"] == 900
+
+
+def test_the_coverage_pass_runs_every_supported_kind_once_before_the_search():
+    """No kind waits on Hypothesis's draw: each supported kind in its simplest schedule, a kind
+    that lands only through a restart with a worker failure after it, the first kind once more on
+    each other workload; every schedule a valid scenario."""
+    sup = es.supported(REF, "2.60.0")
+    first = es.first_schedules(REF, sup)
+    leads = [faults[0]["kind"] for faults, workload in first if not workload]
+    assert leads == list(sup.kinds)
+    assert [(faults[0]["kind"], workload) for faults, workload in first if workload] == [("kill_worker", {"data": "ray_data"})]
+    for faults, workload in first:
+        expected = es.expectation(REF.failure_config.model_dump(), faults)
+        parse_scenario(es.example_scenario(REF, faults, expected, workload=workload), source="generated")
+        if es.needs_restart_after(faults[0]):
+            assert len(faults) == 2 and es.restarts(faults[1])
+            assert es.phase_of(faults[1], faults[0], REF.workload.checkpoint_every) == "close_pair"
+        else:
+            assert len(faults) == 1
+        assert es.phase_of(faults[0], None, REF.workload.checkpoint_every) in ("steady", "checkpoint_register")
+
+
+def test_a_gap_the_coverage_pass_found_is_not_searched_again_on_another_workload(tmp_path):
+    exp, ex = explorer(tmp_path, budget_s=3000)
+    result = exp.explore()
+    assert result.first_pass == len(es.first_schedules(REF, exp.support))
+    def kinds_at(faults):
+        return [(f["kind"], f["at"].get("step")) for f in faults]
+
+    assert [kinds_at(r) for r in ex.runs[:result.first_pass]] == [kinds_at(f) for f, _ in es.first_schedules(REF, exp.support)]
+    found = [e for e in result.examples if e.status == "FAIL" and e.purpose == "search"]
+    assert found[0].index <= result.first_pass
+    # once found (on the base job), the same gap on Ray Data is no new finding: not shrunk again
+    assert [base_gap(g.signature) for g in result.findings] == ["exactly_once_restore"]
+    no_pass = Explorer(REF, FakeExecutor(FakeClock()), str(tmp_path / "b"), 300, seed=3, cover_first=False,
+                       say=lambda line: None, ray_version="2.60.0").explore()
+    assert no_pass.first_pass == 0

@@ -92,6 +92,11 @@ class Example:
     session: int = 1
     workload: Dict[str, Any] = field(default_factory=dict)   # the reference job's drawn settings
 
+    @property
+    def gap(self) -> str:
+        """The signature without the workload it was found on: one gap whatever the workload."""
+        return self.signature[:len(self.signature) - len(es.workload_text(self.workload))]
+
 
 @dataclass
 class FoundGap:
@@ -127,6 +132,7 @@ class Exploration:
     session: int = 1
     earlier: List[Dict[str, Any]] = field(default_factory=list)   # examples of earlier sessions
     stopped: Optional[str] = None    # why the search ended before its budget (StopExploring)
+    first_pass: int = 0              # examples of the coverage pass (every kind once) before the search
 
     def counts(self) -> Dict[str, int]:
         runs = [e for e in self.examples if e.purpose == "search"]
@@ -168,7 +174,7 @@ class Explorer:
     def __init__(self, base: Scenario, executor: Executor, out: str, budget_s: float, seed: int = 0,
                  max_faults: int = 2, clock: Callable[[], float] = time.monotonic,
                  say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
-                 ray_version: Optional[str] = None):
+                 ray_version: Optional[str] = None, cover_first: bool = True):
         self.base, self.executor, self.out = base, executor, os.path.abspath(out)
         self.budget_s, self.seed, self.max_faults = float(budget_s), int(seed), int(max_faults)
         self.clock, self.say, self.ray_version = clock, say, ray_version
@@ -186,8 +192,10 @@ class Explorer:
         self.session = 1 + max((e.get("session", 1) for e in self.earlier), default=0)
         self.t0 = 0.0
         self.shrink_until: Optional[float] = None   # when this round stops shrinking
-        self.known: set = set()                     # signatures earlier rounds found
+        self.known: set = set()                     # gaps (Example.gap) earlier rounds found
         self.stopped: Optional[str] = None          # set by StopExploring: no more examples
+        self.cover_first = cover_first
+        self.first_pass = 0                         # examples the coverage pass ran
 
     # -- the search
     def explore(self) -> Exploration:
@@ -195,14 +203,14 @@ class Explorer:
         found are shrunk; the next one (seed + 1) looks for other gaps, the known ones passing."""
         import hypothesis.internal.conjecture.engine as engine
 
-        os.makedirs(self.out, exist_ok=True)
+        os.makedirs(os.path.join(self.out, DB_DIR), exist_ok=True)
         self.t0 = self.clock()
-        found: Dict[str, Example] = {}
+        found: Dict[str, Example] = self.cover_kinds() if self.cover_first else {}
         kept = engine.MAX_SHRINKING_SECONDS   # Hypothesis's own 300 s: the budget bounds shrinking here
         engine.MAX_SHRINKING_SECONDS = max(kept, int(self.budget_s) + 600)
         try:
-            for round_ in range(MAX_ROUNDS):
-                new = self.search_round(round_, set(found))
+            for round_ in range(0 if self.stopped else MAX_ROUNDS):
+                new = self.search_round(round_, {ex.gap for ex in found.values()})
                 for sig, ex in new.items():
                     found.setdefault(sig, ex)
                 if not new or self.stopped or self.remaining_s() <= self.reserve_s():
@@ -212,9 +220,36 @@ class Explorer:
         findings = [self.confirm(ex) for ex in distinct(found).values()]
         result = Exploration(self.base.name, self.seed, self.budget_s, self.max_faults, list(self.support.kinds),
                              dict(self.support.left_out), self.examples, findings,
-                             round(self.clock() - self.t0, 3), self.out, self.session, self.earlier, self.stopped)
+                             round(self.clock() - self.t0, 3), self.out, self.session, self.earlier, self.stopped,
+                             self.first_pass)
         self.write(result)
         return result
+
+    def cover_kinds(self) -> Dict[str, Example]:
+        """Before the search: every supported kind once in its simplest schedule
+        (`es.first_schedules`), so that no kind waits on Hypothesis's draw. What fails here is
+        at most two faults already; it is confirmed with the search's findings, and the search
+        looks for other gaps."""
+        found: Dict[str, Example] = {}
+        for faults, workload in es.first_schedules(self.base, self.support):
+            if self.stopped or self.remaining_s() <= self.reserve_s():
+                break
+            expected = es.expectation(self.fc, faults, self.ray_version)
+            try:
+                example = self.execute(faults, expected, workload)
+            except Exception as e:  # noqa: BLE001 - the cluster's or ftharness's, never the schedule's
+                if STOP_REQUESTED.is_set():
+                    raise KeyboardInterrupt("signal") from None
+                self.stopped = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:240]}"
+                self.say(f"explore: stopped: {self.stopped}")
+                break
+            if example is None:
+                break
+            self.first_pass += 1
+            if example.status == "FAIL" and example.signature:
+                found.setdefault(example.signature, example)
+        self.shrink_until = None
+        return found
 
     def search_round(self, round_: int, known: set) -> Dict[str, Example]:
         """One Hypothesis run over the schedules; returns the smallest example of each new signature."""
@@ -245,11 +280,10 @@ class Explorer:
                     raise KeyboardInterrupt("signal") from None
                 first = (str(e).strip().splitlines() or [""])[0][:240]
                 raise StopExploring(f"{type(e).__name__}: {first}") from e
-            if example is not None and example.status == "FAIL" and example.signature not in known:
+            if example is not None and example.status == "FAIL" and example.gap not in known:
                 # one kind of failure per gap whatever the workload, so that shrinking takes a
                 # drawn workload back to the base's when the gap shows there too
-                gap = example.signature[:len(example.signature) - len(es.workload_text(example.workload))]
-                err = finding_type(gap)(f"{example.signature} ({example.name})")
+                err = finding_type(example.gap)(f"{example.signature} ({example.name})")
                 err.record = example
                 raise err
 
@@ -263,7 +297,7 @@ class Explorer:
             self.stopped = str(e)
             self.say(f"explore: stopped: {self.stopped}")
             for ex in self.examples:   # what this round found before the stop: reported, not shrunk
-                if ex.status == "FAIL" and ex.purpose == "search" and ex.signature not in known:
+                if ex.status == "FAIL" and ex.purpose == "search" and ex.gap not in known:
                     kept = minimal.get(ex.signature)
                     if kept is None or len(ex.faults) < len(kept.faults):
                         minimal[ex.signature] = ex
@@ -302,7 +336,7 @@ class Explorer:
             return None       # this round's share of shrinking is spent: the rest goes to new search
         example = self.run_example(data, expected, "search", workload)
         self.cache[data["name"]] = example
-        if example.status == "FAIL" and example.signature not in self.known and self.shrink_until is None:
+        if example.status == "FAIL" and example.gap not in self.known and self.shrink_until is None:
             self.shrink_until = self.clock() + SHRINK_SHARE * self.remaining_s()
         return example
 

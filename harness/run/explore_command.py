@@ -40,6 +40,8 @@ def add_parser(sub) -> None:
     e.add_argument("--max-faults", type=int, default=2, help=f"most faults in one schedule (1-{MAX_FAULTS_LIMIT}, default 2)")
     e.add_argument("--out", help="exploration folder (default: results/<scenario>-explore-<time>); an existing one "
                    "is continued")
+    e.add_argument("--search-only", action="store_true", help="skip the coverage pass (every fault kind once in "
+                   "its simplest schedule, before Hypothesis's search)")
     e.add_argument("--address", help="explore on an existing cluster instead")
     e.add_argument("--allow-destructive", action="store_true", help="allow faults on a cluster ftharness did not start")
     e.add_argument("--verbose", action="store_true", help="show Ray's and the workers' log lines live")
@@ -90,7 +92,8 @@ def cmd_explore(args) -> int:
         keep_logs(os.path.abspath(out))
         with open_cluster(base.cluster, target.address) as cluster:
             executor = ClusterExecutor(cluster, target.address, target.source, target.allow_destructive)
-            result = Explorer(base, executor, out, budget, seed=args.seed, max_faults=args.max_faults).explore()
+            result = Explorer(base, executor, out, budget, seed=args.seed, max_faults=args.max_faults,
+                              cover_first=not args.search_only).explore()
     except (ScenarioError, ClusterError) as e:
         return refuse(e)
     except KeyboardInterrupt:
