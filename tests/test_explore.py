@@ -59,8 +59,9 @@ def test_every_supported_kind_and_every_phase_is_generated(base):
 
 
 def test_no_schedule_holds_a_fault_that_cannot_land():
-    """A corrupted checkpoint or read errors with no restart after them, and a worker-side crash
-    on a driver event, never fired in a real exploration (INCONCLUSIVE examples): not drawn."""
+    """A corrupted checkpoint or read errors with no restart after them, a worker-side crash
+    on a driver event, and a crash at a restore with no restart before it never fired in a real
+    exploration (INCONCLUSIVE examples): not drawn."""
     seen = _all_generated(REF)
     for s in seen:
         for i, f in enumerate(s):
@@ -72,6 +73,8 @@ def test_no_schedule_holds_a_fault_that_cannot_land():
                 assert any(es.restarts(g) and es._after_a_checkpoint(g, 1) for g in s[:i]), s
             if f["kind"] == "crash_worker":
                 assert f["at"].get("step") is not None or f["at"].get("event") == "restored", s
+            if f.get("where") == "on_restore":     # a crash at a restore needs one to come
+                assert any(es.restarts(g) and es._after_a_checkpoint(g, 1) for g in s[:i]), s
     assert any(f["kind"] == "corrupt_checkpoint" for s in seen for f in s)   # still drawn, with a restart
     assert any(f["kind"] == "starve_resources" for s in seen for f in s)
 
