@@ -99,7 +99,7 @@ def chaos_run(path, cwd, journal="journal.json"):
 @pytest.mark.full
 @pytest.mark.exclusive_ray
 @pytest.mark.slow
-def test_chaos_run_on_the_embedded_cluster(exclusive_ray, tmp_path):
+def test_chaos_run_on_the_embedded_cluster(ftharness_exclusive, tmp_path):
     r, journal = chaos_run(EXAMPLE, tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     assert journal["status"] == "completed" and not journal["deviated"]
@@ -118,7 +118,7 @@ def test_chaos_run_on_the_embedded_cluster(exclusive_ray, tmp_path):
 
 
 @pytest.mark.exclusive_ray
-def test_bad_target_interrupts_before_anything_starts(exclusive_ray, tmp_path):
+def test_bad_target_interrupts_before_anything_starts(ftharness_exclusive, tmp_path):
     exp = example()
     exp["method"][0]["provider"]["arguments"]["target"] = {"rank": 7}
     path = tmp_path / "bad.yaml"

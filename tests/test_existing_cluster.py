@@ -60,7 +60,7 @@ def started_cluster(dashboard_port=None):
 
 
 @pytest.fixture
-def operator_cluster(exclusive_ray):
+def operator_cluster(ftharness_exclusive):
     with started_cluster() as address:
         yield address
 
@@ -110,7 +110,7 @@ faults: [{{kind: kill_worker, target: {{rank: 1}}, at: {{step: 3}}}}]
     assert alive_nodes(operator_cluster) == 3
 
 
-def test_unreachable_address_is_one_line(exclusive_ray, tmp_path):
+def test_unreachable_address_is_one_line(ftharness_exclusive, tmp_path):
     r = run_cli("run", "--address", f"127.0.0.1:{free_port()}", "--out", str(tmp_path / "x"), timeout=300)
     assert r.returncode == 2, r.stdout + r.stderr
     lines = [l for l in r.stderr.splitlines() if l.startswith("ftharness:")]

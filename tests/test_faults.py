@@ -15,8 +15,8 @@ from ftharness.harness.run.suite import catalog_dir
 pytestmark = pytest.mark.cluster
 
 
-def run(run_scenario, name, **overrides):
-    s = run_scenario(os.path.join(catalog_dir(), f"{name}.yaml"), **overrides)
+def run(ftharness_run, name, **overrides):
+    s = ftharness_run(os.path.join(catalog_dir(), f"{name}.yaml"), **overrides)
     assert all(f["landed"] for f in s["faults"]), [(f["kind"], f["status"], f["evidence"]) for f in s["faults"]]
     assert s["history"]["complete"], s["history"]["problems"]
     return s, read_events(s["results_dir"])
@@ -45,8 +45,8 @@ def pid_alive(pid):
 
 
 @pytest.mark.full   # the core lane runs this scenario through the CLI (test_reports_logs) with these checks
-def test_kill_worker_is_charged_to_max_failures(run_scenario):
-    assert_kill_worker_charged_to_max_failures(*run(run_scenario, "kill-worker"))
+def test_kill_worker_is_charged_to_max_failures(ftharness_run):
+    assert_kill_worker_charged_to_max_failures(*run(ftharness_run, "kill-worker"))
 
 
 def assert_kill_worker_charged_to_max_failures(s, ev):
@@ -63,8 +63,8 @@ def assert_kill_worker_charged_to_max_failures(s, ev):
 
 
 @pytest.mark.full
-def test_crash_worker_raises_inside_the_train_function(run_scenario):
-    s, ev = run(run_scenario, "crash-worker")
+def test_crash_worker_raises_inside_the_train_function(ftharness_run):
+    s, ev = run(ftharness_run, "crash-worker")
     assert s["matches_expectation"], s["mismatches"]
     err = kinds(ev, "worker_error")[0]
     assert err["rank"] == 0 and err["error_type"] == "ChaosCrash" and err["step"] == 4
@@ -76,8 +76,8 @@ def test_crash_worker_raises_inside_the_train_function(run_scenario):
 
 
 @pytest.mark.full
-def test_hang_worker_trips_the_health_check(run_scenario):
-    s, ev = run(run_scenario, "hang-worker")
+def test_hang_worker_trips_the_health_check(ftharness_run):
+    s, ev = run(ftharness_run, "hang-worker")
     assert s["matches_expectation"], s["mismatches"]
     assert injected(ev, "hang_worker")["target_hit"]["how"] == "SIGSTOP"
     state = next(e for e in kinds(ev, "controller_state") if e.get("error_type"))
@@ -85,8 +85,8 @@ def test_hang_worker_trips_the_health_check(run_scenario):
     assert failures(ev) == [("worker_group", "RETRY")]
 
 
-def test_kill_node_without_notice_is_charged_to_max_failures(run_scenario, ftharness_cluster):
-    s, ev = run(run_scenario, "kill-node")
+def test_kill_node_without_notice_is_charged_to_max_failures(ftharness_run, ftharness_cluster):
+    s, ev = run(ftharness_run, "kill-node")
     assert s["matches_expectation"], s["mismatches"]
     hit = injected(ev, "kill_node")["target_hit"]
     import ray
@@ -96,8 +96,8 @@ def test_kill_node_without_notice_is_charged_to_max_failures(run_scenario, fthar
     assert kinds(ev, "fault_action")[0]["detail"]["how"] == "add_node"  # capacity returned
 
 
-def test_preemption_at_deadline_is_charged_to_preemption_budget(run_scenario):
-    s, ev = run(run_scenario, "preempt-node")
+def test_preemption_at_deadline_is_charged_to_preemption_budget(ftharness_run):
+    s, ev = run(ftharness_run, "preempt-node")
     assert s["matches_expectation"], s["mismatches"]
     drain = injected(ev, "preempt_node")["target_hit"]
     kill = next(e for e in kinds(ev, "fault_action") if "dies" in e["action"])
@@ -107,8 +107,8 @@ def test_preemption_at_deadline_is_charged_to_preemption_budget(run_scenario):
 
 
 @pytest.mark.full
-def test_preemption_killed_before_deadline_is_an_ordinary_failure(run_scenario):
-    s, ev = run(run_scenario, "preempt-node-early")
+def test_preemption_killed_before_deadline_is_an_ordinary_failure(ftharness_run):
+    s, ev = run(ftharness_run, "preempt-node-early")
     assert s["matches_expectation"], s["mismatches"]
     kill = next(e for e in kinds(ev, "fault_action") if "dies" in e["action"])
     assert kill["detail"]["ms_after_deadline"] < 0
@@ -116,8 +116,8 @@ def test_preemption_killed_before_deadline_is_an_ordinary_failure(run_scenario):
 
 
 @pytest.mark.full   # the core lane's partition is test_network's, with real packets dropped
-def test_partitioned_node_is_detected_and_run_recovers(run_scenario):
-    s, ev = run(run_scenario, "partition-node")
+def test_partitioned_node_is_detected_and_run_recovers(ftharness_run):
+    s, ev = run(ftharness_run, "partition-node")
     assert s["matches_expectation"], s["mismatches"]
     hit = injected(ev, "partition_node")["target_hit"]
     assert hit["paused_pids"] >= 2 and hit["how"] == "SIGSTOP node"
@@ -126,8 +126,8 @@ def test_partitioned_node_is_detected_and_run_recovers(run_scenario):
     assert hit["node_id"] not in {w["node_id"] for w in second}
 
 
-def test_starved_restart_is_charged_to_controller_budget(run_scenario):
-    s, ev = run(run_scenario, "starve-resources")
+def test_starved_restart_is_charged_to_controller_budget(ftharness_run):
+    s, ev = run(ftharness_run, "starve-resources")
     assert s["matches_expectation"], s["mismatches"]
     assert injected(ev, "starve_resources")["target_hit"]["cpus_requested"] >= 3  # every CPU, busy ones too
     assert failures(ev) == [("worker_group", "RETRY"), ("controller", "RAISE")]
@@ -135,8 +135,8 @@ def test_starved_restart_is_charged_to_controller_budget(run_scenario):
     assert kinds(ev, "fault_healed")  # hogs released when the run ended
 
 
-def test_killed_controller_is_resumed_by_a_second_fit(run_scenario):
-    s, ev = run(run_scenario, "kill-controller")
+def test_killed_controller_is_resumed_by_a_second_fit(ftharness_run):
+    s, ev = run(ftharness_run, "kill-controller")
     assert s["matches_expectation"], s["mismatches"]
     ends = kinds(ev, "run_end")
     assert [e["outcome"] for e in ends] == ["failed", "succeeded"]
@@ -146,12 +146,12 @@ def test_killed_controller_is_resumed_by_a_second_fit(run_scenario):
     assert starts and all(w["restored_checkpoint"] == latest["checkpoint"] for w in starts)
 
 
-def test_corrupted_checkpoint_is_restored_silently(run_scenario):
+def test_corrupted_checkpoint_is_restored_silently(ftharness_run):
     """The catalog scenario with its worker killed by `ray.kill` (`graceful: true`), so the
     graceful path, which holds no handle to the controller's actor, is run for real too."""
     faults = [{"kind": "corrupt_checkpoint", "which": "latest", "how": "bitflip", "at": {"step": 5, "rank": 0}},
               {"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 5, "rank": 0}, "graceful": True}]
-    s, ev = run(run_scenario, "corrupt-checkpoint", faults=faults)
+    s, ev = run(ftharness_run, "corrupt-checkpoint", faults=faults)
     assert s["matches_expectation"], s["mismatches"]
     kill = injected(ev, "kill_worker")["target_hit"]
     assert kill["how"] == "ray.kill" and not pid_alive(kill["pid"]), kill
@@ -165,8 +165,8 @@ def test_corrupted_checkpoint_is_restored_silently(run_scenario):
 
 
 @pytest.mark.full
-def test_elastic_group_goes_on_smaller_after_a_node_is_lost(run_scenario):
-    s, ev = run(run_scenario, "elastic-shrink")
+def test_elastic_group_goes_on_smaller_after_a_node_is_lost(ftharness_run):
+    s, ev = run(ftharness_run, "elastic-shrink")
     assert s["matches_expectation"], s["mismatches"]
     groups = kinds(ev, "worker_group_started")
     sizes = [e["world_size"] for e in groups]
@@ -181,8 +181,8 @@ def test_elastic_group_goes_on_smaller_after_a_node_is_lost(run_scenario):
 
 
 @pytest.mark.full
-def test_checkpoint_upload_errors_fail_the_attempt(run_scenario):
-    s, ev = run(run_scenario, "storage-errors")
+def test_checkpoint_upload_errors_fail_the_attempt(ftharness_run):
+    s, ev = run(ftharness_run, "storage-errors")
     assert s["matches_expectation"], s["mismatches"]
     assert injected(ev, "storage_errors")["target_hit"]["ops"] == ["write"]
     assert "injected partial write" in kinds(ev, "worker_error")[0]["error"]
@@ -190,16 +190,16 @@ def test_checkpoint_upload_errors_fail_the_attempt(run_scenario):
 
 
 @pytest.mark.full
-def test_snapshot_write_errors_are_fatal_controller_errors(run_scenario):
-    s, ev = run(run_scenario, "storage-errors-snapshot")
+def test_snapshot_write_errors_are_fatal_controller_errors(ftharness_run):
+    s, ev = run(ftharness_run, "storage-errors-snapshot")
     assert s["matches_expectation"], s["mismatches"]
     assert failures(ev) == [("none", "RAISE")]
 
 
 @pytest.mark.full
-def test_trigger_timing_is_recorded(run_scenario):
+def test_trigger_timing_is_recorded(ftharness_run):
     """Requested vs done, for a time trigger and an event trigger."""
-    s = run_scenario({"name": "timing", "landing_hold": False,  # fault 0 (error_rate 0) cannot land
+    s = ftharness_run({"name": "timing", "landing_hold": False,  # fault 0 (error_rate 0) cannot land
                       "workload": {"num_workers": 2, "steps": 20, "step_delay_s": 0.1},
                       "failure_config": {"max_failures": 2},
                       "faults": [{"kind": "storage_errors", "ops": ["list"], "error_rate": 0.0,
@@ -220,9 +220,9 @@ def test_trigger_timing_is_recorded(run_scenario):
 
 
 @pytest.mark.full
-def test_ray_data_restart_replays_rows(run_scenario):
+def test_ray_data_restart_replays_rows(ftharness_run):
     """Ray 2.60 keeps no data position: a restart replays its epoch (a finding)."""
-    s, ev = run(run_scenario, "ray-data-restart")
+    s, ev = run(ftharness_run, "ray-data-restart")
     assert s["matches_expectation"], s["mismatches"]
     findings = s["properties"]["shard_reassignment"]["findings"]
     assert any("replayed" in f for f in findings), findings
@@ -230,12 +230,12 @@ def test_ray_data_restart_replays_rows(run_scenario):
 
 
 @pytest.mark.full
-def test_recovery_times_agree_with_raw_timestamps(run_scenario):
+def test_recovery_times_agree_with_raw_timestamps(ftharness_run):
     """One worker kill and one preemption: the report's recovery times, recomputed
     here from the raw events (fault done -> first step of the next attempt)."""
     from ftharness.reports.metrics import recovery_table
 
-    s = run_scenario({"name": "kill-and-preempt",
+    s = ftharness_run({"name": "kill-and-preempt",
                       "workload": {"num_workers": 2, "steps": 60, "checkpoint_every": 2, "step_delay_s": 0.1},
                       "failure_config": {"max_failures": 1, "max_preemption_failures": 1},
                       "faults": [{"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": 4}},
@@ -255,9 +255,9 @@ def test_recovery_times_agree_with_raw_timestamps(run_scenario):
 
 
 @pytest.mark.full
-def test_crash_on_restore_fires_on_the_nth_restore(run_scenario):
+def test_crash_on_restore_fires_on_the_nth_restore(ftharness_run):
     """crash_worker on_restore: rank 0 raises while restoring in the first restarted attempt."""
-    s = run_scenario({"name": "crash-on-restore",
+    s = ftharness_run({"name": "crash-on-restore",
                       "workload": {"num_workers": 2, "steps": 14, "checkpoint_every": 2, "step_delay_s": 0.1},
                       "failure_config": {"max_failures": 2},
                       # late enough that a checkpoint is registered (registration lags reports)

@@ -57,9 +57,9 @@ def cross_validate(sc, summary):
 @settings(max_examples=EXAMPLES, deadline=None, database=None, phases=PHASES,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(scenario=scenario_dicts())
-def test_generated_scenarios_keep_their_properties(run_scenario, scenario):
+def test_generated_scenarios_keep_their_properties(ftharness_run, scenario):
     parse_scenario(scenario)  # every generated scenario is valid input
-    summary = run_scenario(scenario)
+    summary = ftharness_run(scenario)
     if not summary["matches_expectation"]:
         path = save_failing(scenario, FAILURES)
         pytest.fail(f"{scenario['name']} (saved to {path}): {summary['mismatches']}")

@@ -13,8 +13,8 @@ from ftharness.harness.run.suite import catalog_dir
 pytestmark = pytest.mark.cluster
 
 
-def test_collective_hang_on_gloo_is_ended_by_the_collective_timeout_and_charged(run_scenario):
-    s = run_scenario({
+def test_collective_hang_on_gloo_is_ended_by_the_collective_timeout_and_charged(ftharness_run):
+    s = ftharness_run({
         "name": "collective-hang-cpu",
         "workload": {"num_workers": 2, "steps": 10, "checkpoint_every": 2, "collective_timeout_s": 5},
         "failure_config": {"max_failures": 1},

@@ -13,8 +13,8 @@ LAST_STEP_PREEMPTION = {"kind": "preempt_node", "target": {"rank": 1}, "at": {"s
                         "replace": True}
 
 
-def test_faults_that_cannot_land_make_the_run_inconclusive(run_scenario):
-    s = run_scenario({
+def test_faults_that_cannot_land_make_the_run_inconclusive(ftharness_run):
+    s = ftharness_run({
         "name": "cannot-land",
         "landing_hold": False,  # the job may outrun its faults
         "workload": {"num_workers": 2, "steps": 8, "checkpoint_every": 2, "num_to_keep": 1},
@@ -42,8 +42,8 @@ def test_faults_that_cannot_land_make_the_run_inconclusive(run_scenario):
 
 
 @pytest.mark.full
-def test_landing_hold_makes_a_last_step_preemption_land(run_scenario):
-    s = run_scenario({
+def test_landing_hold_makes_a_last_step_preemption_land(ftharness_run):
+    s = ftharness_run({
         "name": "preempt-last-step",
         "workload": {"num_workers": 2, "steps": 8, "checkpoint_every": 2},
         "failure_config": {"max_failures": 0, "max_preemption_failures": 1},

@@ -239,7 +239,7 @@ def injected(s, kind):
 @pytest.mark.full
 @pytest.mark.cluster
 @pytest.mark.parametrize("by", ["node_id", "label"])
-def test_kill_node_named_by_id_or_label(run_scenario, ftharness_cluster, by):
+def test_kill_node_named_by_id_or_label(ftharness_run, ftharness_cluster, by):
     """Three ranks on three worker nodes, so the node named hosts one; the run goes on after
     the replacement joins. Embedded worker nodes carry the label ftharness.io/node: <index>."""
     from ftharness.harness.cluster.handles import NODE_LABEL
@@ -247,7 +247,7 @@ def test_kill_node_named_by_id_or_label(run_scenario, ftharness_cluster, by):
     index = ftharness_cluster.worker_node_indices()[-1]
     node_id = ftharness_cluster.node_id(index)
     target = {"node_id": node_id[:12]} if by == "node_id" else {"label": {NODE_LABEL: str(index)}}
-    s = run_scenario({"name": f"kill-node-by-{by}", "workload": {"num_workers": 3, "steps": 10, "checkpoint_every": 2},
+    s = ftharness_run({"name": f"kill-node-by-{by}", "workload": {"num_workers": 3, "steps": 10, "checkpoint_every": 2},
                       "failure_config": {"max_failures": 1},
                       "faults": [{"kind": "kill_node", "target": target, "at": {"step": 4}, "replace": True}]})
     assert s["verdict"] == "PASS", (s["mismatches"], s["inconclusive"])
@@ -257,12 +257,12 @@ def test_kill_node_named_by_id_or_label(run_scenario, ftharness_cluster, by):
 
 @pytest.mark.full
 @pytest.mark.cluster
-def test_an_ip_every_embedded_node_shares_is_refused_before_the_run(run_scenario, ftharness_cluster):
+def test_an_ip_every_embedded_node_shares_is_refused_before_the_run(ftharness_run, ftharness_cluster):
     head = next(n for n in ftharness_cluster.nodes() if n.is_head)
     assert head.ip and all(n.ip == head.ip for n in ftharness_cluster.nodes() if n.alive)   # one host
     workers = [n for n in ftharness_cluster.nodes() if not n.is_head and n.alive]
     assert all(n.labels.get("ftharness.io/node") == str(n.index) for n in workers)
     with pytest.raises(ScenarioError) as e:
-        run_scenario({"name": "kill-by-ip", "failure_config": {"max_failures": 1},
+        ftharness_run({"name": "kill-by-ip", "failure_config": {"max_failures": 1},
                       "faults": [{"kind": "kill_node", "target": {"ip": head.ip}, "at": {"step": 2}}]})
     assert str(e.value).startswith(f"kill-by-ip: faults[0].target.ip: {head.ip} matches {len(workers) + 1} live nodes")

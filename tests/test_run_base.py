@@ -19,8 +19,8 @@ def kinds(events, kind):
     return [e for e in events if e["kind"] == kind]
 
 
-def test_fault_free_run_records_everything(run_scenario):
-    s = run_scenario({"name": "fault-free", "workload": {"num_workers": 2, "steps": 12, "checkpoint_every": 3},
+def test_fault_free_run_records_everything(ftharness_run):
+    s = ftharness_run({"name": "fault-free", "workload": {"num_workers": 2, "steps": 12, "checkpoint_every": 3},
                       "expect": {"outcome": "succeeded"}})
     assert s["outcome"] == "succeeded" and s["matches_expectation"], s["mismatches"]
     events = read_events(s["results_dir"])
@@ -60,11 +60,11 @@ def test_fault_free_run_records_everything(run_scenario):
 
 
 @pytest.mark.full
-def test_resume_restores_latest_registered_and_redoes_nothing(run_scenario):
+def test_resume_restores_latest_registered_and_redoes_nothing(ftharness_run):
     base = {"name": "resume", "workload": {"num_workers": 2, "checkpoint_every": 2, "rows_per_epoch": 640}}
-    first = run_scenario(dict(base, workload=dict(base["workload"], steps=6)))
+    first = ftharness_run(dict(base, workload=dict(base["workload"], steps=6)))
     assert first["outcome"] == "succeeded"
-    second = run_scenario(dict(base, workload=dict(base["workload"], steps=12)), resume=first["results_dir"])
+    second = ftharness_run(dict(base, workload=dict(base["workload"], steps=12)), resume=first["results_dir"])
     assert second["outcome"] == "succeeded" and second["run_name"] == first["run_name"]
 
     e1, e2 = read_events(first["results_dir"]), read_events(second["results_dir"])
@@ -102,9 +102,9 @@ USER_JOB = textwrap.dedent('''
 
 
 @pytest.mark.full
-def test_user_entrypoint_is_instrumented(run_scenario, tmp_path):
+def test_user_entrypoint_is_instrumented(ftharness_run, tmp_path):
     (tmp_path / "userjob.py").write_text(USER_JOB)
-    s = run_scenario({"name": "user-job", "workload": {"entrypoint": "userjob:train_func",
+    s = ftharness_run({"name": "user-job", "workload": {"entrypoint": "userjob:train_func",
                                                         "train_loop_config": {"n": 5}, "num_workers": 2}})
     assert s["outcome"] == "succeeded", s["error"]
     events = read_events(s["results_dir"])

@@ -58,8 +58,8 @@ def test_storage_rules():
 
 @pytest.mark.full
 @pytest.mark.cluster
-def test_worker_kill_restores_from_s3(run_scenario):
-    s = run_scenario({
+def test_worker_kill_restores_from_s3(ftharness_run):
+    s = ftharness_run({
         "name": "s3-kill-worker", "cluster": {"storage": "s3"},
         "workload": {"num_workers": 2, "steps": 10, "checkpoint_every": 2},
         "failure_config": {"max_failures": 1},
@@ -83,8 +83,8 @@ def on_s3(name):
     return dict(data, name=f"s3-{name}", cluster=dict(data.get("cluster") or {}, storage="s3"))
 
 
-def landed_run(run_scenario, name):
-    s = run_scenario(on_s3(name))
+def landed_run(ftharness_run, name):
+    s = ftharness_run(on_s3(name))
     assert all(f["landed"] for f in s["faults"]), [(f["kind"], f["status"], f["evidence"]) for f in s["faults"]]
     assert s["history"]["complete"], s["history"]["problems"]
     assert s["matches_expectation"], (s["mismatches"], s["inconclusive"])
@@ -100,10 +100,10 @@ def injected(events, kind):
 
 @pytest.mark.full
 @pytest.mark.cluster
-def test_corrupted_checkpoint_in_s3_is_restored_silently(run_scenario):
+def test_corrupted_checkpoint_in_s3_is_restored_silently(ftharness_run):
     """The catalog's corrupt-checkpoint with storage in S3: the object is damaged in the
     bucket, and the restart restores it with a digest mismatch, as on local disk."""
-    s, ev = landed_run(run_scenario, "corrupt-checkpoint")
+    s, ev = landed_run(ftharness_run, "corrupt-checkpoint")
     hit = injected(ev, "corrupt_checkpoint")
     assert hit["filesystem"] == "s3" and hit["path"].startswith("ftharness/"), hit
     assert hit["sha256_before"] != hit["sha256_after"]
@@ -114,10 +114,10 @@ def test_corrupted_checkpoint_in_s3_is_restored_silently(run_scenario):
 
 
 @pytest.mark.cluster
-def test_checkpoint_upload_errors_to_s3_fail_the_attempt(run_scenario):
+def test_checkpoint_upload_errors_to_s3_fail_the_attempt(ftharness_run):
     """The catalog's storage-errors with storage in S3: torn uploads to the bucket fail the
     attempt (charged to max_failures), and the retry after the window succeeds."""
-    s, ev = landed_run(run_scenario, "storage-errors")
+    s, ev = landed_run(ftharness_run, "storage-errors")
     hit = injected(ev, "storage_errors")
     assert hit["ops"] == ["write"] and hit["filesystem"] == "s3"
     assert hit["path"] == "ftharness/.ftharness-storage-chaos.json"

@@ -57,7 +57,7 @@ def test_submit_to_nothing_is_one_line(tmp_path):
 
 # ------------------------------------------------------------------ real
 @pytest.fixture
-def operator_cluster_with_dashboard(exclusive_ray):
+def operator_cluster_with_dashboard(ftharness_exclusive):
     dash = free_port()
     with started_cluster(dashboard_port=dash) as address:
         yield address, f"http://127.0.0.1:{dash}"

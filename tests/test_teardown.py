@@ -41,7 +41,7 @@ def started_processes(cluster):
 
 
 @pytest.mark.full
-def test_context_exit_leaves_nothing(exclusive_ray):
+def test_context_exit_leaves_nothing(ftharness_exclusive):
     with EmbeddedCluster(nodes=2) as cluster:
         import ray
 
@@ -58,7 +58,7 @@ def test_context_exit_leaves_nothing(exclusive_ray):
 
 
 @pytest.mark.full
-def test_raising_body_leaves_nothing(exclusive_ray):
+def test_raising_body_leaves_nothing(ftharness_exclusive):
     pids = set()
     with pytest.raises(RuntimeError, match="boom"):
         with EmbeddedCluster(nodes=1) as cluster:
@@ -95,7 +95,7 @@ def start_child():
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, pytest.param(signal.SIGTERM, marks=pytest.mark.full),
                                  pytest.param(signal.SIGINT, marks=pytest.mark.full)])
-def test_harness_killed_leaves_nothing(exclusive_ray, sig):
+def test_harness_killed_leaves_nothing(ftharness_exclusive, sig):
     proc, pids, temp_dir = start_child()
     os.kill(proc.pid, sig)
     proc.wait(timeout=60)

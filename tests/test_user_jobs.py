@@ -17,8 +17,8 @@ pytestmark = pytest.mark.cluster
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
 
-def run(run_scenario, name):
-    s = run_scenario(os.path.join(EXAMPLES, f"{name}.yaml"))
+def run(ftharness_run, name):
+    s = ftharness_run(os.path.join(EXAMPLES, f"{name}.yaml"))
     assert all(f["landed"] for f in s["faults"]), [(f["kind"], f["status"], f["evidence"]) for f in s["faults"]]
     assert s["history"]["complete"], s["history"]["problems"]
     return s
@@ -41,9 +41,9 @@ ROWS = {"shard_reassignment"}   # the job's datasets carry row ids (workload.row
     ("transformers-kill-worker", "transformers", set()),
     ("torch-data-kill-worker", "torch", ROWS | {"monotonic_counters"}),
 ])
-def test_framework_job_survives_its_fault(run_scenario, name, pkg, also):
+def test_framework_job_survives_its_fault(ftharness_run, name, pkg, also):
     pytest.importorskip(pkg)
-    s = run(run_scenario, name)
+    s = run(ftharness_run, name)
     statuses = judged(s)
     assert s["verdict"] == "PASS", (s["mismatches"], s["inconclusive"], statuses)
     assert {"exactly_once_restore", "budget_accounting", "bounded_lost_work"} | also <= set(statuses)
@@ -59,10 +59,10 @@ def test_framework_job_survives_its_fault(run_scenario, name, pkg, also):
 
 
 @pytest.mark.full
-def test_elastic_job_goes_on_smaller_after_a_node_is_lost(run_scenario):
+def test_elastic_job_goes_on_smaller_after_a_node_is_lost(ftharness_run):
     """As tests/test_faults.py's elastic-shrink, for a user job: what Ray 2.60 does is recorded
     (group sizes, failures) and every applicable property is judged and holds."""
-    s = run(run_scenario, "elastic-kill-node")
+    s = run(ftharness_run, "elastic-kill-node")
     statuses = judged(s)
     assert s["verdict"] == "PASS", (s["mismatches"], s["inconclusive"], statuses)
     assert {"exactly_once_restore", "budget_accounting", "bounded_lost_work", "monotonic_counters"} <= set(statuses)
@@ -85,8 +85,8 @@ def test_elastic_job_goes_on_smaller_after_a_node_is_lost(run_scenario):
 
 
 @pytest.mark.full
-def test_unreported_checkpoint_job_fails_bounded_lost_work(run_scenario):
-    s = run(run_scenario, "unreported-checkpoint")
+def test_unreported_checkpoint_job_fails_bounded_lost_work(ftharness_run):
+    s = run(ftharness_run, "unreported-checkpoint")
     lost = s["properties"]["bounded_lost_work"]
     assert s["verdict"] == "FAIL" and lost["status"] == "failed", lost
     assert "no checkpoint was ever reported" in lost["explanation"] + " ".join(lost["violations"]), lost
@@ -94,7 +94,7 @@ def test_unreported_checkpoint_job_fails_bounded_lost_work(run_scenario):
 
 @pytest.mark.full
 @pytest.mark.exclusive_ray
-def test_doctor_run_reports_the_lost_work_of_the_unreported_checkpoint_job(exclusive_ray, tmp_path):
+def test_doctor_run_reports_the_lost_work_of_the_unreported_checkpoint_job(ftharness_exclusive, tmp_path):
     """`ftharness doctor --run` in a child process on its own embedded cluster (so the shared one
     is stopped first): rank 1 killed after report 3, the restart redoes every step."""
     r = run_cli("doctor", "--run", "examples.unreported_checkpoint_job:train_func",
