@@ -546,3 +546,24 @@ def test_standing_violations_are_marked():
             e["budget"] = "preemption"
     r = CHECKS["budget_accounting"](events, syn.context)
     assert r.passed is False and r.standing and all(v in r.violations for v in r.standing)
+
+
+def test_a_killed_controller_owes_no_recovery_but_an_unexplained_death_does():
+    """A real explore example (tests/data/kill-controller-unresumed): the controller killed while a
+    checkpoint was written, no second fit(). Ray's budgets retry no controller death, so
+    `recovers` owes nothing (it said "although the budgets allowed a retry": a false FAIL). The
+    same death with no kill_controller injected stays a violation, of both checks."""
+    from ftharness.history.records import read_events
+    from ftharness.reports.judgement import rejudge
+
+    folder = os.path.join(os.path.dirname(__file__), "data", "kill-controller-unresumed")
+    judged = rejudge(folder)["properties"]
+    assert judged["recovers"]["status"] == "not_judged", judged["recovers"]
+    assert "retry no controller death" in judged["recovers"]["explanation"]
+    assert judged["budget_accounting"]["status"] == "passed"
+    events = read_events(folder)
+    unprompted = [dict(e, fault_kind="kill_worker") if e["kind"] == "fault_injected" else e for e in events]
+    ctx = {"injected": [{"kind": "kill_worker"}], "failure_config": {"max_failures": 1}, "expect_outcome": "succeeded"}
+    r = CHECKS["recovers"](unprompted, ctx)
+    assert r.passed is False and "although the budgets allowed a retry" in r.explanation, r.explanation
+    assert CHECKS["budget_accounting"](unprompted, ctx).passed is False

@@ -267,6 +267,19 @@ def _segments(h: History, kept: Dict[int, Optional[Key]]) -> str:
     return ", ".join(f"{h.label(k) if k else 'earlier run'}: {a}-{b}" for k, a, b in parts)
 
 
+def controller_killed(h: History, context: "PropertyContext") -> Optional[bool]:
+    """Whether a kill_controller fault was injected into the run; None when nothing says. A fit()
+    that raised ActorDiedError with no failure decision then lost its controller to the fault:
+    Ray's budgets retry no controller death (a second fit() with the same name resumes it)."""
+    from ftharness.history.columns import non_steps
+
+    kinds = [f.get("kind") for f in context.get("injected") or []]
+    kinds += [e.get("fault_kind") for e in non_steps(h.events) if e.get("kind") == "fault_injected"]
+    if not kinds and context.get("injected") is None:
+        return None
+    return "kill_controller" in kinds
+
+
 def failure_text(h: History, f: dict) -> str:
     """'failure seq 57 (attempt 1, WorkerGroupError)' for a failure of `h.failures()`."""
     return f"failure seq {f.get('seq')} ({h.label(f.get('_key'))}, {f.get('error_type')})"

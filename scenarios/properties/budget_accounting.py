@@ -11,8 +11,8 @@ from ftharness.history import causal
 from ftharness.history.columns import non_steps
 from ftharness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, Fit, History, as_history
 from ftharness.scenarios import policy_model
-from ftharness.scenarios.properties.base import (CheckResult, Events, PropertyContext, always, failure_text, not_judged,
-                                                 recorded_failure_config, unknown_or_result)
+from ftharness.scenarios.properties.base import (CheckResult, Events, PropertyContext, always, controller_killed,
+                                                 failure_text, not_judged, recorded_failure_config, unknown_or_result)
 
 ERROR_BUDGETS = {              # budgets Ray may charge each raised error type to
     "ControllerError": {"controller", NOT_RETRYABLE},
@@ -234,20 +234,11 @@ def _outcome_violations(h: History, fit: Fit, context: PropertyContext, findings
             return [f"{where} failed with {error_type} but the RAISE at seq {raises[0].get('seq')} "
                     f"was for {raised}"]
         return []
-    if error_type == "ActorDiedError" and _controller_killed(h, context) is not False:
+    if error_type == "ActorDiedError" and controller_killed(h, context) is not False:
         findings.append(f"{where} failed with ActorDiedError and no failure event: the controller died")
         return []
     return [f"{where} failed ({error_type}) without a RAISE: after {len(fit.failures)} failure(s) "
             f"the budgets still allowed a retry"]
-
-
-def _controller_killed(h: History, context: PropertyContext) -> Optional[bool]:
-    """Whether a kill_controller fault was injected; None when nothing says."""
-    kinds = [f.get("kind") for f in context.get("injected") or []]
-    kinds += [e.get("fault_kind") for e in non_steps(h.events) if e.get("kind") == "fault_injected"]
-    if not kinds and context.get("injected") is None:
-        return None
-    return "kill_controller" in kinds
 
 
 # --------------------------------------------------------------- TorchElastic

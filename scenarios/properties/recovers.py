@@ -25,8 +25,8 @@ from typing import List
 
 from ftharness.history.model import NOT_RETRYABLE, History, Recovery, as_history
 from ftharness.scenarios import policy_model
-from ftharness.scenarios.properties.base import (CheckResult, Events, Facts, PropertyContext, failure_text, not_judged,
-                                                 recorded_failure_config, result)
+from ftharness.scenarios.properties.base import (CheckResult, Events, Facts, PropertyContext, controller_killed,
+                                                 failure_text, not_judged, recorded_failure_config, result)
 
 #: seconds a recovery may take when the scenario gives no bound (see the module doc)
 DEFAULT_RECOVERY_BOUND_S = 300.0
@@ -58,6 +58,11 @@ def check(events: Events, context: PropertyContext) -> CheckResult:
     outcome, error_type = h.outcome(fit, context)
     if outcome is None:
         return not_judged("recovers", f"fit {fit.index} has no recorded outcome")
+    raised = any(f.get("decision") == "RAISE" for f in fit.failures)
+    if outcome == "failed" and error_type == "ActorDiedError" and not raised and controller_killed(h, context) is not False:
+        # (budget_accounting holds an unexplained controller death against the run)
+        return not_judged("recovers", f"fit {fit.index} ended ActorDiedError: its controller was killed, and Ray's "
+                                      f"budgets retry no controller death (a second fit() resumes it): no recovery owed")
     if outcome != "succeeded":
         violations.append(f"fit {fit.index} ended {outcome or 'without an outcome'}"
                           f"{f' ({error_type})' if error_type else ''} although the budgets allowed a retry")
