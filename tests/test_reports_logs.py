@@ -122,3 +122,29 @@ def test_a_real_kill_worker_run_prints_only_progress_and_verdict_and_keeps_ray_l
     from ftharness.history.records import read_events
 
     assert_kill_worker_charged_to_max_failures(json.load(open(out / "summary.json")), read_events(str(out)))
+
+
+def test_a_multi_line_ray_message_leaves_the_terminal_whole(tmp_path, monkeypatch, capsys):
+    """A node marked dead: Ray prints one message, its first line "(raylet) ...", then the tail
+    of the dead raylet's raylet.out unprefixed (a real exploration's terminal held 400 such
+    lines). The whole message goes to the driver log; ftharness's lines around it stay."""
+    monkeypatch.setenv("FTHARNESS_VERBOSE", "0")
+    dead = ("(raylet) The node with node id: 8f20 and address: 192.0.2.3 has been marked dead because the "
+            "detector has missed too many heartbeats from it. Possible causes:\n"
+            "\t(1) raylet crashes unexpectedly (OOM, etc.)\n"
+            "\t(2) raylet has lagging heartbeats due to slow network or busy workload.\n"
+            "    [state-dump] \tReporterService.grpc_client.HealthCheck - 1 total (0 active)\n"
+            "    [state-dump] DebugString() time ms: 1")
+    capture = LogCapture(str(tmp_path))
+    try:
+        print(OURS[0])
+        print(dead)           # one write for the message, one for its newline: as print() does
+        print(OURS[1])
+        import sys
+        sys.stdout.write("partial (raylet) ")   # an unfinished line of ours is still ours
+        sys.stdout.write("kept\n")
+    finally:
+        capture.close()
+    assert capsys.readouterr().out.splitlines() == [OURS[0], OURS[1], "partial (raylet) kept"]
+    driver = (tmp_path / handles.DRIVER_LOG).read_text()
+    assert "[state-dump] DebugString() time ms: 1" in driver and "(2) raylet has lagging" in driver

@@ -131,26 +131,39 @@ def keep_logs(results_dir: Optional[str]) -> None:
 class _Filtered:
     """sys.stdout or sys.stderr with Ray's own lines taken out into a log file
     (and, with --verbose, still shown): ftharness's progress and verdict stay
-    alone on the terminal."""
+    alone on the terminal.
+
+    A message of Ray's may span lines: a node marked dead comes with the tail of its
+    raylet.out, only the first line prefixed "(raylet)". Ray prints each message in one
+    write, so once a write shows a Ray line, the rest of that write is Ray's too (a real
+    exploration's terminal held 400 lines of a dead raylet's state dumps)."""
 
     def __init__(self, stream, sink, lock):
         self._stream, self._sink, self._lock, self._partial = stream, sink, lock, ""
+        self._partial_ray = False    # the unfinished line belongs to a Ray message
 
     def write(self, text: str) -> int:
         lines = (self._partial + text).split("\n")
         self._partial = lines.pop()
-        for line in lines:
-            if RAY_LINE.match(line):
-                with self._lock:
-                    self._sink.write(line + "\n")
-                    self._sink.flush()
-                if not verbose():
-                    continue
-            self._stream.write(line + "\n")
+        ray = False
+        for i, line in enumerate(lines):
+            ray = ray or bool(RAY_LINE.match(line))
+            self._emit(line, ray or (i == 0 and self._partial_ray))
+        if lines:
+            self._partial_ray = ray and bool(self._partial)
         return len(text)
 
+    def _emit(self, line: str, ray: bool) -> None:
+        if ray:
+            with self._lock:
+                self._sink.write(line + "\n")
+                self._sink.flush()
+            if not verbose():
+                return
+        self._stream.write(line + "\n")
+
     def flush(self) -> None:
-        if self._partial and not RAY_LINE.match(self._partial):
+        if self._partial and not (self._partial_ray or RAY_LINE.match(self._partial)):
             self._stream.write(self._partial)
             self._partial = ""
         self._stream.flush()
