@@ -180,6 +180,7 @@ def test_a_step_a_trigger_gates_on_holds_its_emitter_until_released(ftharness_cl
     assert steps == [1, 2, 3, 4, 5]
 
 
+@pytest.mark.full   # harness-internal resilience, two runs: make test-full (the core lane shares the process in every run)
 def test_runs_share_the_clusters_history_process_and_a_dead_one_is_replaced(ftharness_cluster, ftharness_run):
     """The history service starts with the cluster, so a run starts no process of its own;
     a service that died (here killed) is replaced at the next run, whose history is whole."""

@@ -115,6 +115,7 @@ def test_a_spare_node_under_a_worker_kill_stays_idle_and_the_run_recovers_in_one
     assert len(failures) <= 2 and [a["node_id"] for a in summary["agents"]] == ["agent-0", "agent-1"]
 
 
+@pytest.mark.full   # the core lane's torchrun run is the worker kill above; this node kill runs in make test-full
 def test_a_spare_node_under_a_node_kill_takes_the_lost_node_s_place(tmp_path):
     """The node of rank 0 dies (no `replace`): the launcher, in the scheduler's place, starts an agent
     on the spare node at once, it joins the rendezvous, and the next round runs there."""
