@@ -671,6 +671,34 @@ def _judge(mutation, tmp_path):
     return summary
 
 
+def _controller_died_after_the_fault(run, kind):
+    """The fit ended ActorDiedError right after the fault, with no failure decision: what a
+    killed controller leaves (Ray's budgets retry no controller death)."""
+    fault = run.one("fault_injected")
+    end = run.one("run_end")
+    run.events = [e for e in run.events if e["seq"] <= fault["seq"] and e["kind"] != "failure"]
+    run.events.append(dict(end, t=fault["t"] + 1.0, outcome="failed", error_type="ActorDiedError",
+                           error="The actor died unexpectedly before finishing this task.\n\tclass_name: TrainController",
+                           metrics=None, checkpoint=None))
+    fault["fault_kind"] = kind
+    if kind == "kill_controller":
+        run.scenario["faults"][0] = {"kind": "kill_controller", "at": run.scenario["faults"][0]["at"]}
+    run.expect(outcome="failed", error_type="ActorDiedError", properties=["recovers"])
+    run.renumber = True
+
+
+@mutation("recovers", INCONCLUSIVE, "kill-worker")
+def a_killed_controller_owes_no_recovery(run):
+    """Seen in explore: `recovers` failed such a run "although the budgets allowed a retry" (was FAIL)."""
+    _controller_died_after_the_fault(run, "kill_controller")
+
+
+@mutation("recovers", FAIL, "kill-worker")
+def a_controller_death_nothing_caused_is_no_excuse(run):
+    """The same end after a worker kill: nothing killed the controller, the budgets allowed a retry."""
+    _controller_died_after_the_fault(run, "kill_worker")
+
+
 @pytest.mark.parametrize("m", MUTATIONS, ids=[m.name for m in MUTATIONS])
 def test_mutation_gets_its_verdict(m, tmp_path):
     summary = _judge(m, tmp_path)
@@ -692,3 +720,4 @@ def test_every_property_is_mutated(capsys):
     for prop in PROPERTIES:
         assert per[prop] >= MIN_PER_PROPERTY, (prop, per[prop])
     assert all(verdicts[v] >= 10 for v in (PASS, FAIL, INCONCLUSIVE)), verdicts
+
