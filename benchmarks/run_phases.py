@@ -72,7 +72,7 @@ def phases(events: List[dict]) -> Dict[str, float]:
         elif k == "worker_group_started" and open_attempt is not None:
             got["group start"] += t - open_attempt
             open_attempt, open_group = None, t
-        elif k in ("step", "restored", "worker_start") and open_group is not None and k != "worker_start":
+        elif k in ("step", "restored") and open_group is not None:
             got["first step"] += t - open_group
             open_group = None
         elif k == "fault_injected":
