@@ -202,15 +202,11 @@ def supported(base: Scenario, ray_version: Optional[str] = None) -> Support:
 def workloads(base: Scenario):
     """A strategy of overrides of the reference job's settings (WORKLOAD_AXES; {}: the base's
     own). Values the base's scenario refuses are left out; a user's job gets only {}."""
-    if base.workload.kind != "reference":
-        return st.just({})
+    others = _other_workloads(base)
     axes = {}
-    for name, values in WORKLOAD_AXES.items():
+    for name in dict.fromkeys(n for n, _ in others):
         own = getattr(base.workload, name)
-        order = [own] + [v for v in values if v != own and _first_error(
-            dict(base_data(base), workload={**base_data(base)["workload"], name: v}), base.base_dir) is None]
-        if len(order) > 1:
-            axes[name] = (own, st.sampled_from(order))
+        axes[name] = (own, st.sampled_from([own] + [v for n, v in others if n == name]))
     if not axes:
         return st.just({})
     return st.fixed_dictionaries({n: strat for n, (_, strat) in axes.items()}).map(
