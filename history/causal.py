@@ -53,7 +53,8 @@ TOL_CROSS = 2.0
 #: seconds the injector may take to write down what it did (a node removed, then recorded)
 RECORD_LAG_S = 30.0
 #: worker event kinds: each is emitted by one process of one attempt's group
-WORKER_KINDS = ("worker_start", "step", "report", "checkpoint_written", "worker_error", "worker_end")
+WORKER_KINDS = ("worker_start", "step", "report", "checkpoint_written", "worker_error", "worker_end",
+                "preemption_notice", "dataset_shard")
 #: fields whose type a rule relies on: (kind or None for any kind, field) -> allowed types
 _N = type(None)
 TYPED: Dict[Tuple[Optional[str], str], tuple] = {
@@ -109,10 +110,11 @@ TYPED: Dict[Tuple[Optional[str], str], tuple] = {
 #: what one worker process is, on every event it records: one rank of one attempt, on one node
 IDENTITY = ("pid", "rank", "attempt_id", "attempt", "node_id", "world_size", "restart_count", "fit_index")
 #: findings that say a clock reading of the record is damaged: then no finding about order in time stands
-CLOCK_DAMAGE = frozenset({"clock", "fault-times", "odd-value", "derived-field", "fit-order"})
+CLOCK_DAMAGE = frozenset({"clock", "fault-times", "odd-value", "derived-field", "fit-order", "collective-order",
+                          "fault-notice"})
 #: rules that compare clock readings of two events
 TIMED = frozenset({"attempt-order", "after-death", "after-shutdown", "zombie-report", "failure-attempt", "fit-order",
-                   "fault-trigger"})
+                   "fault-trigger", "notice"})
 #: seconds a worker group may be recorded after its ranks started stepping (a busy controller)
 TOL_GROUP = 10.0
 #: fault kinds after whose action the victim process (or every process of the node) is gone
@@ -144,6 +146,11 @@ class Declared:
     reference: bool = True
     #: seconds Ray Train waits for a hung worker's health check (the scenario's profile, else the release's)
     health_check_timeout_s: float = 600.0
+    #: the scaling config: a fixed group size, or (min, max) for an elastic one (None: not declared)
+    num_workers: Optional[Any] = None
+    #: the reference job's checkpoint cadence and last step (None: not declared, or a user's job)
+    checkpoint_every: Optional[int] = None
+    steps: Optional[int] = None
 
 
 @dataclass
@@ -305,7 +312,8 @@ class _Builder:
         self.events = events
         for step in (self._clocks, self._faults, self._groups, self._workers, self._states,
                      self._checkpoints, self._reports, self._failures, self._fits, self._ends, self._triggers,
-                     self._restarts, self._results, self._torchrun, self._sequence, self._controller):
+                     self._restarts, self._results, self._torchrun, self._sequence, self._controller,
+                     self._declared):
             try:
                 step()
             except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:   # odd values: named damage
@@ -319,6 +327,12 @@ class _Builder:
     @property
     def model(self) -> CausalModel:
         return self.m
+
+    def _declared(self) -> None:
+        """The rules that hold the record against what was declared and done (causal_declared.py)."""
+        from ftharness.history import causal_declared
+
+        causal_declared.check_all(self)
 
     def _all(self) -> Iterable[dict]:
         """Every event of a short history (all of them are dicts); a long one's non-stored events."""
@@ -732,7 +746,10 @@ class _Builder:
                         m.add(RECORDS, "report", f"{where}: reports checkpoint {name[:40]}, which that rank never "
                                                  f"wrote", absence=True)
                     d = e.get("digest")
-                    if isinstance(d, str) and d and type(step) is int:
+                    # only the reference job writes new files on every rank at every report (job_shapes.py):
+                    # Lightning's ranks > 0 report a folder with nothing of theirs, XGBoost reports its
+                    # final model twice
+                    if ref and isinstance(d, str) and d and type(step) is int:
                         if d in digests and digests[d][1] != step:
                             m.add(RECORDS, "report", f"{where}: checkpoint {name[:40]} of step {step} has the digest "
                                                      f"of {digests[d][0][:40]}, of step {digests[d][1]}")

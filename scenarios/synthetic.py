@@ -306,7 +306,7 @@ class _Run:
         name = f"checkpoint_f{self.fit}_a{ordinal}_s{step:05d}"
         self._worker(workers[0], "checkpoint_written", step=step, local_path=f"/tmp/{name}")
         self.emit("checkpoint_registered", "controller", attempt_id=aid, checkpoint=name,
-                  path=f"/tmp/synthetic/{name}", step=step)
+                  path=f"/tmp/synthetic/synthetic/{name}", step=step)   # storage/run/checkpoint
         for w in workers:
             self._worker(w, "report", step=step, checkpoint=name if w["rank"] == 0 else None,
                          metrics=dict(metrics))

@@ -397,9 +397,13 @@ def declared(scenario: Scenario, facts_: Dict[str, Any],
     its runtime, its detection profile's health-check timeout), never what the run recorded of itself."""
     specs = fault_specs if fault_specs is not None else _safe(lambda _: scenario_specs(scenario), None, [])
     profile = scenario.cluster.profile if scenario.cluster.address is None else None
-    return causal.Declared(runtime=scenario.workload.runtime, fault_specs=tuple(specs or ()),
-                           reference=scenario.workload.kind == "reference",
-                           health_check_timeout_s=profiles.health_check_timeout_s(profile))
+    w = scenario.workload
+    reference = w.kind == "reference"
+    return causal.Declared(runtime=w.runtime, fault_specs=tuple(specs or ()), reference=reference,
+                           health_check_timeout_s=profiles.health_check_timeout_s(profile),
+                           num_workers=tuple(w.num_workers) if isinstance(w.num_workers, (tuple, list)) else w.num_workers,
+                           checkpoint_every=w.checkpoint_every if reference else None,
+                           steps=w.steps if reference and w.duration_s is None else None)
 
 
 def _health_wait(scenario: Scenario) -> float:

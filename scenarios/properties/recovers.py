@@ -73,7 +73,11 @@ def check(events: Events, context: PropertyContext) -> CheckResult:
     times = []
     for r in owed:
         if r.recovery_s is None:
-            findings.append(f"{cause(h, r)}: no step followed (restored at the last step?)")
+            why = _unstepped(h, r) if outcome == "succeeded" else None
+            if why is not None:   # a succeeded run whose restart never trained owes an explanation
+                violations.append(f"{cause(h, r)}: {why}")
+            else:
+                findings.append(f"{cause(h, r)}: no step followed; the restart restored the run's last step")
             continue
         times.append(r.recovery_s)
         if bound is not None and r.recovery_s > bound:
@@ -91,6 +95,25 @@ def check(events: Events, context: PropertyContext) -> CheckResult:
     summary = (f"run succeeded; {len(times)} recovery(ies) from a fault or failure to the next first step"
                f"{slowest}{f' within the {bound:g} s bound ({basis})' if times else ''}")
     return result("recovers", violations, findings, summary)
+
+
+def _unstepped(h: History, r: Recovery):
+    """Why a retried outage of a run that succeeded, followed by no step, is no recovery (None: the
+    restarted attempt restored the run's last step, so it had nothing left to train)."""
+    outage = r.outage
+    if outage is None:
+        return None
+    later = [a for a in h.ordered() if a.key[0] == outage.fit_index and a.start is not None
+             and (a.start.get("t") or 0) >= outage.t]
+    if not later:
+        return "no attempt was started after it, yet the run succeeded"
+    last = h.last_step()
+    restored = [w.get("restored_step") for a in later for w in a.worker_starts]
+    if any(type(s) is int and s == last for s in restored):
+        return None
+    got = sorted({s for s in restored if type(s) is int})
+    return (f"no attempt started after it stepped, and none restored the run's last step {last} "
+            f"({'restored step(s) ' + ', '.join(map(str, got)) if got else 'no rank started'})")
 
 
 def _bound(h: History, context: PropertyContext):

@@ -1,0 +1,340 @@
+"""Rules of the causal model that hold the record against what was declared and done to it.
+
+`history/causal.py` checks that the record agrees with itself. These rules read
+the facts a record could otherwise carry unread: the run's identity (every event
+names the run, every registration lies in the run's folder), the scaling config
+(a group's size), the workload's checkpoint cadence, the preemption notices
+against the drains that gave them, each failure's charge against the restarts
+that followed, the order of collective steps across processes, and a finished
+fit's last attempt. Each rule says which jobs it applies to (`job_shapes.py`):
+the reference job promises more than a user's job, and a rule that reads such a
+promise runs only where `Declared.reference` says it was made.
+
+Every function takes the model builder (`_Builder` of causal.py) and adds its
+findings to `b.m`; none reads Ray, all are pure.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from typing import Any, Dict, List, Optional, Tuple
+
+#: seconds of slack on a drain's deadline against the notice the scenario asked for (the deadline
+#: is computed as time.time() + notice_s between t_requested and t_done)
+NOTICE_SLACK_S = 0.5
+#: seconds a worker may still record its own end or error after its group was shut down (Ray's
+#: shutdown waits for the actors; a rank blocked in a collective raises once its peer is gone).
+#: Training progress (a step, a report) gets the cross-process clock tolerance only.
+TOL_SHUTDOWN_END = 10.0
+#: the failure budgets a restart with a new attempt id pays from (a controller failure in
+#: SCHEDULING is retried under the same attempt id, RESCHEDULING)
+RESTARTING_BUDGETS = ("worker_group", "preemption")
+
+
+def _num(v: Any) -> Optional[float]:
+    from ftharness.history.causal import _num as num
+
+    return num(v)
+
+
+def check_all(b) -> None:
+    """Every rule of this module, in order."""
+    for rule in (run_identity, group_size, preemption_notices, failure_charges, collective_order,
+                 progress_after_shutdown, checkpoint_cadence, finished_attempt_trained):
+        try:
+            rule(b)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:   # odd values: named damage
+            from ftharness.history.causal import RECORDS
+
+            b.m.add(RECORDS, "unreadable", f"the record could not be read as a run ({type(e).__name__}: "
+                                           f"{str(e)[:120]})")
+
+
+# -- identity: one run, one storage folder
+def run_identity(b) -> None:
+    """Every event names the run its run_start named (an event of another run spliced in is damage to
+    the record: INCONCLUSIVE), and every registered checkpoint lies in that run's folder under the
+    storage path the run_start recorded (the controller registering elsewhere: FAIL)."""
+    from ftharness.history.causal import RECORDS, SYSTEM
+
+    m = b.m
+    starts = [e for e in b.events if e.get("kind") == "run_start"]
+    names = {e.get("run_name") for e in starts if isinstance(e.get("run_name"), str)}
+    if len(names) > 1:
+        m.add(RECORDS, "run-identity", f"the history's run_start events name {len(names)} runs: "
+                                       f"{', '.join(sorted(n[:40] for n in names))}")
+        return
+    if not names:
+        return
+    run = next(iter(names))
+    odd = next((e for e in b._all() if e.get("kind") != "history_end" and "run" in e and e.get("run") != run), None)
+    if odd is not None:
+        m.add(RECORDS, "run-identity", f"{odd.get('kind')} seq {odd.get('seq')} belongs to run "
+                                       f"{str(odd.get('run'))[:40]}, the history's run is {run[:40]}")
+    storage = next((e.get("storage_path") for e in starts if isinstance(e.get("storage_path"), str)), None)
+    for e in b.events:
+        if e.get("kind") != "checkpoint_registered" or not isinstance(e.get("path"), str) or not e["path"]:
+            continue
+        path = e["path"].rstrip("/")
+        parent = os.path.basename(os.path.dirname(path))
+        where = f"checkpoint_registered seq {e.get('seq')} ({str(e.get('checkpoint'))[:40]})"
+        if parent != run:
+            m.add(SYSTEM, "registration", f"{where}: its path lies in the folder {parent[:40]!r}, not the run's "
+                                          f"({run[:40]})")
+        elif isinstance(storage, str) and storage.startswith("/") and path.startswith("/") \
+                and os.path.normpath(os.path.dirname(os.path.dirname(path))) != os.path.normpath(storage):
+            m.add(SYSTEM, "registration", f"{where}: its path lies under {os.path.dirname(os.path.dirname(path))[-50:]},"
+                                          f" not the run's storage path {storage[-50:]}")
+
+
+# -- scaling: a group is what the scaling config allows
+def group_size(b) -> None:
+    """A worker group's world size is the scenario's `num_workers` (a fixed size), or within its
+    [min, max] (elastic). Ray never starts a fixed-size group smaller or larger: FAIL."""
+    from ftharness.history.causal import SYSTEM
+
+    want = b.m.declared.num_workers
+    if want is None:
+        return
+    for g in b.m.groups.values():
+        ws = g.world_size if g.world_size is not None else (len(g.workers) or None)
+        if ws is None:
+            continue
+        if isinstance(want, tuple):
+            lo, hi = want
+            if not lo <= ws <= hi:
+                b.m.add(SYSTEM, "group", f"attempt {g.attempt_id[:12]}'s group has {ws} workers, outside the "
+                                         f"scenario's elastic range [{lo}, {hi}]")
+        elif ws != want:
+            b.m.add(SYSTEM, "group", f"attempt {g.attempt_id[:12]}'s group has {ws} workers, the scenario's "
+                                     f"num_workers is {want} (not elastic)")
+
+
+# -- preemption: a notice is the drain's, a drain is the scenario's
+def preemption_notices(b) -> None:
+    """A drain's deadline is `notice_s` after the drain was asked for (as the scenario declares), and
+    the node was not dead already when it was drained (the injector's record: INCONCLUSIVE). A rank's
+    preemption notice carries the deadline of a drain done before it, of a node of its attempt's
+    group, and comes no later than that node's death (Ray's notice with no drain behind it: FAIL)."""
+    from ftharness.history.causal import RECORDS, SYSTEM, TOL_CROSS, fault_time
+
+    m = b.m
+    specs = m.declared.fault_specs
+    drains: List[Tuple[int, float, str, int]] = []   # (deadline_ms, drained at, node, fault index)
+    for idx, e in m.injections.items():
+        if e.get("fault_kind") != "preempt_node":
+            continue
+        hit = e.get("target_hit") if isinstance(e.get("target_hit"), dict) else {}
+        deadline, node, when = _num(hit.get("deadline_ms")), hit.get("node_id"), fault_time(e)
+        if deadline is None or node is None or when is None:
+            continue
+        drains.append((int(deadline), when, node, idx))
+        spec = specs[idx] if 0 <= idx < len(specs) and isinstance(specs[idx], dict) else None
+        notice_s = _num((spec or {}).get("notice_s"))
+        if spec is not None and notice_s is None:
+            notice_s = 3.0   # the kind's default (faults/node.py PreemptNodeSpec)
+        asked, done = _num(e.get("t_requested")), _num(e.get("t_done"))
+        lo = (asked if asked is not None else when) - NOTICE_SLACK_S
+        hi = (done if done is not None else when) + NOTICE_SLACK_S
+        if notice_s is not None and not lo <= deadline / 1000.0 - notice_s <= hi:
+            m.add(RECORDS, "fault-notice", f"fault {idx} (preempt_node): the drain's deadline is "
+                                           f"{deadline / 1000.0 - when:+.1f} s from the drain, the scenario's "
+                                           f"notice_s is {notice_s:g}")
+        death = m.node_deaths.get(node)
+        if death is not None and death[0] < when - TOL_CROSS:
+            m.add(RECORDS, "fault-notice", f"fault {idx} (preempt_node): node {str(node)[:8]} was drained "
+                                           f"{when - death[0]:.1f} s after it was removed")
+        if death is not None and spec is not None:
+            offset = _num(spec.get("kill_offset_s")) or 0.0
+            due = deadline / 1000.0 + offset
+            if death[0] < due - NOTICE_SLACK_S - TOL_CROSS:
+                m.add(RECORDS, "fault-notice", f"fault {idx} (preempt_node): node {str(node)[:8]} was removed "
+                                               f"{due - death[0]:.1f} s before its deadline plus kill_offset_s")
+    for e in b.events:
+        if e.get("kind") != "preemption_notice":
+            continue
+        t, deadline = _num(e.get("t")), _num(e.get("deadline_ms"))
+        where = f"preemption_notice seq {e.get('seq')} (rank {e.get('rank')})"
+        if t is None or deadline is None:
+            continue
+        group = m.groups.get(e.get("attempt_id")) if isinstance(e.get("attempt_id"), str) else None
+        nodes = {n for _, n in group.workers.values()} if group is not None and group.workers else None
+        mine = [d for d in drains if abs(d[0] - deadline) <= 1000 and d[1] <= t + TOL_CROSS
+                and (nodes is None or d[2] in nodes)]
+        if not mine:
+            m.add(SYSTEM, "notice", f"{where}: a notice with deadline {deadline / 1000.0:.3f}, and no node of its "
+                                    f"attempt was drained with that deadline before it")
+            continue
+        death = m.node_deaths.get(mine[-1][2])
+        if death is not None and t > death[0] + TOL_CROSS:
+            m.add(SYSTEM, "notice", f"{where}: taken {t - death[0]:.1f} s after the drained node "
+                                    f"{str(mine[-1][2])[:8]} was removed")
+
+
+# -- failures: one charge per failed attempt
+def failure_charges(b) -> None:
+    """A failed attempt is charged once to the budget that restarts it (worker group or preemption:
+    a RETRY ends the attempt, the next one has a new id); each charge raises that budget's count by
+    one and leaves the others (Ray's FailurePolicy counts each decision once)."""
+    from ftharness.history.causal import SYSTEM
+
+    m = b.m
+    if m.declared.runtime == "torchrun":
+        return
+    per_attempt: Dict[Any, List[dict]] = defaultdict(list)
+    last_counts: Dict[Any, Dict[str, int]] = {}
+    for e in b.events:
+        if e.get("kind") != "failure" or e.get("source") != "controller":
+            continue
+        fit = e.get("fit_index")
+        if e.get("budget") in RESTARTING_BUDGETS and isinstance(e.get("attempt_id"), str):
+            per_attempt[(fit, e["attempt_id"])].append(e)
+        counts = e.get("counts")
+        if isinstance(counts, dict) and all(type(v) is int for v in counts.values()):
+            prev = last_counts.get(fit)
+            if prev is not None:
+                grew = {k: counts.get(k, 0) - prev.get(k, 0) for k in set(prev) | set(counts)}
+                charged = e.get("budget")
+                odd = {k: d for k, d in grew.items() if d != (1 if k == charged else 0)}
+                if odd and charged != "none":
+                    k, d = sorted(odd.items())[0]
+                    m.add(SYSTEM, "failure-count", f"failure seq {e.get('seq')} (charged to {charged}): the "
+                                                   f"{k} count moved by {d:+d} since the fit's previous failure")
+            last_counts[fit] = dict(counts)
+    for (fit, aid), fs in per_attempt.items():
+        if len(fs) > 1:
+            m.add(SYSTEM, "failure-count", f"attempt {aid[:12]} of fit {fit} was charged {len(fs)} times "
+                                           f"(failure seq {', '.join(str(f.get('seq')) for f in fs[:3])}); one failed "
+                                           f"attempt is one failure")
+
+
+# -- collectives: across processes, step N+1 begins after every rank finished step N
+def collective_order(b) -> None:
+    """Every step (a report, for a user's job) is a collective of the attempt's ranks: no rank records
+    step N+1 before every rank recorded step N. A process whose whole clock was shifted keeps its own
+    order and breaks this one; on one host (or NTP-synchronised hosts) within TOL_CROSS. Nodes a fault
+    cut off are left out (their events arrive late)."""
+    from ftharness.history.causal import RECORDS, TOL_CROSS
+
+    if not b.small:
+        return
+    cut = b._cut_off()
+    times: Dict[Tuple[str, int], Dict[Any, float]] = defaultdict(dict)
+    for e in b.h.events:
+        if e.get("kind") != "step" or not isinstance(e.get("attempt_id"), str) or type(e.get("step")) is not int:
+            continue
+        t = _num(e.get("t"))
+        if t is None or e.get("node_id") in cut:
+            continue
+        times[(e["attempt_id"], e["step"])].setdefault(e.get("rank"), t)
+    for (aid, step), ranks in times.items():
+        nxt = times.get((aid, step + 1))
+        if not nxt or len(set(ranks) | set(nxt)) < 2:
+            continue
+        late_rank, late = max(ranks.items(), key=lambda kv: kv[1])
+        early_rank, early = min(nxt.items(), key=lambda kv: kv[1])
+        if early < late - TOL_CROSS and early_rank != late_rank:
+            b.m.add(RECORDS, "collective-order", f"rank {early_rank} of attempt {aid[:12]} recorded step {step + 1} "
+                                                 f"{late - early:.1f} s before rank {late_rank} recorded step {step} "
+                                                 f"(a step is a collective: the two processes' clocks disagree)")
+            return
+
+
+# -- training after the group is gone
+def progress_after_shutdown(b) -> None:
+    """No rank steps or reports after its attempt's worker group was shut down (beyond the clock
+    tolerance), unless a fault cut its node off. Its end or error may follow for a while
+    (TOL_SHUTDOWN_END, causal.py's after-shutdown)."""
+    from ftharness.history.causal import SYSTEM, TOL_CROSS
+
+    shut: Dict[str, float] = {}
+    for e in b.events:
+        if e.get("kind") == "worker_group_shutdown" and isinstance(e.get("attempt_id"), str):
+            t = _num(e.get("t"))
+            if t is not None:
+                shut.setdefault(e["attempt_id"], t)
+    if not shut:
+        return
+    cut = b._cut_off()
+    for e in b._worker_events():
+        if e.get("kind") not in ("step", "report", "checkpoint_written"):
+            continue
+        end = shut.get(e.get("attempt_id")) if isinstance(e.get("attempt_id"), str) else None
+        t = _num(e.get("t"))
+        if end is None or t is None or e.get("node_id") in cut:
+            continue
+        if end + TOL_CROSS < t <= end + TOL_SHUTDOWN_END:   # (later: causal.py's after-shutdown says it)
+            b.m.add(SYSTEM, "after-shutdown", f"{e.get('kind')} seq {e.get('seq')} (rank {e.get('rank')}): "
+                                              f"{t - end:.1f} s after its attempt's worker group was shut down")
+            return
+
+
+# -- the reference job checkpoints at the declared cadence
+def checkpoint_cadence(b) -> None:
+    """The reference job reports a checkpoint at every `checkpoint_every`-th step and at its last step,
+    and at no other step but a preemption's or a deadline's (its own code: harness/job/workload.py).
+    A run that checkpointed at another cadence is not the run the scenario declares: INCONCLUSIVE,
+    since the lost-work bound is computed from the declared cadence."""
+    from ftharness.history.causal import RECORDS
+
+    d = b.m.declared
+    every, last = d.checkpoint_every, d.steps
+    if not d.reference or not b.small or not isinstance(every, int) or every < 1:
+        return
+    saved: Dict[Any, Dict[int, dict]] = defaultdict(dict)   # attempt -> step -> a report with a checkpoint
+    steps: Dict[Any, set] = defaultdict(set)                # attempt -> steps some rank did
+    for e in b.h.events:
+        aid = e.get("attempt_id")
+        if e.get("kind") == "step" and type(e.get("step")) is int:
+            steps[aid].add(e["step"])
+        elif e.get("kind") == "report" and type(e.get("step")) is int and e.get("checkpoint") is not None:
+            saved[aid].setdefault(e["step"], e)
+    for aid, reports in saved.items():   # (rank 0 writes the reference job's checkpoint)
+        for step, r in sorted(reports.items()):
+            reason = (r.get("metrics") or {}).get("reason") if isinstance(r.get("metrics"), dict) else None
+            if step % every and step != last and reason not in ("preemption", "deadline"):
+                b.m.add(RECORDS, "cadence", f"report seq {r.get('seq')} (rank {r.get('rank')}): a checkpoint at step "
+                                            f"{step}, the scenario's checkpoint_every is {every}")
+                return
+    for aid, done in steps.items():
+        for step in sorted(done):
+            if step % every == 0 and step + 1 in done and step not in saved.get(aid, {}):
+                b.m.add(RECORDS, "cadence", f"attempt {str(aid)[:12]} did steps {step} and {step + 1} with no "
+                                            f"checkpoint reported at step {step} (checkpoint_every {every})",
+                        absence=True)
+                return
+
+
+# -- a finished fit trained in its last attempt
+def finished_attempt_trained(b) -> None:
+    """A fit() that succeeded on Ray Train finished its last attempt: that attempt's group started,
+    and each of its ranks started and ended its train function (Ray's FINISHED comes from the ranks'
+    returns). Without them the success rests on nothing the workers did."""
+    from ftharness.history.causal import SYSTEM
+
+    if b.m.declared.runtime == "torchrun" or not b.small:
+        return
+    for fit in b.h.fits.values():
+        if (fit.end or {}).get("outcome") != "succeeded":
+            continue
+        atts = [a for a in b.h.ordered() if a.key[0] == fit.index and a.start is not None]
+        if not atts:
+            continue
+        last = atts[-1]
+        if not last.groups:
+            b.m.add(SYSTEM, "finished", f"fit {fit.index} succeeded, and its last attempt "
+                                        f"({b.h.label(last.key)}) never started a worker group", absence=True)
+            continue
+        ranks = {w.get("rank") for g in last.groups for w in (g.get("workers") or []) if isinstance(w, dict)}
+        heard = {e.get("rank") for e in last.events if e.get("source") == "worker"}
+        silent = sorted(ranks - heard, key=str) if ranks else []
+        if not heard or silent:
+            b.m.add(SYSTEM, "finished", f"fit {fit.index} succeeded, and {'rank(s) ' + str(silent) if heard else 'no rank'}"
+                                        f" of its last attempt ({b.h.label(last.key)}) recorded anything: its train "
+                                        f"function never ran there", absence=True)
+        if heard and not silent and not any(e.get("kind") == "worker_end" for e in last.events):
+            from ftharness.history.causal import RECORDS
+
+            b.m.add(RECORDS, "worker-end", f"fit {fit.index} succeeded, and no rank of its last attempt "
+                                           f"({b.h.label(last.key)}) recorded its end", absence=True)

@@ -1,0 +1,203 @@
+"""The causal model's rules that hold a record against what was declared and done
+(history/causal_declared.py): each planted violation in a recorded real history
+(tests/data, re-sealed so that only the rules decide) must not PASS, with the rule
+named; each correct edit (a control) must still PASS. Pure: no Ray."""
+
+import copy
+import json
+import os
+
+import pytest
+
+from ftharness.history.records import read_history, sealed_lines
+from ftharness.reports.judgement import rejudge
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+
+
+def load(name):
+    events = [copy.deepcopy(e) for e in read_history(os.path.join(DATA, name)).events if e.get("kind") != "history_end"]
+    with open(os.path.join(DATA, name, "scenario.yaml")) as f:
+        return events, f.read()
+
+
+def judged(tmp_path, events, scenario_text):
+    folder = tmp_path / "run"
+    folder.mkdir(exist_ok=True)
+    eseq = {}
+    out = []
+    for e in sorted(events, key=lambda e: e.get("seq", 0)):
+        e = dict(e)
+        if e.get("emitter"):
+            eseq[e["emitter"]] = eseq.get(e["emitter"], 0) + 1
+            e["eseq"] = eseq[e["emitter"]]
+        out.append(e)
+    (folder / "history.jsonl").write_bytes(b"".join(x + b"\n" for x in sealed_lines(out, renumber=True)))
+    (folder / "scenario.yaml").write_text(scenario_text)
+    s = rejudge(str(folder))
+    return s["verdict"], list(s.get("mismatches") or []) + list(s.get("inconclusive") or [])
+
+
+def of(events, kind, **match):
+    return [e for e in events if e.get("kind") == kind and all(e.get(k) == v for k, v in match.items())]
+
+
+def attempts(events):
+    return [e["attempt_id"] for e in of(events, "attempt_start")]
+
+
+def notice_after_drain(events, rank=1, dt=0.3, deadline_delta=0):
+    """A preemption_notice taken by `rank` dt s after preempt-node's drain, with the drain's deadline."""
+    drain = of(events, "fault_injected")[0]
+    w = next(e for e in events if e.get("kind") == "step" and e.get("rank") == rank and e["t"] > drain["t"] + dt)
+    n = {k: w[k] for k in ("source", "run", "fit_index", "attempt", "attempt_id", "rank", "world_size", "node_id",
+                           "pid", "emitter")}
+    n.update(kind="preemption_notice", t=w["t"] + 0.001, step=w["step"],
+             deadline_ms=drain["target_hit"]["deadline_ms"] + deadline_delta, seq=w["seq"] + 0.5)
+    events.append(n)
+    return n
+
+
+def shift_process(events, emitter, d):
+    for e in events:
+        if e.get("emitter") == emitter:
+            e["t"] += d
+
+
+# ------------------------------------------------------------------ controls
+@pytest.mark.parametrize("name", ["kill-worker", "preempt-node"])
+def test_the_recorded_runs_pass(tmp_path, name):
+    events, text = load(name)
+    assert judged(tmp_path, events, text)[0] == "PASS"
+
+
+def test_a_notice_with_its_drains_deadline_passes(tmp_path):
+    events, text = load("preempt-node")
+    notice_after_drain(events, rank=1)
+    notice_after_drain(events, rank=0)   # get_preemption_info is a broadcast: every rank takes it
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "PASS", why
+
+
+# ------------------------------------------------------------------ planted violations
+def test_a_notice_no_drain_gave_fails(tmp_path):
+    events, text = load("preempt-node")
+    notice_after_drain(events, deadline_delta=60_000)
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "FAIL" and any("model: notice" in w for w in why), why
+
+
+def test_a_notice_before_its_drain_fails(tmp_path):
+    events, text = load("preempt-node")
+    n = notice_after_drain(events)
+    drain = of(events, "fault_injected")[0]
+    start = next(e for e in events if e.get("kind") == "worker_start" and e.get("emitter") == n["emitter"])
+    n["t"], n["seq"], n["step"] = start["t"] + 0.5, start["seq"] + 0.5, 0   # before any step: before the drain
+    assert n["t"] < drain["t"] - 3
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "FAIL" and any("model: notice" in w for w in why), why
+
+
+def test_a_drain_shorter_than_the_scenarios_notice_is_inconclusive(tmp_path):
+    events, text = load("preempt-node")
+    drain = of(events, "fault_injected")[0]
+    drain["target_hit"]["deadline_ms"] -= 2000    # 1 s of notice where the scenario asks 3 s
+    kill = of(events, "fault_action")[0]
+    kill["detail"]["ms_after_deadline"] += 2000   # (the derived field agrees with the edit)
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict in ("INCONCLUSIVE", "FAIL") and any("model: fault-notice" in w for w in why), why
+
+
+def test_a_drain_recorded_after_its_node_died_is_inconclusive(tmp_path):
+    events, text = load("preempt-node")
+    drain = of(events, "fault_injected")[0]
+    kill = of(events, "fault_action")[0]
+    for k in ("t", "t_done", "t_requested"):
+        drain[k] = kill["t_done"] + 5
+    drain["target_hit"]["deadline_ms"] = int((drain["t_requested"] + 3) * 1000)
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict != "PASS" and any("fault-notice" in w for w in why), why
+
+
+def test_an_event_of_another_run_is_inconclusive(tmp_path):
+    events, text = load("kill-worker")
+    of(events, "step")[3]["run"] = "another-run-20261130-000000-000000"
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "INCONCLUSIVE" and any("model: run-identity" in w for w in why), why
+
+
+def test_a_registration_in_another_runs_folder_fails(tmp_path):
+    events, text = load("kill-worker")
+    reg = of(events, "checkpoint_registered")[1]
+    head, name = os.path.split(reg["path"])
+    reg["path"] = os.path.join(os.path.dirname(head), "another-run", name)
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "FAIL" and any("model: registration" in w and "another-run" in w for w in why), why
+
+
+def test_a_group_smaller_than_the_fixed_scaling_config_fails(tmp_path):
+    events, text = load("kill-worker")
+    second = attempts(events)[1]
+    of(events, "attempt_start", attempt_id=second)[0]["num_workers"] = 1
+    g = of(events, "worker_group_started", attempt_id=second)[0]
+    g["workers"] = [w for w in g["workers"] if w["rank"] == 0]
+    g["world_size"] = 1
+    events[:] = [e for e in events if not (e.get("attempt_id") == second and e.get("source") == "worker"
+                                           and e.get("rank") == 1)]
+    for e in events:
+        if e.get("attempt_id") == second and e.get("source") == "worker":
+            e["world_size"] = 1
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "FAIL" and any("model: group" in w and "num_workers is 2" in w for w in why), why
+
+
+def test_a_sparser_checkpoint_cadence_than_declared_is_inconclusive(tmp_path):
+    events, text = load("kill-worker")
+    first = attempts(events)[0]
+    gone = set()
+    for r in of(events, "report", attempt_id=first):
+        if r["step"] == 2 and r.get("checkpoint"):
+            gone.add(r["checkpoint"])
+            r["checkpoint"], r["digest"] = None, None
+    events[:] = [e for e in events if not (e.get("kind") == "checkpoint_registered" and e.get("checkpoint") in gone)
+                 and not (e.get("kind") == "checkpoint_written" and e.get("attempt_id") == first and e["step"] == 2)]
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict != "PASS" and any("model: cadence" in w for w in why), why
+
+
+def test_one_failure_charged_twice_fails(tmp_path):
+    events, text = load("preempt-node")
+    f = of(events, "failure")[0]
+    twice = dict(f, t=f["t"] + 0.01, seq=f["seq"] + 0.5)
+    events.append(twice)
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "FAIL" and any("model: failure-count" in w for w in why), why
+
+
+@pytest.mark.parametrize("d", [3.0, -3.0, 30.0])
+def test_one_workers_whole_clock_shifted_is_not_a_pass(tmp_path, d):
+    events, text = load("kill-worker")
+    rank1 = next(e["emitter"] for e in of(events, "step", rank=1))
+    shift_process(events, rank1, d)
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict != "PASS", why
+
+
+def test_a_rank_stepping_alone_after_its_group_was_shut_down_fails(tmp_path):
+    events, text = load("kill-worker")
+    first = attempts(events)[0]
+    shut = of(events, "worker_group_shutdown", attempt_id=first)[0]
+    last = [e for e in of(events, "step", attempt_id=first, rank=0)][-1]
+    late = dict(last, t=shut["t"] + 8.0, step=last["step"] + 1, seq=shut["seq"] + 0.5, rows=[])
+    events.append(late)
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict != "PASS" and any("after-shutdown" in w or "lockstep" in w for w in why), why
+
+
+def test_a_success_whose_last_attempt_never_ran_fails(tmp_path):
+    events, text = load("kill-worker")
+    second = attempts(events)[1]
+    events[:] = [e for e in events if not (e.get("attempt_id") == second and e.get("source") == "worker")
+                 and not (e.get("kind") == "checkpoint_registered" and e.get("attempt_id") == second)]
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "FAIL", why
