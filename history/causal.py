@@ -152,6 +152,13 @@ class Declared:
     checkpoint_every: Optional[int] = None
     steps: Optional[int] = None
 
+    def holds(self, promise: str) -> bool:
+        """Whether the declared job makes `promise` (history/job_shapes.py): a rule that reads one
+        runs only where the job promised it."""
+        from ftharness.history.job_shapes import PROMISES, REFERENCE, USER
+
+        return (REFERENCE if self.reference else USER) in PROMISES[promise].shapes
+
 
 @dataclass
 class Group:
@@ -382,7 +389,7 @@ class _Builder:
         m, specs = self.m, self.m.declared.fault_specs
         for e in self.events:
             kind = e.get("kind")
-            if kind not in ("fault_injected", "fault_action"):
+            if kind not in ("fault_injected", "fault_action", "fault_healed"):
                 continue
             idx, fkind = e.get("fault"), e.get("fault_kind")
             t, done, asked = _num(e.get("t")), _num(e.get("t_done")), _num(e.get("t_requested"))
@@ -394,6 +401,8 @@ class _Builder:
                     m.add(RECORDS, "fault-times", f"{where}: done {t - done:.1f} s before it was written")
             if done is not None and asked is not None and asked > done + TOL_SAME:
                 m.add(RECORDS, "fault-times", f"{where}: asked for at {asked:.3f}, after it was done ({done:.3f})")
+            if kind == "fault_healed":   # (its times only: what a heal undid is causal_declared.fault_heals')
+                continue
             if kind == "fault_injected" and type(idx) is int:
                 if idx in m.injections:
                     m.add(RECORDS, "fault-twice", f"fault {idx} is recorded as injected twice "
@@ -707,7 +716,7 @@ class _Builder:
 
     # -- reports: each process reports its own steps, in order, all ranks alike
     def _reports(self) -> None:
-        m, ref = self.m, self.m.declared.reference
+        m, d = self.m, self.m.declared
         if not self.small:
             return
         per_proc: Dict[Any, List[dict]] = defaultdict(list)
@@ -732,9 +741,11 @@ class _Builder:
                 step, metrics = e.get("step"), e.get("metrics")
                 if isinstance(metrics, dict) and "ftharness_step" in metrics and metrics["ftharness_step"] != step:
                     m.add(RECORDS, "report", f"{where}: ftharness recorded it as step {metrics['ftharness_step']}")
-                if ref and isinstance(metrics, dict) and "step" in metrics and metrics["step"] != step:
+                if d.holds("metrics-carry-step") and isinstance(metrics, dict) and "step" in metrics \
+                        and metrics["step"] != step:
                     m.add(SYSTEM, "report", f"{where}: the reference job reported metrics of step {metrics['step']}")
-                if ref and type(step) is int and steps_of[key] and step not in steps_of[key]:   # (a user job's step is its report)
+                if d.holds("step-before-report") and type(step) is int and steps_of[key] \
+                        and step not in steps_of[key]:   # (a user job's step is its report)
                     m.add(SYSTEM, "report", f"{where}: that rank did no step {step} before reporting it", absence=True)
                 name = e.get("checkpoint")
                 if name is not None:
@@ -742,18 +753,15 @@ class _Builder:
                         m.add(RECORDS, "report", f"{where}: {str(name)[:40]!r} is no checkpoint folder name")
                         continue
                     names_at[(e.get("attempt_id"), step)].add(name)
-                    if ref and (e.get("attempt_id"), e.get("rank"), step) not in written:
+                    if d.holds("written-before-reported") and (e.get("attempt_id"), e.get("rank"), step) not in written:
                         m.add(RECORDS, "report", f"{where}: reports checkpoint {name[:40]}, which that rank never "
                                                  f"wrote", absence=True)
-                    d = e.get("digest")
-                    # only the reference job writes new files on every rank at every report (job_shapes.py):
-                    # Lightning's ranks > 0 report a folder with nothing of theirs, XGBoost reports its
-                    # final model twice
-                    if ref and isinstance(d, str) and d and type(step) is int:
-                        if d in digests and digests[d][1] != step:
+                    dg = e.get("digest")
+                    if d.holds("new-files-each-report") and isinstance(dg, str) and dg and type(step) is int:
+                        if dg in digests and digests[dg][1] != step:
                             m.add(RECORDS, "report", f"{where}: checkpoint {name[:40]} of step {step} has the digest "
-                                                     f"of {digests[d][0][:40]}, of step {digests[d][1]}")
-                        digests.setdefault(d, (name, step))
+                                                     f"of {digests[dg][0][:40]}, of step {digests[dg][1]}")
+                        digests.setdefault(dg, (name, step))
         for (aid, step), names in names_at.items():
             if len(names) > 1:
                 m.add(SYSTEM, "report", f"the ranks of attempt {str(aid)[:12]} reported {len(names)} checkpoint "
@@ -863,7 +871,7 @@ class _Builder:
                     m.add(SYSTEM, "group", f"actor {str(a)[:12]} is a worker of two attempts' groups "
                                            f"(each restart creates new actors)")
                 actors[a] = e.get("attempt_id")
-        if self.m.declared.reference:
+        if self.m.declared.holds("returns-last-step"):
             for fit, e in ends.items():
                 rv = e.get("return_value")
                 step = rv.get("step") if isinstance(rv, dict) else None
@@ -1029,7 +1037,8 @@ class _Builder:
                 m.add(RECORDS, "sequence", f"{where}: after that process's worker_end (seq {st['ended']})")
             if kind == "step" and step is not None:
                 prev = st["step"]
-                if m.declared.reference and prev is not None and prev in st["written"] and prev not in st["reported"]:
+                if m.declared.holds("written-before-reported") and prev is not None and prev in st["written"] \
+                        and prev not in st["reported"]:
                     m.add(SYSTEM, "sequence", f"{where}: stepped on before reporting the checkpoint of step {prev}")
                 st["step"] = step
             elif kind == "checkpoint_written" and step is not None:
@@ -1037,9 +1046,10 @@ class _Builder:
                     m.add(SYSTEM, "sequence", f"{where}: wrote step {step}'s checkpoint at step {st['step']}")
                 st["written"].add(step)
             elif kind == "report" and step is not None:
-                if step != st["step"] and m.declared.reference:
+                if step != st["step"] and m.declared.holds("step-before-report"):
                     m.add(SYSTEM, "sequence", f"{where}: reported step {step} at step {st['step']}")
-                if e.get("checkpoint") is not None and m.declared.reference and step not in st["written"]:
+                if e.get("checkpoint") is not None and m.declared.holds("written-before-reported") \
+                        and step not in st["written"]:
                     m.add(SYSTEM, "sequence", f"{where}: reported step {step}'s checkpoint before writing it")
                 st["reported"].add(step)
             elif kind == "worker_end":

@@ -8,7 +8,7 @@ against the drains that gave them, each failure's charge against the restarts
 that followed, the order of collective steps across processes, and a finished
 fit's last attempt. Each rule says which jobs it applies to (`job_shapes.py`):
 the reference job promises more than a user's job, and a rule that reads such a
-promise runs only where `Declared.reference` says it was made.
+promise runs only where `Declared.holds` says the declared job made it.
 
 Every function takes the model builder (`_Builder` of causal.py) and adds its
 findings to `b.m`; none reads Ray, all are pure.
@@ -41,7 +41,9 @@ def _num(v: Any) -> Optional[float]:
 def check_all(b) -> None:
     """Every rule of this module, in order."""
     for rule in (run_identity, group_size, preemption_notices, failure_charges, collective_order,
-                 progress_after_shutdown, checkpoint_cadence, finished_attempt_trained):
+                 progress_after_shutdown, checkpoint_cadence, finished_attempt_trained, fault_spec_echo,
+                 fault_target_identity, fault_heals, shutdown_errors, failure_details, worker_error_step,
+                 restart_count, agents):
         try:
             rule(b)
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:   # odd values: named damage
@@ -122,11 +124,14 @@ def preemption_notices(b) -> None:
     m = b.m
     specs = m.declared.fault_specs
     drains: List[Tuple[int, float, str, int]] = []   # (deadline_ms, drained at, node, fault index)
+    unknown: List[Tuple[float, Any]] = []
     for idx, e in m.injections.items():
         if e.get("fault_kind") != "preempt_node":
             continue
         hit = e.get("target_hit") if isinstance(e.get("target_hit"), dict) else {}
         deadline, node, when = _num(hit.get("deadline_ms")), hit.get("node_id"), fault_time(e)
+        if deadline is None and when is not None:
+            unknown.append((when, node))   # a drain whose deadline the injector did not record: no notice is judged
         if deadline is None or node is None or when is None:
             continue
         drains.append((int(deadline), when, node, idx))
@@ -162,6 +167,8 @@ def preemption_notices(b) -> None:
         nodes = {n for _, n in group.workers.values()} if group is not None and group.workers else None
         mine = [d for d in drains if abs(d[0] - deadline) <= 1000 and d[1] <= t + TOL_CROSS
                 and (nodes is None or d[2] in nodes)]
+        if not mine and any(at <= t + TOL_CROSS and (nodes is None or node in nodes) for at, node in unknown):
+            continue
         if not mine:
             m.add(SYSTEM, "notice", f"{where}: a notice with deadline {deadline / 1000.0:.3f}, and no node of its "
                                     f"attempt was drained with that deadline before it")
@@ -280,7 +287,7 @@ def checkpoint_cadence(b) -> None:
 
     d = b.m.declared
     every, last = d.checkpoint_every, d.steps
-    if not d.reference or not b.small or not isinstance(every, int) or every < 1:
+    if not d.holds("fixed-cadence") or not b.small or not isinstance(every, int) or every < 1:
         return
     saved: Dict[Any, Dict[int, dict]] = defaultdict(dict)   # attempt -> step -> a report with a checkpoint
     steps: Dict[Any, set] = defaultdict(set)                # attempt -> steps some rank did
@@ -338,3 +345,247 @@ def finished_attempt_trained(b) -> None:
 
             b.m.add(RECORDS, "worker-end", f"fit {fit.index} succeeded, and no rank of its last attempt "
                                            f"({b.h.label(last.key)}) recorded its end", absence=True)
+
+
+# -- a fault's recorded parameters are the scenario's
+#: (fault kind, target_hit field) -> the spec field it echoes (or a function of the spec)
+ECHO = {
+    ("crash_worker", "where"): "where",
+    ("cuda_error", "where"): "where",
+    ("collective_hang", "where"): "where",
+    ("partition_node", "duration_s"): "duration_s",
+    ("network_degrade", "duration_s"): "duration_s",
+    ("partition", "duration_s"): "duration_s",
+    ("collective_hang", "stall_s"): "duration_s",
+    ("storage_errors", "path_glob"): "path_glob",
+    ("storage_errors", "error_rate"): "error_rate",
+    ("storage_errors", "latency_s"): "latency_s",
+    ("storage_errors", "partial"): "partial",
+    ("preempt_node", "kill_in_s"): lambda spec: (_num(spec.get("notice_s")) or 3.0)
+    + (_num(spec.get("kill_offset_s")) or 0.0),
+}
+
+
+def fault_spec_echo(b) -> None:
+    """What the injector recorded of a fault's parameters (its `where`, duration, error rate, the
+    preemption's kill time, an in-worker fault's step) is what the scenario asked: a fault done with
+    other parameters is not the scenario's fault (the injector's record: INCONCLUSIVE)."""
+    from ftharness.history.causal import RECORDS
+
+    specs = b.m.declared.fault_specs
+    for idx, e in b.m.injections.items():
+        spec = specs[idx] if 0 <= idx < len(specs) and isinstance(specs[idx], dict) else None
+        hit = e.get("target_hit")
+        if spec is None or not isinstance(hit, dict):
+            continue
+        kind = e.get("fault_kind")
+        for (k, field), want in ECHO.items():
+            if k != kind or field not in hit:
+                continue
+            expected = want(spec) if callable(want) else spec.get(want)
+            got = hit[field]
+            if expected is None:
+                continue
+            same = abs(_num(got) - _num(expected)) <= 1e-6 if _num(got) is not None and _num(expected) is not None \
+                else got == expected
+            if not same:
+                b.m.add(RECORDS, "fault-spec", f"fault {idx} ({kind}) was done with {field} {str(got)[:30]}, the "
+                                               f"scenario asks {str(expected)[:30]}")
+        at = spec.get("at") if isinstance(spec.get("at"), dict) else {}
+        if "where" in hit and hit.get("where") != "on_restore" and type(at.get("step")) is int \
+                and "step" in hit and hit["step"] != at["step"]:
+            b.m.add(RECORDS, "fault-spec", f"fault {idx} ({kind}) acted at step {str(hit['step'])[:12]}, the "
+                                           f"scenario's trigger is step {at['step']}")
+
+
+def fault_target_identity(b) -> None:
+    """A worker a fault hit is one worker of its attempt's group: the pid, the actor and the local rank
+    the injector recorded are that worker's; a damaged checkpoint file lies in the checkpoint the fault
+    names, in the run's folder (the injector's record: INCONCLUSIVE)."""
+    from ftharness.history.causal import RECORDS
+
+    by_pid: Dict[Any, dict] = {}
+    for e in b.events:
+        if e.get("kind") == "worker_group_started":
+            for w in e.get("workers") or []:
+                if isinstance(w, dict) and w.get("pid") is not None:
+                    by_pid[w["pid"]] = w
+    run = next((e.get("run_name") for e in b.events if e.get("kind") == "run_start"), None)
+    for idx, e in b.m.injections.items():
+        hit = e.get("target_hit") if isinstance(e.get("target_hit"), dict) else {}
+        w = by_pid.get(hit.get("pid"))
+        if w is not None:
+            for field in ("actor_id", "local_rank"):
+                if field in hit and field in w and hit[field] != w[field]:
+                    b.m.add(RECORDS, "fault-target", f"fault {idx} hit pid {hit.get('pid')} as {field} "
+                                                     f"{str(hit[field])[:16]}, its group lists that pid as "
+                                                     f"{str(w[field])[:16]}")
+        path, name = hit.get("path"), hit.get("checkpoint")
+        if e.get("fault_kind") == "corrupt_checkpoint" and isinstance(path, str) and path:
+            parts = path.replace("\\", "/").split("/")
+            if isinstance(name, str) and name and name not in parts:
+                b.m.add(RECORDS, "fault-target", f"fault {idx} damaged {path[-60:]}, not a file of checkpoint "
+                                                 f"{name[:40]}")
+            elif isinstance(run, str) and run not in parts and "snapshot" not in str(hit.get("how")):
+                b.m.add(RECORDS, "fault-target", f"fault {idx} damaged {path[-60:]}, outside the run's folder")
+
+
+def fault_heals(b) -> None:
+    """A heal undoes its own fault: on the node and the process the fault hit; a paused process was
+    resumed (or is named gone) — a hung worker never resumed, or a heal on another node, is not the
+    scenario's fault healed (the injector's record: INCONCLUSIVE)."""
+    from ftharness.history.causal import RECORDS
+
+    for e in b.events:
+        if e.get("kind") != "fault_healed" or type(e.get("fault")) is not int:
+            continue
+        inj = b.m.injections.get(e["fault"])
+        detail = e.get("detail") if isinstance(e.get("detail"), dict) else {}
+        hit = (inj or {}).get("target_hit") if isinstance((inj or {}).get("target_hit"), dict) else {}
+        where = f"fault {e['fault']} ({e.get('fault_kind')}) healed at seq {e.get('seq')}"
+        for field in ("node_id", "pid"):
+            if detail.get(field) is not None and hit.get(field) is not None and detail[field] != hit[field]:
+                b.m.add(RECORDS, "fault-heal", f"{where}: on {field} {str(detail[field])[:12]}, the fault hit "
+                                               f"{str(hit[field])[:12]}")
+        if detail.get("resumed") is False:
+            b.m.add(RECORDS, "fault-heal", f"{where}: the stopped process was not resumed")
+        paused = hit.get("paused_pids")
+        if isinstance(paused, list) and ("resumed_pids" in detail or "gone_pids" in detail):
+            back = set(detail.get("resumed_pids") or []) | set(detail.get("gone_pids") or [])
+            if back != set(paused):
+                b.m.add(RECORDS, "fault-heal", f"{where}: resumed or gone {sorted(back)[:6]}, paused "
+                                               f"{sorted(paused)[:6]}")
+
+
+# -- Ray's own accounts of one failure agree
+def shutdown_errors(b) -> None:
+    """The ranks whose errors a group's shutdown lists are the ranks the controller's failure state of
+    that attempt named (two records of Ray's for one failure: FAIL when they disagree)."""
+    from ftharness.history.causal import SYSTEM
+
+    named: Dict[Any, set] = {}
+    for e in b.events:
+        aid = e.get("attempt_id")
+        if e.get("kind") == "controller_state" and isinstance(e.get("worker_failures"), dict) \
+                and e["worker_failures"] and isinstance(aid, str):
+            named.setdefault(aid, set(map(str, e["worker_failures"])))
+        elif e.get("kind") == "worker_group_shutdown" and isinstance(e.get("errors"), dict) and e["errors"] \
+                and isinstance(aid, str) and aid in named:
+            listed = set(map(str, e["errors"]))
+            if listed != named[aid]:
+                b.m.add(SYSTEM, "shutdown-errors", f"worker_group_shutdown seq {e.get('seq')}: errors of rank(s) "
+                                                   f"{sorted(listed)}, the failure state named {sorted(named[aid])}")
+
+
+def failure_details(b) -> None:
+    """A failure decision agrees with the state it was taken in and with what was done: its
+    controller failure is the state's; the ranks it says died of a preemption were on a node drained
+    before it; a drain it says timed out had its deadline passed when it was decided (FAIL)."""
+    from ftharness.history.causal import SYSTEM, TOL_CROSS
+
+    m = b.m
+    state_cf: Dict[Any, Any] = {}
+    for e in b.events:
+        aid = e.get("attempt_id")
+        if e.get("kind") == "controller_state" and e.get("source") == "controller" and e.get("error_type"):
+            state_cf[aid] = e.get("controller_failure")
+            continue
+        if e.get("kind") != "failure" or e.get("source") != "controller":
+            continue
+        where = f"failure seq {e.get('seq')}"
+        if aid in state_cf and "controller_failure" in e and state_cf[aid] is not None \
+                and e.get("controller_failure") != state_cf[aid]:
+            m.add(SYSTEM, "failure-detail", f"{where}: controller failure {str(e.get('controller_failure'))[:40]}, "
+                                            f"its state carried {str(state_cf[aid])[:40]}")
+        t = _num(e.get("t"))
+        group = m.groups.get(aid) if isinstance(aid, str) else None
+        deaths = e.get("preempted_deaths")
+        if isinstance(deaths, list) and deaths and group is not None and t is not None:
+            drained = {n for n, (deadline, at) in m.drains.items() if at <= t + TOL_CROSS}
+            off = [r for r in deaths if (group.workers.get(r) or group.workers.get(str(r)) or (None, None))[1]
+                   not in drained]
+            if off:
+                m.add(SYSTEM, "failure-detail", f"{where}: rank(s) {off[:4]} died of a preemption, and no node of "
+                                                f"theirs was drained before it")
+        if e.get("drain_timed_out") is True and t is not None and group is not None:
+            nodes = {n for _, n in group.workers.values()}
+            deadlines = [d / 1000.0 for n, (d, at) in m.drains.items() if n in nodes and at <= t + TOL_CROSS]
+            if deadlines and t < min(deadlines) - TOL_CROSS:
+                m.add(SYSTEM, "failure-detail", f"{where}: a drain timed out {min(deadlines) - t:.1f} s before "
+                                                f"its deadline")
+
+
+# -- a rank's own record: its error and its restart count
+def worker_error_step(b) -> None:
+    """A train function's error is recorded at the step its rank had reached: its last recorded step,
+    or the one it was entering (a user's job counts a report before it returns), or the step it
+    restored (ftharness's instrumentation: INCONCLUSIVE otherwise)."""
+    from ftharness.history.causal import RECORDS
+
+    if not b.small:
+        return
+    last: Dict[Any, int] = {}
+    for e in b.h.events:
+        em = e.get("emitter")
+        if e.get("source") != "worker" or em is None:
+            continue
+        if e.get("kind") == "worker_start":
+            last[em] = e.get("restored_step") if type(e.get("restored_step")) is int else 0
+        elif e.get("kind") == "step" and type(e.get("step")) is int:
+            last[em] = e["step"]
+        elif e.get("kind") in ("worker_error", "preemption_notice") and type(e.get("step")) is int \
+                and em in last:
+            ok = (last[em], last[em] + 1) if e["kind"] == "worker_error" else (last[em],)
+            if e["step"] not in ok:
+                b.m.add(RECORDS, "worker-step", f"{e['kind']} seq {e.get('seq')} (rank {e.get('rank')}) at step "
+                                                f"{e['step']}, that process's last step was {last[em]}")
+
+
+def restart_count(b) -> None:
+    """A torchrun worker's restart count is the number of restarts its own agent charged before it
+    (TORCHELASTIC_RESTART_COUNT; each agent counts its own): ftharness's record otherwise, INCONCLUSIVE."""
+    from ftharness.history.causal import RECORDS
+
+    if b.m.declared.runtime != "torchrun":
+        return
+    charged: Dict[Any, int] = defaultdict(int)
+    seen = set()
+    for e in b.events:
+        if e.get("kind") == "failure" and e.get("budget") == "max_restarts" and e.get("decision") == "RETRY":
+            charged[e.get("node_id")] += 1
+        elif e.get("kind") == "run_start":
+            charged.clear()
+    for e in b._worker_events():
+        rc, em = e.get("restart_count"), e.get("emitter")
+        if type(rc) is not int or em in seen:
+            continue
+        seen.add(em)
+        n = sum(1 for f in b.events if f.get("kind") == "failure" and f.get("budget") == "max_restarts"
+                and f.get("decision") == "RETRY" and f.get("node_id") == e.get("node_id")
+                and f.get("fit_index") == e.get("fit_index") and (_num(f.get("t")) or 0) <= (_num(e.get("t")) or 0))
+        if rc != n:
+            b.m.add(RECORDS, "restart-count", f"{e.get('kind')} seq {e.get('seq')} (rank {e.get('rank')}): restart "
+                                              f"count {rc}, its agent had charged {n} restart(s)")
+
+
+def agents(b) -> None:
+    """torchrun: an agent whose node ran workers took part, and a run that succeeded ended with every
+    taking-part agent that no fault killed exiting 0 (the runner's record: INCONCLUSIVE)."""
+    from ftharness.history.causal import RECORDS
+
+    if b.m.declared.runtime != "torchrun":
+        return
+    nodes = {n for g in b.m.groups.values() for _, n in g.workers.values()}
+    for e in b.events:
+        if e.get("kind") != "run_end":
+            continue
+        for a in e.get("agents") or []:
+            if not isinstance(a, dict):
+                continue
+            if a.get("participated") is False and a.get("node_id") in nodes:
+                b.m.add(RECORDS, "agent", f"run_end says agent {a.get('node_id')} took no part, and its node ran "
+                                          f"workers")
+            if e.get("outcome") == "succeeded" and a.get("participated") and not a.get("killed_by_fault") \
+                    and a.get("exit_code") not in (0, None):
+                b.m.add(RECORDS, "agent", f"run_end succeeded, and agent {a.get('node_id')} exited "
+                                          f"{a.get('exit_code')}")

@@ -25,6 +25,8 @@ from ftharness.scenarios.reference_data import (ACC_FIELDS, WorkloadConfig, accu
 from ftharness.scenarios import policy_model
 from ftharness.scenarios.properties.base import PropertyContext
 
+#: seconds of notice a synthetic drain gives (preempt_node's default notice_s, faults/node.py)
+NOTICE_S = 3.0
 #: fault class -> (injected fault kind, budget it should be charged to, error type)
 FAULTS: Dict[str, Tuple[str, Optional[str], str]] = {
     "worker_group": ("kill_worker", "worker_group", "WorkerGroupError"),
@@ -169,6 +171,8 @@ class _Run:
         event = self.emit("fault_injected", "injector", fault=index, fault_kind=kind, target_asked={},
                           target_hit=self.hit(kind, aid, workers or []), t_requested=self.t, t_done=self.t,
                           detail="")
+        if kind == "preempt_node":   # the notice runs out (preempt_node's default notice_s) before the failure
+            self.t += NOTICE_S
         if fault.cls == "preemption_death":   # the drained node killed at its deadline, as preempt_node does
             hit = event.get("target_hit") or {}
             self.emit("fault_action", "injector", fault=index, fault_kind=kind,
@@ -195,7 +199,7 @@ class _Run:
         v = workers[-1]
         if kind == "preempt_node":
             return {"node_id": v["node_id"], "ranks": sorted(w["rank"] for w in workers if w["node_id"] == v["node_id"]),
-                    "attempt_id": aid, "how": "drain(PREEMPTION)", "deadline_ms": int(self.t * 1000)}
+                    "attempt_id": aid, "how": "drain(PREEMPTION)", "deadline_ms": int(round((self.t + NOTICE_S) * 1000))}
         return {**{k: v[k] for k in ("rank", "pid", "node_id", "actor_id", "attempt", "attempt_id")}, "how": "SIGKILL"}
 
     def controller_pid(self) -> int:

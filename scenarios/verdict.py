@@ -456,6 +456,20 @@ def _recorded_mismatches(scenario: Scenario, facts_: Dict[str, Any],
     n = start.get("num_workers")
     if type(n) is int and isinstance(scenario.workload.num_workers, int) and n != scenario.workload.num_workers:
         out.append(f"the run recorded num_workers = {n}, the scenario says {scenario.workload.num_workers}")
+    gpu = recorded.get("use_gpu") if isinstance(recorded, dict) else None
+    if isinstance(scenario.workload.use_gpu, bool) and isinstance(gpu, bool) and gpu != scenario.workload.use_gpu:
+        out.append(f"the run recorded workload.use_gpu = {gpu}, the scenario says {scenario.workload.use_gpu}")
+    health = start.get("health_check_timeout_s")
+    if scenario.cluster.address is None and type(health) in (int, float) and scenario.workload.runtime != "torchrun":
+        want = declared(scenario, facts_).health_check_timeout_s
+        if abs(float(health) - want) > 1e-6:
+            out.append(f"the run recorded Ray Train's worker health-check timeout {health:g} s, the scenario's "
+                       f"detection profile declares {want:g} s")
+    restarts = start.get("max_restarts")
+    if type(restarts) is int and scenario.workload.runtime == "torchrun" \
+            and restarts != scenario.failure_config.max_failures:
+        out.append(f"the run's agents recorded --max-restarts {restarts}, the scenario's max_failures is "
+                   f"{scenario.failure_config.max_failures}")
     return out
 
 

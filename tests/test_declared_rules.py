@@ -201,3 +201,65 @@ def test_a_success_whose_last_attempt_never_ran_fails(tmp_path):
                  and not (e.get("kind") == "checkpoint_registered" and e.get("attempt_id") == second)]
     verdict, why = judged(tmp_path, events, text)
     assert verdict == "FAIL", why
+
+
+# ------------------------------------------------------------------ facts that were written and read by nothing
+def test_shutdown_errors_of_other_ranks_than_the_failure_named_fail(tmp_path):
+    events, text = load("kill-worker")
+    shut = of(events, "worker_group_shutdown")[0]
+    shut["errors"] = {k: v for k, v in shut["errors"].items() if k == "1"}
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "FAIL" and any("model: shutdown-errors" in w for w in why), why
+
+
+def test_a_decision_naming_another_controller_failure_than_its_state_fails(tmp_path):
+    events, text = load("elastic-shrink")
+    f = next(e for e in of(events, "failure") if e.get("controller_failure"))
+    f["controller_failure"] = "ControllerError"
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "FAIL" and any("model: failure-detail" in w for w in why), why
+
+
+def test_a_preemption_killed_later_than_the_scenario_says_is_inconclusive(tmp_path):
+    events, text = load("preempt-node")
+    of(events, "fault_injected")[0]["target_hit"]["kill_in_s"] = 30.0
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "INCONCLUSIVE" and any("model: fault-spec" in w for w in why), why
+
+
+def test_a_heal_on_another_node_is_inconclusive(tmp_path):
+    events, text = load("partition-unregistered")
+    of(events, "fault_healed")[0]["detail"]["node_id"] = "f" * 56
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict != "PASS" and any("model: fault-heal" in w for w in why), why
+
+
+def test_an_error_recorded_at_a_step_its_rank_never_reached_is_not_a_pass(tmp_path):
+    events, text = load("kill-worker")
+    of(events, "worker_error")[0]["step"] = 99
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict != "PASS" and any("model: worker-step" in w for w in why), why
+
+
+def test_a_torchrun_restart_count_its_agent_never_charged_is_inconclusive(tmp_path):
+    events, text = load("torchrun-kill-worker")
+    em = next(e["emitter"] for e in events if e.get("restart_count") == 1)
+    for e in events:
+        if e.get("emitter") == em:
+            e["restart_count"] = 0
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict != "PASS" and any("model: restart-count" in w for w in why), why
+
+
+def test_a_torchrun_success_with_an_agent_that_exited_1_is_inconclusive(tmp_path):
+    events, text = load("torchrun-kill-worker")
+    of(events, "run_end")[0]["agents"][1]["exit_code"] = 1
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict != "PASS" and any("model: agent" in w for w in why), why
+
+
+def test_a_failure_config_value_the_scenario_did_not_ask_for_is_not_a_pass(tmp_path):
+    events, text = load("kill-worker")
+    of(events, "run_start")[0]["failure_config"]["preemption_grace_s"] = 30.0
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict != "PASS" and any("preemption_grace_s" in w for w in why), why

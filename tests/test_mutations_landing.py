@@ -644,9 +644,11 @@ MUTATIONS: List[M] = [
       NOT),
     M("preempt_node", "notice", "notice taken on the drained node", unmutated, True, "on the drained node took the notice",
       "PASS"),
-    M("preempt_node", "notice", "notice from another node", notice_other_node, False, "not the drained node's", NOT),
+    # a notice event whose node is not where its group placed the rank (model: process), or whose deadline no
+    # drain gave (model: notice), is the system contradicting itself: FAIL, besides the landing missed
+    M("preempt_node", "notice", "notice from another node", notice_other_node, False, "not the drained node's", "FAIL"),
     M("preempt_node", "notice", "notice with another deadline", notice_other_deadline, False,
-      "not the drained node's", NOT),
+      "not the drained node's", "FAIL"),
     M("preempt_node", "notice", "no deadline, notice taken", drop_deadline, False, "recorded no deadline", NOT),
     # crash_worker, hang_worker, partition_node: synthetic worker kills recorded as those kinds
     *[m for kind, src in (("crash_worker", "crash"), ("hang_worker", "hang")) for m in (

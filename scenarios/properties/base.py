@@ -185,9 +185,10 @@ def recorded_failure_config(h: History, fit_index: Optional[int], context: Prope
         return dict(declared or {}), []
     problems = []
     if isinstance(declared, dict):
-        from ftharness.history.model import LIMIT_FIELD
-        for key in LIMIT_FIELD.values():
-            if key in declared and key in recorded and declared[key] != recorded[key]:
+        # every setting both hold (the budgets, and a release's preemption_grace_s or
+        # relax_collectives_on_preemption): a value the scenario did not ask for was not its run's
+        for key in sorted(set(declared) & set(recorded), key=str):
+            if declared[key] is not None and declared[key] != recorded[key]:
                 problems.append(f"the history's run_start recorded failure_config.{key} {recorded[key]}, "
                                 f"the scenario says {declared[key]}: the run was not configured as the scenario "
                                 f"asks (judged by the recorded one)")
