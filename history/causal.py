@@ -111,7 +111,7 @@ TYPED: Dict[Tuple[Optional[str], str], tuple] = {
 IDENTITY = ("pid", "rank", "attempt_id", "attempt", "node_id", "world_size", "restart_count", "fit_index")
 #: findings that say a clock reading of the record is damaged: then no finding about order in time stands
 CLOCK_DAMAGE = frozenset({"clock", "fault-times", "odd-value", "derived-field", "fit-order", "collective-order",
-                          "fault-notice"})
+                          "fault-notice", "agent-order"})
 #: rules that compare clock readings of two events
 TIMED = frozenset({"attempt-order", "after-death", "after-shutdown", "zombie-report", "failure-attempt", "fit-order",
                    "fault-trigger", "notice"})

@@ -38,12 +38,39 @@ def _num(v: Any) -> Optional[float]:
     return num(v)
 
 
+def cut_off(b):
+    """A predicate: whether an event may arrive late because a fault cut its process off (a partition,
+    a pause, a hang or a degraded link on its node): a process of a group started before the cut, on
+    the cut node, from the cut on. A process started later, or an event before the cut, is judged."""
+    from ftharness.history.causal import TOL_CROSS, fault_time
+
+    cut: Dict[Any, Tuple[float, Any]] = {}   # node -> (when it was cut, the seq its injection arrived at)
+    for e in b.events:
+        if e.get("kind") == "fault_injected" and any(w in str(e.get("fault_kind"))
+                                                      for w in ("partition", "hang", "degrade")):
+            node, when = (e.get("target_hit") or {}).get("node_id"), fault_time(e)
+            if node is not None and when is not None and (node not in cut or when < cut[node][0]):
+                cut[node] = (when, e.get("seq"))
+
+    def late_ok(e: dict) -> bool:
+        """(an event that arrived before the cut was recorded was sent before it: judged, whatever its
+        clock says)"""
+        if e.get("node_id") not in cut:
+            return False
+        when, seq = cut[e["node_id"]]
+        g = b.m.groups.get(e.get("attempt_id")) if isinstance(e.get("attempt_id"), str) else None
+        arrived_after = not (isinstance(seq, (int, float)) and isinstance(e.get("seq"), (int, float))) \
+            or e["seq"] > seq
+        return (g is None or g.t <= when + TOL_CROSS) and arrived_after
+    return late_ok
+
+
 def check_all(b) -> None:
     """Every rule of this module, in order."""
     for rule in (run_identity, group_size, preemption_notices, failure_charges, collective_order,
                  progress_after_shutdown, checkpoint_cadence, finished_attempt_trained, fault_spec_echo,
                  fault_target_identity, fault_heals, shutdown_errors, failure_details, worker_error_step,
-                 restart_count, agents):
+                 restart_count, agent_order, agents):
         try:
             rule(b)
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:   # odd values: named damage
@@ -226,13 +253,13 @@ def collective_order(b) -> None:
 
     if not b.small:
         return
-    cut = b._cut_off()
+    late_ok = cut_off(b)
     times: Dict[Tuple[str, int], Dict[Any, float]] = defaultdict(dict)
     for e in b.h.events:
         if e.get("kind") != "step" or not isinstance(e.get("attempt_id"), str) or type(e.get("step")) is not int:
             continue
         t = _num(e.get("t"))
-        if t is None or e.get("node_id") in cut:
+        if t is None or late_ok(e):
             continue
         times[(e["attempt_id"], e["step"])].setdefault(e.get("rank"), t)
     for (aid, step), ranks in times.items():
@@ -263,13 +290,13 @@ def progress_after_shutdown(b) -> None:
                 shut.setdefault(e["attempt_id"], t)
     if not shut:
         return
-    cut = b._cut_off()
+    late_ok = cut_off(b)
     for e in b._worker_events():
         if e.get("kind") not in ("step", "report", "checkpoint_written"):
             continue
         end = shut.get(e.get("attempt_id")) if isinstance(e.get("attempt_id"), str) else None
         t = _num(e.get("t"))
-        if end is None or t is None or e.get("node_id") in cut:
+        if end is None or t is None or late_ok(e):
             continue
         if end + TOL_CROSS < t <= end + TOL_SHUTDOWN_END:   # (later: causal.py's after-shutdown says it)
             b.m.add(SYSTEM, "after-shutdown", f"{e.get('kind')} seq {e.get('seq')} (rank {e.get('rank')}): "
@@ -566,6 +593,41 @@ def restart_count(b) -> None:
         if rc != n:
             b.m.add(RECORDS, "restart-count", f"{e.get('kind')} seq {e.get('seq')} (rank {e.get('rank')}): restart "
                                               f"count {rc}, its agent had charged {n} restart(s)")
+
+
+def agent_order(b) -> None:
+    """torchrun: each node's agent decides on a round's failure before it starts its workers of a later
+    round, and an agent that restarts only because the membership changed (its workers HEALTHY)
+    decides after another agent's failure of that round. A whole agent's clock shifted breaks one of
+    these orders: INCONCLUSIVE (ftharness's record of the agents)."""
+    from ftharness.history.causal import RECORDS, TOL_CROSS
+
+    if b.m.declared.runtime != "torchrun":
+        return
+    rounds = {e.get("attempt_id"): i for i, e in enumerate(x for x in b.events if x.get("kind") == "attempt_start")}
+    first: Dict[Tuple[Any, int], float] = {}   # (node, round ordinal) -> its workers' first event
+    for e in b._worker_events():
+        r, t = rounds.get(e.get("attempt_id")), _num(e.get("t"))
+        if r is not None and t is not None:
+            key = (e.get("node_id"), r)
+            first[key] = min(t, first.get(key, t))
+    fails = [e for e in b.events if e.get("kind") == "failure" and e.get("source") == "controller"
+             and rounds.get(e.get("attempt_id")) is not None and _num(e.get("t")) is not None]
+    for f in fails:
+        r, t, node = rounds[f["attempt_id"]], _num(f["t"]), f.get("node_id")
+        later = [v for (n, rr), v in first.items() if n == node and rr > r]
+        if later and t > min(later) + TOL_CROSS:
+            b.m.add(RECORDS, "agent-order", f"failure seq {f.get('seq')}: the agent on {node} decided on round "
+                                            f"{r} {t - min(later):.1f} s after its workers of a later round started")
+            return
+        if f.get("state") == "HEALTHY":
+            causes = [_num(x["t"]) for x in fails if rounds[x["attempt_id"]] == r and x.get("state") != "HEALTHY"
+                      and x.get("node_id") != node]
+            if causes and t < min(causes) - TOL_CROSS:
+                b.m.add(RECORDS, "agent-order", f"failure seq {f.get('seq')}: the agent on {node} restarted round {r} "
+                                                f"for a membership change {min(causes) - t:.1f} s before any agent's "
+                                                f"failure of that round")
+                return
 
 
 def agents(b) -> None:

@@ -263,3 +263,21 @@ def test_a_failure_config_value_the_scenario_did_not_ask_for_is_not_a_pass(tmp_p
     of(events, "run_start")[0]["failure_config"]["preemption_grace_s"] = 30.0
     verdict, why = judged(tmp_path, events, text)
     assert verdict != "PASS" and any("preemption_grace_s" in w for w in why), why
+
+
+@pytest.mark.parametrize("d", [30.0, 600.0])
+def test_a_partitioned_ranks_steps_before_the_cut_are_still_judged(tmp_path, d):
+    """A cut-off node's events may arrive late, but only those that arrived after the cut was recorded:
+    its steps before the partition shifted by a whole clock are not excused."""
+    events, text = load("partition-unregistered")
+    rank1 = next(e["emitter"] for e in of(events, "step", rank=1))
+    shift_process(events, rank1, d)
+    assert judged(tmp_path, events, text)[0] != "PASS"
+
+
+def test_a_torchrun_agent_deciding_after_its_next_rounds_workers_started_is_not_a_pass(tmp_path):
+    events, text = load("torchrun-kill-worker")
+    agent = next(e["emitter"] for e in of(events, "failure") if e.get("node_id") == "agent-0")
+    shift_process(events, agent, 30.0)
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict != "PASS" and any("agent-order" in w for w in why), why
