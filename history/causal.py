@@ -44,14 +44,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from ftharness.history.columns import Events, EventsAt, having, non_steps
 from ftharness.history.model import History
 
-SYSTEM, RECORDS = "system", "records"
-
-#: seconds one process's clock may seem to run backwards between two of its events
-TOL_SAME = 0.25
-#: seconds two processes' clocks may disagree (one host: one clock; a cluster: NTP's skew)
-TOL_CROSS = 2.0
-#: seconds the injector may take to write down what it did (a node removed, then recorded)
-RECORD_LAG_S = 30.0
+from ftharness.history.tolerances import (RECORD_LAG_S, RECORDS, SYSTEM, TOL_CROSS, TOL_SAME,  # noqa: F401 - re-exported
+                                          fault_time, num as _num)
 #: worker event kinds: each is emitted by one process of one attempt's group
 WORKER_KINDS = ("worker_start", "step", "report", "checkpoint_written", "worker_error", "worker_end",
                 "preemption_notice", "dataset_shard")
@@ -287,22 +281,6 @@ def well_typed(events):
         if not any(odd_field(e) is not None for e in events.non_steps()):
             return events
     return [e for e in events if isinstance(e, dict) and odd_field(e) is None]
-
-
-def fault_time(e: dict) -> Optional[float]:
-    """When a fault (or one of its actions) was done: its `t_done` where that agrees with the
-    event's own time (done before it was written, and not long before), else the event's own time;
-    never a reading the record contradicts."""
-    t, done = _num(e.get("t")), _num(e.get("t_done"))
-    if done is not None and t is not None and done <= t + TOL_SAME and t - done <= RECORD_LAG_S:
-        return done
-    return t
-
-
-def _num(v: Any) -> Optional[float]:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return float(v) if math.isfinite(v) else None
 
 
 def _emitter_pid(name: Any) -> Optional[int]:
@@ -813,6 +791,9 @@ class _Builder:
                     m.add(RECORDS, "fit-order", f"fit {fit} has two run_end events (seq {ends[fit].get('seq')} and "
                                                 f"{e.get('seq')})")
                 ends[fit] = e
+        from ftharness.history.causal_declared import shut_before
+
+        ended = shut_before(self)   # (a group started again under the same id, RESCHEDULING, is up again)
         partitioned = {(e.get("target_hit") or {}).get("node_id") for e in self.events
                        if e.get("kind") == "fault_injected" and "partition" in str(e.get("fault_kind"))}
         errors: Dict[Any, int] = defaultdict(int)
@@ -825,7 +806,7 @@ class _Builder:
                     and type(att) is int and att != ordinal[aid] and len(self.h.fits) == 1:
                 m.add(RECORDS, "attempt", f"{where}: says attempt {att}, its attempt id is attempt {ordinal[aid]}")
             t = _num(e.get("t"))
-            end = shut.get(aid) if isinstance(aid, str) else None
+            end = ended(aid, t)
             if end is not None and t is not None and t > end + TOL_GROUP and e.get("node_id") not in partitioned:
                 m.add(SYSTEM, "after-shutdown", f"{where}: {t - end:.1f} s after its attempt's worker group was "
                                                 f"shut down (its node was not cut off)")

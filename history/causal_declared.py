@@ -20,6 +20,8 @@ import os
 from collections import defaultdict
 from typing import Any, Dict, List, Optional, Tuple
 
+from ftharness.history.tolerances import RECORDS, SYSTEM, TOL_CROSS, fault_time, num
+
 #: seconds of slack on a drain's deadline against the notice the scenario asked for (the deadline
 #: is computed as time.time() + notice_s between t_requested and t_done)
 NOTICE_SLACK_S = 0.5
@@ -32,17 +34,13 @@ TOL_SHUTDOWN_END = 10.0
 RESTARTING_BUDGETS = ("worker_group", "preemption")
 
 
-def _num(v: Any) -> Optional[float]:
-    from ftharness.history.causal import _num as num
-
-    return num(v)
+_num = num
 
 
 def cut_off(b):
     """A predicate: whether an event may arrive late because a fault cut its process off (a partition,
     a pause, a hang or a degraded link on its node): a process of a group started before the cut, on
     the cut node, from the cut on. A process started later, or an event before the cut, is judged."""
-    from ftharness.history.causal import TOL_CROSS, fault_time
 
     cut: Dict[Any, Tuple[float, Any]] = {}   # node -> (when it was cut, the seq its injection arrived at)
     for e in b.events:
@@ -70,11 +68,10 @@ def check_all(b) -> None:
     for rule in (run_identity, group_size, preemption_notices, failure_charges, collective_order,
                  progress_after_shutdown, checkpoint_cadence, finished_attempt_trained, fault_spec_echo,
                  fault_target_identity, fault_heals, shutdown_errors, failure_details, worker_error_step,
-                 restart_count, agent_order, agents):
+                 restart_count, agent_order, agents, dataset_rows):
         try:
             rule(b)
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:   # odd values: named damage
-            from ftharness.history.causal import RECORDS
 
             b.m.add(RECORDS, "unreadable", f"the record could not be read as a run ({type(e).__name__}: "
                                            f"{str(e)[:120]})")
@@ -85,7 +82,6 @@ def run_identity(b) -> None:
     """Every event names the run its run_start named (an event of another run spliced in is damage to
     the record: INCONCLUSIVE), and every registered checkpoint lies in that run's folder under the
     storage path the run_start recorded (the controller registering elsewhere: FAIL)."""
-    from ftharness.history.causal import RECORDS, SYSTEM
 
     m = b.m
     starts = [e for e in b.events if e.get("kind") == "run_start"]
@@ -121,7 +117,6 @@ def run_identity(b) -> None:
 def group_size(b) -> None:
     """A worker group's world size is the scenario's `num_workers` (a fixed size), or within its
     [min, max] (elastic). Ray never starts a fixed-size group smaller or larger: FAIL."""
-    from ftharness.history.causal import SYSTEM
 
     want = b.m.declared.num_workers
     if want is None:
@@ -146,7 +141,6 @@ def preemption_notices(b) -> None:
     the node was not dead already when it was drained (the injector's record: INCONCLUSIVE). A rank's
     preemption notice carries the deadline of a drain done before it, of a node of its attempt's
     group, and comes no later than that node's death (Ray's notice with no drain behind it: FAIL)."""
-    from ftharness.history.causal import RECORDS, SYSTEM, TOL_CROSS, fault_time
 
     m = b.m
     specs = m.declared.fault_specs
@@ -211,7 +205,6 @@ def failure_charges(b) -> None:
     """A failed attempt is charged once to the budget that restarts it (worker group or preemption:
     a RETRY ends the attempt, the next one has a new id); each charge raises that budget's count by
     one and leaves the others (Ray's FailurePolicy counts each decision once)."""
-    from ftharness.history.causal import SYSTEM
 
     m = b.m
     if m.declared.runtime == "torchrun":
@@ -249,7 +242,6 @@ def collective_order(b) -> None:
     step N+1 before every rank recorded step N. A process whose whole clock was shifted keeps its own
     order and breaks this one; on one host (or NTP-synchronised hosts) within TOL_CROSS. Nodes a fault
     cut off are left out (their events arrive late)."""
-    from ftharness.history.causal import RECORDS, TOL_CROSS
 
     if not b.small:
         return
@@ -280,22 +272,14 @@ def progress_after_shutdown(b) -> None:
     """No rank steps or reports after its attempt's worker group was shut down (beyond the clock
     tolerance), unless a fault cut its node off. Its end or error may follow for a while
     (TOL_SHUTDOWN_END, causal.py's after-shutdown)."""
-    from ftharness.history.causal import SYSTEM, TOL_CROSS
 
-    shut: Dict[str, float] = {}
-    for e in b.events:
-        if e.get("kind") == "worker_group_shutdown" and isinstance(e.get("attempt_id"), str):
-            t = _num(e.get("t"))
-            if t is not None:
-                shut.setdefault(e["attempt_id"], t)
-    if not shut:
-        return
+    ended = shut_before(b)
     late_ok = cut_off(b)
     for e in b._worker_events():
         if e.get("kind") not in ("step", "report", "checkpoint_written"):
             continue
-        end = shut.get(e.get("attempt_id")) if isinstance(e.get("attempt_id"), str) else None
         t = _num(e.get("t"))
+        end = ended(e.get("attempt_id"), t)
         if end is None or t is None or late_ok(e):
             continue
         if end + TOL_CROSS < t <= end + TOL_SHUTDOWN_END:   # (later: causal.py's after-shutdown says it)
@@ -304,13 +288,36 @@ def progress_after_shutdown(b) -> None:
             return
 
 
+def shut_before(b):
+    """(attempt id, t) -> when that attempt's worker group was last shut down before `t`, unless a group
+    of that attempt started again since (RESCHEDULING reuses the id); None: its group was up."""
+    marks: Dict[str, List[Tuple[float, bool]]] = defaultdict(list)   # attempt -> (t, is a shutdown)
+    for e in b.events:
+        kind, aid, t = e.get("kind"), e.get("attempt_id"), _num(e.get("t"))
+        if kind in ("worker_group_shutdown", "worker_group_started") and isinstance(aid, str) and t is not None:
+            marks[aid].append((t, kind == "worker_group_shutdown"))
+    for v in marks.values():
+        v.sort()
+
+    def ended(aid: Any, t: Optional[float]) -> Optional[float]:
+        if t is None or not isinstance(aid, str) or aid not in marks:
+            return None
+        last = None
+        for when, is_shut in marks[aid]:
+            if is_shut:
+                last = when if last is None else last   # the first shutdown after the group's start
+            elif when <= t:
+                last = None                             # a group started again: up until its own shutdown
+        return last if last is not None and last < t else None
+    return ended
+
+
 # -- the reference job checkpoints at the declared cadence
 def checkpoint_cadence(b) -> None:
     """The reference job reports a checkpoint at every `checkpoint_every`-th step and at its last step,
     and at no other step but a preemption's or a deadline's (its own code: harness/job/workload.py).
     A run that checkpointed at another cadence is not the run the scenario declares: INCONCLUSIVE,
     since the lost-work bound is computed from the declared cadence."""
-    from ftharness.history.causal import RECORDS
 
     d = b.m.declared
     every, last = d.checkpoint_every, d.steps
@@ -345,7 +352,6 @@ def finished_attempt_trained(b) -> None:
     """A fit() that succeeded on Ray Train finished its last attempt: that attempt's group started,
     and each of its ranks started and ended its train function (Ray's FINISHED comes from the ranks'
     returns). Without them the success rests on nothing the workers did."""
-    from ftharness.history.causal import SYSTEM
 
     if b.m.declared.runtime == "torchrun" or not b.small:
         return
@@ -368,7 +374,6 @@ def finished_attempt_trained(b) -> None:
                                         f" of its last attempt ({b.h.label(last.key)}) recorded anything: its train "
                                         f"function never ran there", absence=True)
         if heard and not silent and not any(e.get("kind") == "worker_end" for e in last.events):
-            from ftharness.history.causal import RECORDS
 
             b.m.add(RECORDS, "worker-end", f"fit {fit.index} succeeded, and no rank of its last attempt "
                                            f"({b.h.label(last.key)}) recorded its end", absence=True)
@@ -397,7 +402,6 @@ def fault_spec_echo(b) -> None:
     """What the injector recorded of a fault's parameters (its `where`, duration, error rate, the
     preemption's kill time, an in-worker fault's step) is what the scenario asked: a fault done with
     other parameters is not the scenario's fault (the injector's record: INCONCLUSIVE)."""
-    from ftharness.history.causal import RECORDS
 
     specs = b.m.declared.fault_specs
     for idx, e in b.m.injections.items():
@@ -429,7 +433,6 @@ def fault_target_identity(b) -> None:
     """A worker a fault hit is one worker of its attempt's group: the pid, the actor and the local rank
     the injector recorded are that worker's; a damaged checkpoint file lies in the checkpoint the fault
     names, in the run's folder (the injector's record: INCONCLUSIVE)."""
-    from ftharness.history.causal import RECORDS
 
     by_pid: Dict[Any, dict] = {}
     for e in b.events:
@@ -461,7 +464,6 @@ def fault_heals(b) -> None:
     """A heal undoes its own fault: on the node and the process the fault hit; a paused process was
     resumed (or is named gone) — a hung worker never resumed, or a heal on another node, is not the
     scenario's fault healed (the injector's record: INCONCLUSIVE)."""
-    from ftharness.history.causal import RECORDS
 
     for e in b.events:
         if e.get("kind") != "fault_healed" or type(e.get("fault")) is not int:
@@ -488,7 +490,6 @@ def fault_heals(b) -> None:
 def shutdown_errors(b) -> None:
     """The ranks whose errors a group's shutdown lists are the ranks the controller's failure state of
     that attempt named (two records of Ray's for one failure: FAIL when they disagree)."""
-    from ftharness.history.causal import SYSTEM
 
     named: Dict[Any, set] = {}
     for e in b.events:
@@ -508,7 +509,6 @@ def failure_details(b) -> None:
     """A failure decision agrees with the state it was taken in and with what was done: its
     controller failure is the state's; the ranks it says died of a preemption were on a node drained
     before it; a drain it says timed out had its deadline passed when it was decided (FAIL)."""
-    from ftharness.history.causal import SYSTEM, TOL_CROSS
 
     m = b.m
     state_cf: Dict[Any, Any] = {}
@@ -547,7 +547,6 @@ def worker_error_step(b) -> None:
     """A train function's error is recorded at the step its rank had reached: its last recorded step,
     or the one it was entering (a user's job counts a report before it returns), or the step it
     restored (ftharness's instrumentation: INCONCLUSIVE otherwise)."""
-    from ftharness.history.causal import RECORDS
 
     if not b.small:
         return
@@ -571,7 +570,6 @@ def worker_error_step(b) -> None:
 def restart_count(b) -> None:
     """A torchrun worker's restart count is the number of restarts its own agent charged before it
     (TORCHELASTIC_RESTART_COUNT; each agent counts its own): ftharness's record otherwise, INCONCLUSIVE."""
-    from ftharness.history.causal import RECORDS
 
     if b.m.declared.runtime != "torchrun":
         return
@@ -600,7 +598,6 @@ def agent_order(b) -> None:
     round, and an agent that restarts only because the membership changed (its workers HEALTHY)
     decides after another agent's failure of that round. A whole agent's clock shifted breaks one of
     these orders: INCONCLUSIVE (ftharness's record of the agents)."""
-    from ftharness.history.causal import RECORDS, TOL_CROSS
 
     if b.m.declared.runtime != "torchrun":
         return
@@ -633,7 +630,6 @@ def agent_order(b) -> None:
 def agents(b) -> None:
     """torchrun: an agent whose node ran workers took part, and a run that succeeded ended with every
     taking-part agent that no fault killed exiting 0 (the runner's record: INCONCLUSIVE)."""
-    from ftharness.history.causal import RECORDS
 
     if b.m.declared.runtime != "torchrun":
         return
@@ -651,3 +647,20 @@ def agents(b) -> None:
                     and a.get("exit_code") not in (0, None):
                 b.m.add(RECORDS, "agent", f"run_end succeeded, and agent {a.get('node_id')} exited "
                                           f"{a.get('exit_code')}")
+
+
+def dataset_rows(b) -> None:
+    """A rank whose first `get_dataset_shard` says its rows are recorded (`dataset_shard.row_id`) records
+    the rows of every later step (an empty list for a step that read none): a step without them is a
+    gap in ftharness's record of that shard (INCONCLUSIVE)."""
+    if not b.small:
+        return
+    recorded = set()
+    for e in b.h.events:
+        em = e.get("emitter")
+        if e.get("kind") == "dataset_shard" and e.get("row_id") is not None:
+            recorded.add(em)
+        elif e.get("kind") == "step" and em in recorded and "rows" not in e:
+            b.m.add(RECORDS, "dataset-rows", f"step seq {e.get('seq')} (rank {e.get('rank')}): its rank records its "
+                                             f"dataset shard's rows, and this step has none recorded")
+            return
