@@ -68,7 +68,7 @@ def check_all(b) -> None:
     for rule in (run_identity, group_size, preemption_notices, failure_charges, collective_order,
                  progress_after_shutdown, checkpoint_cadence, finished_attempt_trained, fault_spec_echo,
                  fault_target_identity, fault_heals, shutdown_errors, failure_details, worker_error_step,
-                 restart_count, agent_order, agents, dataset_rows):
+                 restart_count, agent_order, agents, dataset_rows, attempts_started):
         try:
             rule(b)
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:   # odd values: named damage
@@ -450,8 +450,16 @@ def fault_target_identity(b) -> None:
                     b.m.add(RECORDS, "fault-target", f"fault {idx} hit pid {hit.get('pid')} as {field} "
                                                      f"{str(hit[field])[:16]}, its group lists that pid as "
                                                      f"{str(w[field])[:16]}")
+        for act in b.events:   # a follow-up acts on the node its fault hit (a replacement node names none)
+            detail = act.get("detail") if isinstance(act.get("detail"), dict) else {}
+            if act.get("kind") == "fault_action" and act.get("fault") == idx and "dies" in str(act.get("action")) \
+                    and detail.get("node_id") is not None and hit.get("node_id") is not None \
+                    and detail["node_id"] != hit["node_id"]:
+                b.m.add(RECORDS, "fault-target", f"fault {idx}: its node {str(hit['node_id'])[:8]} was drained, and "
+                                                 f"the kill action names node {str(detail['node_id'])[:8]}")
         path, name = hit.get("path"), hit.get("checkpoint")
-        if e.get("fault_kind") == "corrupt_checkpoint" and isinstance(path, str) and path:
+        if e.get("fault_kind") == "corrupt_checkpoint" and isinstance(path, str) and path and not hit.get("in_flight"):
+            # (an in-flight damage hits the rank's local files before they are reported)
             parts = path.replace("\\", "/").split("/")
             if isinstance(name, str) and name and name not in parts:
                 b.m.add(RECORDS, "fault-target", f"fault {idx} damaged {path[-60:]}, not a file of checkpoint "
@@ -498,7 +506,22 @@ def shutdown_errors(b) -> None:
                 and e["worker_failures"] and isinstance(aid, str):
             named.setdefault(aid, set(map(str, e["worker_failures"])))
         elif e.get("kind") == "worker_group_shutdown" and isinstance(e.get("errors"), dict) and e["errors"] \
-                and isinstance(aid, str) and aid in named:
+                and isinstance(aid, str):
+            t = _num(e.get("t"))
+            raised = {str(x.get("rank")): (_num(x.get("t")), str(x.get("error_type"))) for x in b.events
+                      if x.get("kind") == "worker_error" and x.get("attempt_id") == aid}
+            # the shutdown lists the error the rank raised (its type opens Ray's repr): it was raised before
+            # (Ray's own error for a rank, a failed health check, says nothing of when the rank raised)
+            late = sorted(r for r, rep in e["errors"].items() if str(r) in raised and t is not None
+                          and raised[str(r)][0] is not None and raised[str(r)][0] > t + TOL_CROSS
+                          and str(rep).startswith(raised[str(r)][1] + "("))
+            late = [str(r) for r in late]
+            if late:
+                b.m.add(SYSTEM, "shutdown-errors", f"worker_group_shutdown seq {e.get('seq')} lists the error of "
+                                                   f"rank {late[0]}, which that rank recorded "
+                                                   f"{raised[late[0]][0] - t:.1f} s later")
+            if aid not in named:
+                continue
             listed = set(map(str, e["errors"]))
             if listed != named[aid]:
                 b.m.add(SYSTEM, "shutdown-errors", f"worker_group_shutdown seq {e.get('seq')}: errors of rank(s) "
@@ -664,3 +687,21 @@ def dataset_rows(b) -> None:
             b.m.add(RECORDS, "dataset-rows", f"step seq {e.get('seq')} (rank {e.get('rank')}): its rank records its "
                                              f"dataset shard's rows, and this step has none recorded")
             return
+
+
+def attempts_started(b) -> None:
+    """Every attempt an event names was started in this history (an attempt_start): a worker training,
+    or a controller deciding, for an attempt nobody started has nothing its facts can be held against
+    (FAIL; unknown when the history has a gap, which may have lost the start)."""
+    if not b.m.attempt_t:
+        return
+    seen = set()
+    for e in b.events if not b.small else b.h.events:
+        aid = e.get("attempt_id")
+        if not isinstance(aid, str) or aid in b.m.attempt_t or aid in seen or e.get("kind") == "failure":
+            continue   # (a failure's own rule is failure-attempt)
+        if e.get("source") not in ("worker", "controller"):
+            continue
+        seen.add(aid)
+        b.m.add(SYSTEM, "attempt-order", f"{e.get('kind')} seq {e.get('seq')} names attempt {aid[:12]}, which no "
+                                         f"attempt_start of this history started", absence=True)

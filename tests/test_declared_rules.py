@@ -281,3 +281,26 @@ def test_a_torchrun_agent_deciding_after_its_next_rounds_workers_started_is_not_
     shift_process(events, agent, 30.0)
     verdict, why = judged(tmp_path, events, text)
     assert verdict != "PASS" and any("agent-order" in w for w in why), why
+
+
+def test_a_worker_event_of_an_attempt_nobody_started_fails(tmp_path):
+    events, text = load("kill-worker")
+    first = attempts(events)[0]
+    for e in events:   # rank 1's error spliced in from another run's attempt (run id rewritten)
+        if e.get("kind") == "worker_error" and e.get("attempt_id") == first:
+            e["attempt_id"] = "a1c4419290307d93" * 2
+            break
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "FAIL" and any("no attempt_start of this history started" in w for w in why), why
+
+
+def test_an_error_the_shutdown_listed_recorded_after_the_shutdown_fails(tmp_path):
+    events, text = load("kill-worker")
+    shut = of(events, "worker_group_shutdown")[0]
+    err = next(e for e in of(events, "worker_error") if shut["errors"].get(str(e["rank"]), "").startswith(e["error_type"]))
+    em = err["emitter"]
+    later = [e for e in events if e.get("emitter") == em and e["seq"] >= err["seq"]]
+    for e in later:   # the rank's error and what follows it, 8 s later (its clock kept monotonic)
+        e["t"] = shut["t"] + 8.0 + (e["t"] - err["t"])
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "FAIL" and any("model: shutdown-errors" in w for w in why), why

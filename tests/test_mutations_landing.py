@@ -634,8 +634,10 @@ MUTATIONS: List[M] = [
       "either budget", "PASS"),
     M("preempt_node", "preempt-node", "killed and decided long before the deadline", killed_and_decided_early, True,
       "died -9.9 s from its deadline", "FAIL", budget="worker_group"),
+    # the landing stands on the deadline waited out; the kill action naming a node that was not drained
+    # contradicts the injector's own record of the drain (model: fault-target): INCONCLUSIVE
     M("preempt_node", "preempt-node", "another node died", kill_action_other_node, True,
-      "the failure came +0.7 s from the deadline, before the node died", "PASS", budget="preemption"),
+      "the failure came +0.7 s from the deadline, before the node died", NOT, budget="preemption"),
     M("preempt_node", "preempt-node", "failure moved to another attempt", failure_to_other_attempt, False,
       "no failure decision followed", CONTRADICTED),
     M("preempt_node", "preempt-node", "another node drained", node_other, False, "hosted no rank", CONTRADICTED),
