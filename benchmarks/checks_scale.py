@@ -67,7 +67,9 @@ MAX_SCENARIO_STEPS, MAX_SCENARIO_FAULTS = 1_000_000, 100
 def workers_for(n: int) -> int:
     """The ranks a run of about `n` events needs so that its steps stay within what a scenario may
     ask for (workload.steps <= 10^6): the history judged is then the run its scenario declares
-    (10^7 events: 10 ranks, about 893,000 steps), never one the verdict must call INCONCLUSIVE."""
+    (10^7 events: 10 ranks, about 893,000 steps), never one the verdict must call INCONCLUSIVE. Each
+    rank reads BATCH / WORKERS rows a step whatever the ranks (a global batch of 80 for 10 ranks), so a
+    step event is the same size and the shards split evenly, as at 4 ranks."""
     w = WORKERS
     while n / (w + (2 + w) / CHECKPOINT_EVERY) > MAX_SCENARIO_STEPS:
         w += 1
@@ -86,7 +88,7 @@ def plan_for(n: int, epochs: int):
     every = max(CHECKPOINT_EVERY + 1, steps // (faults + 1))
     plan_faults = [Fault("worker_group" if i % 2 == 0 else "preemption", after_steps=every + 3 + (i % 7),
                          recovery_s=1.0 + (i % 5) * 0.5) for i in range(faults)]
-    cfg = WorkloadConfig(steps=steps, batch_size=BATCH, epochs=min(epochs, steps),
+    cfg = WorkloadConfig(steps=steps, batch_size=BATCH // WORKERS * workers, epochs=min(epochs, steps),
                          checkpoint_every=CHECKPOINT_EVERY)
     return Plan(cfg, num_workers=workers, failure_config={"max_failures": -1, "max_preemption_failures": -1},
                 faults=plan_faults, step_s=0.05)
