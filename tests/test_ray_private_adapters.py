@@ -51,3 +51,28 @@ def test_failure_config_gets_only_the_fields_the_release_has():
 
 def test_retryable_controller_errors_come_from_the_release():
     assert rp.retryable_controller_errors() == ("WorkerGroupStartupFailedError", "WorkerGroupStartupTimeoutError")
+
+
+def test_upload_working_dir_takes_the_releases_own_signature(monkeypatch):
+    """2.51 and 2.52 have no `include_gitignore` (it arrived in 2.53): shipping a user's job must not
+    pass it there (a recorded 2.51.1 run of every user job failed on the keyword)."""
+    import ray._private.runtime_env.working_dir as wd
+
+    from ftharness.harness.cluster import ray_private
+
+    seen = {}
+
+    def old(runtime_env, scratch_dir=None, logger=None, upload_fn=None):   # 2.51.1's signature
+        seen.update(runtime_env=runtime_env, scratch_dir=scratch_dir)
+        return {"working_dir": "gcs://_ray_pkg_x.zip"}
+
+    def new(runtime_env, scratch_dir=None, logger=None, upload_fn=None, include_gitignore=True):
+        seen.update(include_gitignore=include_gitignore)
+        return {"working_dir": "gcs://_ray_pkg_y.zip"}
+
+    monkeypatch.setattr(wd, "upload_working_dir_if_needed", old)
+    assert ray_private.upload_working_dir("/tmp/job", "/tmp/s") == "gcs://_ray_pkg_x.zip"
+    assert seen == {"runtime_env": {"working_dir": "/tmp/job"}, "scratch_dir": "/tmp/s"}
+    monkeypatch.setattr(wd, "upload_working_dir_if_needed", new)
+    assert ray_private.upload_working_dir("/tmp/job", "/tmp/s") == "gcs://_ray_pkg_y.zip"
+    assert seen["include_gitignore"] is False

@@ -21,11 +21,11 @@ from typing import Any, Callable, Dict, List, Optional
 
 import ray
 import ray._private.state as _state
-from ray.train.v2._internal.execution.callback import (  # noqa: F401 (re-exported)
-    ControllerCallback,
-    ReportCallback,
-    WorkerGroupCallback,
-)
+from ray.train.v2._internal.execution import callback as _callback
+
+#: the controller's callback interfaces, re-exported (the recorder implements them: harness/job/recorder.py)
+ControllerCallback, ReportCallback, WorkerGroupCallback = (
+    _callback.ControllerCallback, _callback.ReportCallback, _callback.WorkerGroupCallback)
 
 try:  # 2.58+: Ray's own preemption classification (a separate budget)
     from ray.train.v2._internal.execution.failure_handling.default import (
@@ -377,7 +377,13 @@ def upload_working_dir(folder: str, scratch_dir: str) -> str:
     folder}) would; returns the package's URI (gcs://_ray_pkg_<hash>.zip). A task's runtime_env
     takes only such a URI, not a local folder, and the tasks and actors it starts (the Train
     controller, the workers) inherit it."""
+    import inspect
+
     from ray._private.runtime_env.working_dir import upload_working_dir_if_needed
 
-    env = upload_working_dir_if_needed({"working_dir": folder}, include_gitignore=False, scratch_dir=scratch_dir)
+    # `include_gitignore` arrived in 2.53 (ray/_private/runtime_env/working_dir.py); 2.51 and 2.52
+    # take no such keyword, and pack the folder as it is
+    extra = ({"include_gitignore": False}
+             if "include_gitignore" in inspect.signature(upload_working_dir_if_needed).parameters else {})
+    env = upload_working_dir_if_needed({"working_dir": folder}, scratch_dir=scratch_dir, **extra)
     return env["working_dir"]
