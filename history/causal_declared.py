@@ -687,6 +687,11 @@ def dataset_rows(b) -> None:
             b.m.add(RECORDS, "dataset-rows", f"step seq {e.get('seq')} (rank {e.get('rank')}): its rank records its "
                                              f"dataset shard's rows, and this step has none recorded")
             return
+        elif e.get("kind") == "step" and e.get("rows") and em not in recorded and not b.m.declared.reference:
+            # (a user's job records rows only through a shard it asked for: the reference job's are its own)
+            b.m.add(RECORDS, "dataset-rows", f"step seq {e.get('seq')} (rank {e.get('rank')}): rows recorded, and its "
+                                             f"rank never asked for a dataset shard whose rows are recorded")
+            return
 
 
 def attempts_started(b) -> None:
