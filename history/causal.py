@@ -1063,8 +1063,12 @@ class _Builder:
                 if shut[aid] == 2:
                     m.add(RECORDS, "attempt", f"worker_group_shutdown seq {e.get('seq')}: attempt "
                                               f"{str(aid)[:12]} shut down twice")
+                if ray and em in current and aid != current[em]:   # it shuts down the group of the running attempt
+                    m.add(RECORDS, "attempt", f"worker_group_shutdown seq {e.get('seq')}: of attempt "
+                                              f"{str(aid)[:12]} while the controller's current attempt was "
+                                              f"{str(current[em])[:12]}")
             elif ray and kind in ("controller_state", "failure", "checkpoint_registered", "worker_group_started") \
-                    and aid is not None and em in current and aid != current[em]:
+                    and em in current and aid != current[em]:
                 m.add(RECORDS, "attempt", f"{kind} seq {e.get('seq')}: for attempt {str(aid)[:12]} while the "
                                           f"controller's current attempt was {str(current[em])[:12]}")
             if kind == "failure":

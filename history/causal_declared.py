@@ -68,7 +68,8 @@ def check_all(b) -> None:
     for rule in (run_identity, group_size, preemption_notices, failure_charges, collective_order,
                  progress_after_shutdown, checkpoint_cadence, finished_attempt_trained, fault_spec_echo,
                  fault_target_identity, fault_heals, shutdown_errors, failure_details, worker_error_step,
-                 restart_count, agent_order, agents, dataset_rows, attempts_started):
+                 restart_count, agent_order, agents, dataset_rows, attempts_started, user_steps_are_reports,
+                 one_run_start_per_fit):
         try:
             rule(b)
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:   # odd values: named damage
@@ -679,8 +680,14 @@ def dataset_rows(b) -> None:
     if not b.small:
         return
     recorded = set()
+    asked = set()
     for e in b.h.events:
         em = e.get("emitter")
+        if e.get("kind") == "dataset_shard":   # noted once per dataset and process (instrument.on_dataset_shard)
+            if (em, e.get("dataset")) in asked:
+                b.m.add(RECORDS, "dataset-rows", f"dataset_shard seq {e.get('seq')} (rank {e.get('rank')}): that "
+                                                 f"process's shard of {str(e.get('dataset'))[:30]} noted twice")
+            asked.add((em, e.get("dataset")))
         if e.get("kind") == "dataset_shard" and e.get("row_id") is not None:
             recorded.add(em)
         elif e.get("kind") == "step" and em in recorded and "rows" not in e:
@@ -710,3 +717,39 @@ def attempts_started(b) -> None:
         seen.add(aid)
         b.m.add(SYSTEM, "attempt-order", f"{e.get('kind')} seq {e.get('seq')} names attempt {aid[:12]}, which no "
                                          f"attempt_start of this history started", absence=True)
+
+
+def user_steps_are_reports(b) -> None:
+    """A user's job has no steps of its own: each `ray.train.report` call records its report, then the
+    step it counts (instrument.after_report), so one process's steps are its reports' steps, in order
+    (the last report may lack its step when the process died between the two): ftharness's record
+    of the job otherwise, INCONCLUSIVE."""
+    if b.m.declared.reference or not b.small or b.m.declared.runtime == "torchrun":
+        return
+    seq: Dict[Any, List[Tuple[str, Any]]] = defaultdict(list)
+    for e in b.h.events:
+        if e.get("source") == "worker" and e.get("kind") in ("report", "step") and e.get("emitter") is not None:
+            seq[e["emitter"]].append((e["kind"], e.get("step"), e.get("seq")))
+    for em, got in seq.items():
+        reports = [s for k, s, _ in got if k == "report"]
+        steps = [s for k, s, _ in got if k == "step"]
+        if steps != reports and steps != reports[:-1]:
+            b.m.add(RECORDS, "report", f"the process {str(em)[:30]} recorded reports of steps {reports[:6]} and steps "
+                                       f"{steps[:6]}: a user job's step is its report")
+            continue
+        for (k1, s1, q1), (k2, s2, _) in zip(got, got[1:]):
+            if k1 == k2:
+                b.m.add(RECORDS, "report", f"{k2} seq {q1} of {str(em)[:30]}: two {k1}s in a row (each report call "
+                                           f"records a report, then its step)")
+                break
+
+
+def one_run_start_per_fit(b) -> None:
+    """Each fit() is started once: two run_start events of one fit are ftharness's record damaged."""
+    seen: Dict[Any, Any] = {}
+    for e in b.events:
+        if e.get("kind") == "run_start":
+            fit = e.get("fit_index")
+            if fit in seen:
+                b.m.add(RECORDS, "fit-order", f"fit {fit} has two run_start events (seq {seen[fit]} and {e.get('seq')})")
+            seen[fit] = e.get("seq")

@@ -304,3 +304,40 @@ def test_an_error_the_shutdown_listed_recorded_after_the_shutdown_fails(tmp_path
         e["t"] = shut["t"] + 8.0 + (e["t"] - err["t"])
     verdict, why = judged(tmp_path, events, text)
     assert verdict == "FAIL" and any("model: shutdown-errors" in w for w in why), why
+
+
+def test_shutdowns_swapped_between_attempts_are_inconclusive(tmp_path):
+    events, text = load("kill-worker")
+    a, b = of(events, "worker_group_shutdown")
+    a["attempt_id"], b["attempt_id"] = b["attempt_id"], a["attempt_id"]
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict != "PASS" and any("model: attempt" in w for w in why), why
+
+
+def test_a_controller_state_naming_no_attempt_while_one_runs_is_inconclusive(tmp_path):
+    events, text = load("preempt-node")
+    next(e for e in of(events, "controller_state") if e.get("cur") == "RESTARTING")["attempt_id"] = None
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict != "PASS" and any("model: attempt" in w for w in why), why
+
+
+def test_a_second_run_start_of_one_fit_is_inconclusive(tmp_path):
+    events, text = load("kill-worker")
+    start = of(events, "run_start")[0]
+    events.append(dict(start, seq=start["seq"] + 0.5, t=start["t"] + 0.001))
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict != "PASS" and any("two run_start" in w for w in why), why
+
+
+@pytest.mark.parametrize("edit", ["drop-step", "swap-order"])
+def test_a_user_jobs_steps_are_its_reports(tmp_path, edit):
+    events, text = load("controls/lightning-kill-worker-2.60.0")
+    em = of(events, "step")[0]["emitter"]
+    mine = [e for e in events if e.get("emitter") == em and e.get("kind") in ("report", "step")]
+    if edit == "drop-step":
+        events.remove(mine[3] if mine[3]["kind"] == "step" else mine[2])
+    else:   # a report recorded after the step it counts (its clock kept)
+        r, s = mine[0], mine[1]
+        r["seq"], s["seq"] = s["seq"], r["seq"]
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict != "PASS", why
