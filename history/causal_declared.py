@@ -20,11 +20,10 @@ import os
 from collections import defaultdict
 from typing import Any, Dict, List, Optional, Tuple
 
+from ftharness.history.causal_faults import fault_heals, fault_spec_echo, fault_target_identity, preemption_notices
+from ftharness.history.causal_torchrun import agent_order, agents, restart_count
 from ftharness.history.tolerances import RECORDS, SYSTEM, TOL_CROSS, fault_time, num
 
-#: seconds of slack on a drain's deadline against the notice the scenario asked for (the deadline
-#: is computed as time.time() + notice_s between t_requested and t_done)
-NOTICE_SLACK_S = 0.5
 #: seconds a worker may still record its own end or error after its group was shut down (Ray's
 #: shutdown waits for the actors; a rank blocked in a collective raises once its peer is gone).
 #: Training progress (a step, a report) gets the cross-process clock tolerance only.
@@ -134,71 +133,6 @@ def group_size(b) -> None:
         elif ws != want:
             b.m.add(SYSTEM, "group", f"attempt {g.attempt_id[:12]}'s group has {ws} workers, the scenario's "
                                      f"num_workers is {want} (not elastic)")
-
-
-# -- preemption: a notice is the drain's, a drain is the scenario's
-def preemption_notices(b) -> None:
-    """A drain's deadline is `notice_s` after the drain was asked for (as the scenario declares), and
-    the node was not dead already when it was drained (the injector's record: INCONCLUSIVE). A rank's
-    preemption notice carries the deadline of a drain done before it, of a node of its attempt's
-    group, and comes no later than that node's death (Ray's notice with no drain behind it: FAIL)."""
-
-    m = b.m
-    specs = m.declared.fault_specs
-    drains: List[Tuple[int, float, str, int]] = []   # (deadline_ms, drained at, node, fault index)
-    unknown: List[Tuple[float, Any]] = []
-    for idx, e in m.injections.items():
-        if e.get("fault_kind") != "preempt_node":
-            continue
-        hit = e.get("target_hit") if isinstance(e.get("target_hit"), dict) else {}
-        deadline, node, when = _num(hit.get("deadline_ms")), hit.get("node_id"), fault_time(e)
-        if deadline is None and when is not None:
-            unknown.append((when, node))   # a drain whose deadline the injector did not record: no notice is judged
-        if deadline is None or node is None or when is None:
-            continue
-        drains.append((int(deadline), when, node, idx))
-        spec = specs[idx] if 0 <= idx < len(specs) and isinstance(specs[idx], dict) else None
-        notice_s = _num((spec or {}).get("notice_s"))
-        if spec is not None and notice_s is None:
-            notice_s = 3.0   # the kind's default (faults/node.py PreemptNodeSpec)
-        asked, done = _num(e.get("t_requested")), _num(e.get("t_done"))
-        lo = (asked if asked is not None else when) - NOTICE_SLACK_S
-        hi = (done if done is not None else when) + NOTICE_SLACK_S
-        if notice_s is not None and not lo <= deadline / 1000.0 - notice_s <= hi:
-            m.add(RECORDS, "fault-notice", f"fault {idx} (preempt_node): the drain's deadline is "
-                                           f"{deadline / 1000.0 - when:+.1f} s from the drain, the scenario's "
-                                           f"notice_s is {notice_s:g}")
-        death = m.node_deaths.get(node)
-        if death is not None and death[0] < when - TOL_CROSS:
-            m.add(RECORDS, "fault-notice", f"fault {idx} (preempt_node): node {str(node)[:8]} was drained "
-                                           f"{when - death[0]:.1f} s after it was removed")
-        if death is not None and spec is not None:
-            offset = _num(spec.get("kill_offset_s")) or 0.0
-            due = deadline / 1000.0 + offset
-            if death[0] < due - NOTICE_SLACK_S - TOL_CROSS:
-                m.add(RECORDS, "fault-notice", f"fault {idx} (preempt_node): node {str(node)[:8]} was removed "
-                                               f"{due - death[0]:.1f} s before its deadline plus kill_offset_s")
-    for e in b.events:
-        if e.get("kind") != "preemption_notice":
-            continue
-        t, deadline = _num(e.get("t")), _num(e.get("deadline_ms"))
-        where = f"preemption_notice seq {e.get('seq')} (rank {e.get('rank')})"
-        if t is None or deadline is None:
-            continue
-        group = m.groups.get(e.get("attempt_id")) if isinstance(e.get("attempt_id"), str) else None
-        nodes = {n for _, n in group.workers.values()} if group is not None and group.workers else None
-        mine = [d for d in drains if abs(d[0] - deadline) <= 1000 and d[1] <= t + TOL_CROSS
-                and (nodes is None or d[2] in nodes)]
-        if not mine and any(at <= t + TOL_CROSS and (nodes is None or node in nodes) for at, node in unknown):
-            continue
-        if not mine:
-            m.add(SYSTEM, "notice", f"{where}: a notice with deadline {deadline / 1000.0:.3f}, and no node of its "
-                                    f"attempt was drained with that deadline before it")
-            continue
-        death = m.node_deaths.get(mine[-1][2])
-        if death is not None and t > death[0] + TOL_CROSS:
-            m.add(SYSTEM, "notice", f"{where}: taken {t - death[0]:.1f} s after the drained node "
-                                    f"{str(mine[-1][2])[:8]} was removed")
 
 
 # -- failures: one charge per failed attempt
@@ -380,121 +314,6 @@ def finished_attempt_trained(b) -> None:
                                            f"({b.h.label(last.key)}) recorded its end", absence=True)
 
 
-# -- a fault's recorded parameters are the scenario's
-#: (fault kind, target_hit field) -> the spec field it echoes (or a function of the spec)
-ECHO = {
-    ("crash_worker", "where"): "where",
-    ("cuda_error", "where"): "where",
-    ("collective_hang", "where"): "where",
-    ("partition_node", "duration_s"): "duration_s",
-    ("network_degrade", "duration_s"): "duration_s",
-    ("partition", "duration_s"): "duration_s",
-    ("collective_hang", "stall_s"): "duration_s",
-    ("storage_errors", "path_glob"): "path_glob",
-    ("storage_errors", "error_rate"): "error_rate",
-    ("storage_errors", "latency_s"): "latency_s",
-    ("storage_errors", "partial"): "partial",
-    ("preempt_node", "kill_in_s"): lambda spec: (_num(spec.get("notice_s")) or 3.0)
-    + (_num(spec.get("kill_offset_s")) or 0.0),
-}
-
-
-def fault_spec_echo(b) -> None:
-    """What the injector recorded of a fault's parameters (its `where`, duration, error rate, the
-    preemption's kill time, an in-worker fault's step) is what the scenario asked: a fault done with
-    other parameters is not the scenario's fault (the injector's record: INCONCLUSIVE)."""
-
-    specs = b.m.declared.fault_specs
-    for idx, e in b.m.injections.items():
-        spec = specs[idx] if 0 <= idx < len(specs) and isinstance(specs[idx], dict) else None
-        hit = e.get("target_hit")
-        if spec is None or not isinstance(hit, dict):
-            continue
-        kind = e.get("fault_kind")
-        for (k, field), want in ECHO.items():
-            if k != kind or field not in hit:
-                continue
-            expected = want(spec) if callable(want) else spec.get(want)
-            got = hit[field]
-            if expected is None:
-                continue
-            same = abs(_num(got) - _num(expected)) <= 1e-6 if _num(got) is not None and _num(expected) is not None \
-                else got == expected
-            if not same:
-                b.m.add(RECORDS, "fault-spec", f"fault {idx} ({kind}) was done with {field} {str(got)[:30]}, the "
-                                               f"scenario asks {str(expected)[:30]}")
-        at = spec.get("at") if isinstance(spec.get("at"), dict) else {}
-        if "where" in hit and hit.get("where") != "on_restore" and type(at.get("step")) is int \
-                and "step" in hit and hit["step"] != at["step"]:
-            b.m.add(RECORDS, "fault-spec", f"fault {idx} ({kind}) acted at step {str(hit['step'])[:12]}, the "
-                                           f"scenario's trigger is step {at['step']}")
-
-
-def fault_target_identity(b) -> None:
-    """A worker a fault hit is one worker of its attempt's group: the pid, the actor and the local rank
-    the injector recorded are that worker's; a damaged checkpoint file lies in the checkpoint the fault
-    names, in the run's folder (the injector's record: INCONCLUSIVE)."""
-
-    by_pid: Dict[Any, dict] = {}
-    for e in b.events:
-        if e.get("kind") == "worker_group_started":
-            for w in e.get("workers") or []:
-                if isinstance(w, dict) and w.get("pid") is not None:
-                    by_pid[w["pid"]] = w
-    run = next((e.get("run_name") for e in b.events if e.get("kind") == "run_start"), None)
-    for idx, e in b.m.injections.items():
-        hit = e.get("target_hit") if isinstance(e.get("target_hit"), dict) else {}
-        w = by_pid.get(hit.get("pid"))
-        if w is not None:
-            for field in ("actor_id", "local_rank"):
-                if field in hit and field in w and hit[field] != w[field]:
-                    b.m.add(RECORDS, "fault-target", f"fault {idx} hit pid {hit.get('pid')} as {field} "
-                                                     f"{str(hit[field])[:16]}, its group lists that pid as "
-                                                     f"{str(w[field])[:16]}")
-        for act in b.events:   # a follow-up acts on the node its fault hit (a replacement node names none)
-            detail = act.get("detail") if isinstance(act.get("detail"), dict) else {}
-            if act.get("kind") == "fault_action" and act.get("fault") == idx and "dies" in str(act.get("action")) \
-                    and detail.get("node_id") is not None and hit.get("node_id") is not None \
-                    and detail["node_id"] != hit["node_id"]:
-                b.m.add(RECORDS, "fault-target", f"fault {idx}: its node {str(hit['node_id'])[:8]} was drained, and "
-                                                 f"the kill action names node {str(detail['node_id'])[:8]}")
-        path, name = hit.get("path"), hit.get("checkpoint")
-        if e.get("fault_kind") == "corrupt_checkpoint" and isinstance(path, str) and path and not hit.get("in_flight"):
-            # (an in-flight damage hits the rank's local files before they are reported)
-            parts = path.replace("\\", "/").split("/")
-            if isinstance(name, str) and name and name not in parts:
-                b.m.add(RECORDS, "fault-target", f"fault {idx} damaged {path[-60:]}, not a file of checkpoint "
-                                                 f"{name[:40]}")
-            elif isinstance(run, str) and run not in parts and "snapshot" not in str(hit.get("how")):
-                b.m.add(RECORDS, "fault-target", f"fault {idx} damaged {path[-60:]}, outside the run's folder")
-
-
-def fault_heals(b) -> None:
-    """A heal undoes its own fault: on the node and the process the fault hit; a paused process was
-    resumed (or is named gone) — a hung worker never resumed, or a heal on another node, is not the
-    scenario's fault healed (the injector's record: INCONCLUSIVE)."""
-
-    for e in b.events:
-        if e.get("kind") != "fault_healed" or type(e.get("fault")) is not int:
-            continue
-        inj = b.m.injections.get(e["fault"])
-        detail = e.get("detail") if isinstance(e.get("detail"), dict) else {}
-        hit = (inj or {}).get("target_hit") if isinstance((inj or {}).get("target_hit"), dict) else {}
-        where = f"fault {e['fault']} ({e.get('fault_kind')}) healed at seq {e.get('seq')}"
-        for field in ("node_id", "pid"):
-            if detail.get(field) is not None and hit.get(field) is not None and detail[field] != hit[field]:
-                b.m.add(RECORDS, "fault-heal", f"{where}: on {field} {str(detail[field])[:12]}, the fault hit "
-                                               f"{str(hit[field])[:12]}")
-        if detail.get("resumed") is False:
-            b.m.add(RECORDS, "fault-heal", f"{where}: the stopped process was not resumed")
-        paused = hit.get("paused_pids")
-        if isinstance(paused, list) and ("resumed_pids" in detail or "gone_pids" in detail):
-            back = set(detail.get("resumed_pids") or []) | set(detail.get("gone_pids") or [])
-            if back != set(paused):
-                b.m.add(RECORDS, "fault-heal", f"{where}: resumed or gone {sorted(back)[:6]}, paused "
-                                               f"{sorted(paused)[:6]}")
-
-
 # -- Ray's own accounts of one failure agree
 def shutdown_errors(b) -> None:
     """The ranks whose errors a group's shutdown lists are the ranks the controller's failure state of
@@ -589,88 +408,6 @@ def worker_error_step(b) -> None:
             if e["step"] not in ok:
                 b.m.add(RECORDS, "worker-step", f"{e['kind']} seq {e.get('seq')} (rank {e.get('rank')}) at step "
                                                 f"{e['step']}, that process's last step was {last[em]}")
-
-
-def restart_count(b) -> None:
-    """A torchrun worker's restart count is the number of restarts its own agent charged before it
-    (TORCHELASTIC_RESTART_COUNT; each agent counts its own): ftharness's record otherwise, INCONCLUSIVE."""
-
-    if b.m.declared.runtime != "torchrun":
-        return
-    charged: Dict[Any, int] = defaultdict(int)
-    seen = set()
-    for e in b.events:
-        if e.get("kind") == "failure" and e.get("budget") == "max_restarts" and e.get("decision") == "RETRY":
-            charged[e.get("node_id")] += 1
-        elif e.get("kind") == "run_start":
-            charged.clear()
-    for e in b._worker_events():
-        rc, em = e.get("restart_count"), e.get("emitter")
-        if type(rc) is not int or em in seen:
-            continue
-        seen.add(em)
-        n = sum(1 for f in b.events if f.get("kind") == "failure" and f.get("budget") == "max_restarts"
-                and f.get("decision") == "RETRY" and f.get("node_id") == e.get("node_id")
-                and f.get("fit_index") == e.get("fit_index") and (_num(f.get("t")) or 0) <= (_num(e.get("t")) or 0))
-        if rc != n:
-            b.m.add(RECORDS, "restart-count", f"{e.get('kind')} seq {e.get('seq')} (rank {e.get('rank')}): restart "
-                                              f"count {rc}, its agent had charged {n} restart(s)")
-
-
-def agent_order(b) -> None:
-    """torchrun: each node's agent decides on a round's failure before it starts its workers of a later
-    round, and an agent that restarts only because the membership changed (its workers HEALTHY)
-    decides after another agent's failure of that round. A whole agent's clock shifted breaks one of
-    these orders: INCONCLUSIVE (ftharness's record of the agents)."""
-
-    if b.m.declared.runtime != "torchrun":
-        return
-    rounds = {e.get("attempt_id"): i for i, e in enumerate(x for x in b.events if x.get("kind") == "attempt_start")}
-    first: Dict[Tuple[Any, int], float] = {}   # (node, round ordinal) -> its workers' first event
-    for e in b._worker_events():
-        r, t = rounds.get(e.get("attempt_id")), _num(e.get("t"))
-        if r is not None and t is not None:
-            key = (e.get("node_id"), r)
-            first[key] = min(t, first.get(key, t))
-    fails = [e for e in b.events if e.get("kind") == "failure" and e.get("source") == "controller"
-             and rounds.get(e.get("attempt_id")) is not None and _num(e.get("t")) is not None]
-    for f in fails:
-        r, t, node = rounds[f["attempt_id"]], _num(f["t"]), f.get("node_id")
-        later = [v for (n, rr), v in first.items() if n == node and rr > r]
-        if later and t > min(later) + TOL_CROSS:
-            b.m.add(RECORDS, "agent-order", f"failure seq {f.get('seq')}: the agent on {node} decided on round "
-                                            f"{r} {t - min(later):.1f} s after its workers of a later round started")
-            return
-        if f.get("state") == "HEALTHY":
-            causes = [_num(x["t"]) for x in fails if rounds[x["attempt_id"]] == r and x.get("state") != "HEALTHY"
-                      and x.get("node_id") != node]
-            if causes and t < min(causes) - TOL_CROSS:
-                b.m.add(RECORDS, "agent-order", f"failure seq {f.get('seq')}: the agent on {node} restarted round {r} "
-                                                f"for a membership change {min(causes) - t:.1f} s before any agent's "
-                                                f"failure of that round")
-                return
-
-
-def agents(b) -> None:
-    """torchrun: an agent whose node ran workers took part, and a run that succeeded ended with every
-    taking-part agent that no fault killed exiting 0 (the runner's record: INCONCLUSIVE)."""
-
-    if b.m.declared.runtime != "torchrun":
-        return
-    nodes = {n for g in b.m.groups.values() for _, n in g.workers.values()}
-    for e in b.events:
-        if e.get("kind") != "run_end":
-            continue
-        for a in e.get("agents") or []:
-            if not isinstance(a, dict):
-                continue
-            if a.get("participated") is False and a.get("node_id") in nodes:
-                b.m.add(RECORDS, "agent", f"run_end says agent {a.get('node_id')} took no part, and its node ran "
-                                          f"workers")
-            if e.get("outcome") == "succeeded" and a.get("participated") and not a.get("killed_by_fault") \
-                    and a.get("exit_code") not in (0, None):
-                b.m.add(RECORDS, "agent", f"run_end succeeded, and agent {a.get('node_id')} exited "
-                                          f"{a.get('exit_code')}")
 
 
 def dataset_rows(b) -> None:
