@@ -36,6 +36,7 @@ from matplotlib.figure import Figure
 from ftharness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, PARTS
 from ftharness.reports.gpu import gpu_section
 from ftharness.reports import advice, metrics
+from ftharness.scenarios.job_error import evidence_text, is_job_reason, trigger_text
 from ftharness.reports.frames import Frames, PathLike, missing, read_results, results_folders
 from ftharness.reports.judgement import folder_statuses
 from ftharness.reports.junit import SCENARIO_FILE, _as_list, labels, outcome_verdicts, property_verdicts
@@ -207,9 +208,18 @@ def banner_data(frames: Frames) -> Dict[str, Any]:
     verdicts = list(o["verdict"]) if len(o) else []
     worst = next((v for v in ("ERROR", "FAIL", "INCONCLUSIVE") if v in verdicts), "PASS" if verdicts else "INCONCLUSIVE")
     items = [{"label": str(r["label"]), "anchor": anchor(str(r["label"])), "verdict": r["verdict"],
-              "message": r["message"]} for r in o.to_dict("records") if r["verdict"] != "PASS"]
+              **_job_first(r["message"])} for r in o.to_dict("records") if r["verdict"] != "PASS"]
     counts = ", ".join(f"{verdicts.count(v)} {v}" for v in ("PASS", "FAIL", "INCONCLUSIVE", "ERROR") if v in verdicts)
     return {"worst": worst, "cls": VERDICT_CLASS.get(worst, "unknown"), "counts": counts, "reasons": items}
+
+
+def _job_first(message: Any) -> Dict[str, str]:
+    """{job, message}: the job's own error (ftharness.scenarios.job_error), which the banner shows
+    first and in bold, and the other reasons after it."""
+    reasons = str(message or "").split("; ")
+    if reasons and is_job_reason(reasons[0]):
+        return {"job": reasons[0], "message": "; ".join(reasons[1:])}
+    return {"job": "", "message": str(message or "")}
 
 
 def banner(frames: Frames) -> str:
@@ -218,6 +228,7 @@ def banner(frames: Frames) -> str:
     text = ENV.from_string(
         '<div class="banner {{ b.cls }}"><strong>{{ b.worst }}</strong> ({{ b.counts or "no runs" }})'
         '{% if b.reasons %}<ul>{% for i in b.reasons %}<li>{{ i.label }}: {{ i.verdict }}'
+        '{% if i.job %} — <strong class="job-error">{{ i.job }}</strong>{% endif %}'
         '{% if i.message %} — {{ i.message }}{% endif %}</li>{% endfor %}</ul>{% endif %}</div>')
     return text.render(b=b)
 
@@ -302,10 +313,10 @@ def faults_frame(frames: Frames) -> pd.DataFrame:
             rows.append({
                 "scenario": names[r], "#": i, "kind": f.get("kind") or spec.get("kind"),
                 "target": (_spec_text(spec.get("target")) or "(default)") + (f" → hit {hit_target}" if hit_target else ""),
-                "when": (_spec_text(spec.get("at")) or "") + (f" · {utc(first.get('t'))}" if first.get("t") else ""),
+                "when": (trigger_text(spec.get("at")) or "") + (f" · {utc(first.get('t'))}" if first.get("t") else ""),
                 "landed": {True: "yes", False: "no"}.get(f.get("landed"), "not recorded")
                 + (f" ({f['status']})" if f.get("status") not in (None, "landed") else ""),
-                "evidence": _text(f.get("evidence")) if f.get("evidence") else "",
+                "evidence": _text(evidence_text(f.get("evidence"))) if f.get("evidence") else "",
                 "budget charged": " / ".join(x for x in (
                     f"expected {f['expected_budget']}" if f.get("expected_budget") else "expected none", charged) if x),
                 "recovery s": _text(round(float(rec_s.iloc[0]), 3)) if len(rec_s) else "",
@@ -596,6 +607,8 @@ def scenario_data(frames: Frames, out_dir: str) -> List[Dict[str, Any]]:
 #: fewer recoveries than this in a configuration: its points are drawn, no box
 #: (quartiles of one to four values are not a distribution)
 MIN_BOX_SAMPLES = 5
+#: fewer recoveries than this over all runs: no chart (one or two dots say nothing a table row does not)
+MIN_CHART_POINTS = 3
 
 
 def recovery_figure(samples: Dict[str, Sequence[float]]) -> Figure:
@@ -634,11 +647,12 @@ def recovery_data(frames: Frames, config: Dict[str, str]) -> Dict[str, Any]:
     rec = frames.recovery.assign(configuration=frames.recovery["results"].map(config))
     samples = {c: rec.loc[rec["configuration"] == c, "recovery_s"].dropna().tolist()
                for c in dict.fromkeys(config.values())}
-    plot = Markup(svg(recovery_figure(samples))) if any(samples.values()) else ""
+    points = sum(len(v) for v in samples.values())
+    plot = Markup(svg(recovery_figure(samples))) if points >= MIN_CHART_POINTS else ""
     names = labels(frames.scenarios)
     parts = rec.assign(scenario=rec["results"].map(names))[
         ["scenario", "configuration", "source", "fault_kind", "budget", *PARTS, "recovery_s"]]
-    return {"plot": plot, "min_box": MIN_BOX_SAMPLES, "table": table_data(parts, "recovery", links={
+    return {"plot": plot, "min_box": MIN_BOX_SAMPLES, "points": points, "min_points": MIN_CHART_POINTS, "table": table_data(parts, "recovery", links={
         "scenario": ["#" + anchor(str(n)) for n in parts["scenario"]]}),
         "by_kind": table_data(by_fault_kind(frames, names), "by-kind")}
 
@@ -671,10 +685,21 @@ def advice_data(folders: List[str]) -> Dict[str, Any]:
     says once why each other one could not and which run would measure it."""
     a = advice.advise(folders, accelerators=advice.cluster_accelerators(folders))
     gaps = advice.gaps(a)
-    keys = [k for k in advice.LABELS if k not in gaps or k == "checkpoint_cost_s" and a.get(k) is not None]
+    cost, recovery = a.get("checkpoint_cost_s"), a.get("recovery_s")
+    ready = cost is not None and cost > 0 and recovery is not None   # the run has what an extrapolation needs
+    keys = [k for k in advice.LABELS if (k not in gaps or k == "checkpoint_cost_s" and cost is not None)
+            and (ready or k in advice.MEASURED)]
     rows = pd.DataFrame({"quantity": [advice.LABELS[k] for k in keys], "value": [_text(a.get(k), 3) for k in keys]})
     data = table_data(rows, "advice")
-    return {"basis": a["basis"], "table": data,
+    if ready:
+        headline = (f"Extrapolated from C = {cost:.3g} s and R = {recovery:.3g} s measured here, with Llama 3's "
+                    f"failure rate scaled to {a['accelerators']} accelerator(s) (a job MTBF of "
+                    f"{a['cluster_mtbf_s'] / 3600:,.0f} h): Daly interval {a['daly_interval_s']:,.0f} s. "
+                    f"Open for the assumptions and every figure.")
+    else:
+        headline = ("Not extrapolated: these runs did not measure what it needs (a checkpoint cost above a plain "
+                    "step, and a recovery). Open for what was measured and which run would measure the rest.")
+    return {"basis": a["basis"], "table": data, "ready": ready, "headline": headline,
             "gaps": [{"label": advice.LABELS[k], "reason": gaps[k]} for k in advice.LABELS if k in gaps]}
 
 

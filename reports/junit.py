@@ -147,7 +147,8 @@ def _properties(suite: ET.Element, scenario: Dict[str, Any]) -> None:
     run's recovery time, lost steps and goodput, so CI can trend them."""
     props = ET.SubElement(suite, "properties")
     values = {**{name: scenario.get(col) for name, col in SUITE_PROPERTIES.items()},
-              "results_dir": scenario.get("results_dir") or os.path.abspath(scenario["results"])}
+              # the folder these results were read from (write_junit makes it relative to the file's own)
+              "results_dir": os.path.abspath(scenario["results"])}
     values.update({name: _figure(scenario.get(col)) for name, col in FIGURES.items()})
     for name, value in values.items():
         if not missing(value) and value != "":
@@ -209,6 +210,23 @@ def junit_tree(frames: Frames) -> ET.ElementTree:
     return ET.ElementTree(root)
 
 
+def relative_paths(root: ET.Element, folder: str) -> None:
+    """Every path of the file (a suite's `file`, its `results_dir` property) relative to `folder`,
+    the one the JUnit file is written in (the suite's root): the same form for runs and skipped
+    scenarios, and a results folder that is moved or archived whole keeps them right."""
+    base = os.path.abspath(folder)
+
+    def rel(value: str) -> str:
+        return os.path.relpath(value, base) if os.path.isabs(value) else value
+
+    for suite in root.iter("testsuite"):
+        if suite.get("file"):
+            suite.set("file", rel(suite.get("file")))
+        for prop in suite.iter("property"):
+            if prop.get("name") == "results_dir" and prop.get("value"):
+                prop.set("value", rel(prop.get("value")))
+
+
 def write_junit(results_paths: Iterable[PathLike], path: PathLike) -> str:
     """JUnit XML of the results folders under `results_paths`, and a <skipped> test case for
     each scenario this host could not run (ftharness.reports.skipped); returns `path`."""
@@ -226,8 +244,14 @@ def write_junit(results_paths: Iterable[PathLike], path: PathLike) -> str:
     root = tree.getroot()
     skips.junit_suites(root, skipped, xml_text)
     root.set("tests", str(int(root.get("tests", "0")) + len(skipped)))
-    ET.indent(tree)
+    # the skipped count of the whole file: junit-10.xsd has no `skipped` on <testsuites>, its
+    # `disabled` counts the tests that did not run (each <testsuite> has its own `skipped`)
+    root.set("disabled", str(len(skipped)))
+    root.attrib = {k: root.attrib[k] for k in ("name", "tests", "failures", "errors", "disabled", "time")
+                   if k in root.attrib}
     folder = os.path.dirname(os.fspath(path))
+    relative_paths(root, folder or os.curdir)
+    ET.indent(tree)
     if folder:
         os.makedirs(folder, exist_ok=True)
     tree.write(path, encoding="utf-8", xml_declaration=True)

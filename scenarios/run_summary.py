@@ -25,6 +25,7 @@ class RunSummary(TypedDict, total=False):
     expected_properties: List[str]       #: the properties the scenario's expect asked for
     attempts: int                        #: worker-group attempts, by the causal model
     steps: int                           #: the last training step reached
+    job_error: Optional[Dict[str, Any]]  #: the job's own error that stopped the run (scenarios/job_error.py), or None
     budgets: Dict[str, int]              #: failures charged per budget (worker_group, preemption, controller)
     failure_config: Dict[str, Any]       #: the FailureConfig in force (run_start; the scenario's otherwise)
     faults: List[Dict[str, Any]]         #: each fault: kind, landed, status, evidence

@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from ftharness import profiles, releases
+from ftharness.faults.base import spec_record
 from ftharness.history import causal
 from ftharness.history.columns import non_steps
 from ftharness.history.model import History, as_history, charged
 from ftharness.history.records import gc_paused
+from ftharness.scenarios.job_error import evidence_text, job_error
 from ftharness.scenarios.policy_model import TORCHRUN_BUDGET
 from ftharness.scenarios.properties import PROPERTIES, Facts, applicable, run_checks
 from ftharness.scenarios.properties.base import PropertyContext
@@ -107,7 +109,7 @@ def facts(scenario: Scenario) -> Facts:
 
     kinds = [f.kind for f in scenario.faults]
     return Facts(reference_workload=scenario.workload.kind == "reference",
-                 restarts=any(REGISTRY[k].budget is not None or k == "kill_controller" for k in kinds),
+                 restarts=any(REGISTRY[k].budget is not None or REGISTRY[k].ends_fit for k in kinds),
                  retried=any(REGISTRY[k].budget is not None for k in kinds),
                  expect_outcome=scenario.expect.outcome,
                  monotonic=bool(scenario.expect.monotonic),
@@ -145,7 +147,8 @@ def recorded(events: Iterable[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def scenario_specs(scenario: Scenario) -> List[Dict[str, Any]]:
-    return [f.model_dump(mode="json", exclude_none=True) for f in scenario.faults]
+    """The scenario's faults as a run records them (`run_end.fault_specs`), to compare with the record."""
+    return [spec_record(f) for f in scenario.faults]
 
 
 def fault_landings(scenario: Scenario, events: List[Dict[str, Any]],
@@ -160,14 +163,14 @@ def fault_landings(scenario: Scenario, events: List[Dict[str, Any]],
     if specs is None:
         specs = (recorded(events) if facts_ is None else facts_).get("fault_specs")
     if specs is None:
-        specs = scenario_specs(scenario)
+        specs = list(scenario.faults)   # the spec models: no record to read them from
     torchrun = scenario.workload.runtime == "torchrun"
     out = []
     for i, (spec, landing) in enumerate(landings(specs, events)):
         budget = landing.budget
         if torchrun and budget is not None:   # TorchElastic charges every failure to its one budget
             budget = TORCHRUN_BUDGET
-        out.append({"index": i, "kind": spec["kind"], "landed": landing.status == "landed",
+        out.append({"index": i, "kind": spec["kind"] if isinstance(spec, dict) else spec.kind, "landed": landing.status == "landed",
                     "status": landing.status, "evidence": landing.evidence,
                     "expected_budget": budget, "failure_seq": landing.failure_seq})
     return out
@@ -324,7 +327,8 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
         else:
             unknown.append(f.line())
     unknown += release_problems(facts_)
-    unknown += [f"fault {f['index']} ({f['kind']}) did not land: {f['evidence']}" for f in faults if not f["landed"]]
+    unknown += [f"fault {f['index']} ({f['kind']}) did not land: {evidence_text(f['evidence'])}"
+                for f in faults if not f["landed"]]
     unknown += _recorded_mismatches(scenario, facts_, fault_specs) + _unrecorded(scenario, events, facts_, faults)
     if facts_.get("soak") is not None and not any(e.get("kind") == "fault_injected" for e in non_steps(events)):
         unknown.append("the soak injected no fault: it tested nothing (a longer --duration or a shorter --mtbf)")
@@ -363,6 +367,10 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
     else:  # without its evidence an outcome, or a violation that did not occur, proves nothing
         unknown += [f"{m}, but the evidence is incomplete" for m in outcome_mismatch + pin_held]
     verdict = FAIL if violated else INCONCLUSIVE if unknown else PASS
+    steps = _safe(last_step, model, 0)
+    job = _safe(lambda evs: job_error(evs, outcome, steps), events, None)
+    if job is not None and verdict != PASS:   # a job that cannot train is named first (scenarios/job_error.py)
+        (violated if verdict == FAIL else unknown).insert(0, job["reason"])
     return {
         "scenario": scenario.name,
         "runtime": scenario.workload.runtime,
@@ -376,7 +384,8 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
         "inconclusive": unknown,
         "expected_properties": expected,
         "attempts": _safe(attempts, model, 0),
-        "steps": _safe(last_step, model, 0),
+        "steps": steps,
+        "job_error": job,
         "budgets": budgets_used(events),
         "failure_config": facts_.get("failure_config") or scenario.failure_config.model_dump(),
         "faults": faults,

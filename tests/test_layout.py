@@ -30,13 +30,13 @@ LAYERS = [
     ("simulator", ("ftharness.scenarios.simulator",)),
     ("language", ("ftharness.scenarios.schema", "ftharness.scenarios.spec", "ftharness.scenarios.strategies", "ftharness.scenarios.synthetic", "ftharness.scenarios.soak",
                   "ftharness.scenarios.known_bugs", "ftharness.scenarios.explore_strategies")),
-    ("verdict", ("ftharness.scenarios.verdict", "ftharness.scenarios.run_summary")),
+    ("verdict", ("ftharness.scenarios.verdict", "ftharness.scenarios.run_summary", "ftharness.scenarios.job_error")),
     ("cluster", ("ftharness.harness.cluster",)),
     ("job", ("ftharness.harness.job",)),
     ("torchrun", ("ftharness.harness.torchrun",)),  # the torchrun runtime: agents, Ray-free worker, collector
     ("reports", ("ftharness.reports",)),
     ("run", ("ftharness.harness.run", "ftharness.harness.matrix")),
-    ("frontends", ("ftharness.harness.frontends", "ftharness.__main__")),
+    ("frontends", ("ftharness.harness.frontends", "ftharness.__main__", "ftharness.api")),
 ]
 
 #: folder by folder, lowest first: a folder imports only from itself or a folder below it
@@ -53,7 +53,7 @@ FOLDER_LAYERS = [
     ("torchrun", ("ftharness.harness.torchrun",)),
     ("reports", ("ftharness.reports",)),
     ("run", ("ftharness.harness.run", "ftharness.harness.matrix")),
-    ("frontends", ("ftharness.harness.frontends", "ftharness.__main__")),
+    ("frontends", ("ftharness.harness.frontends", "ftharness.__main__", "ftharness.api")),
 ]
 
 #: cycles among modules (imports inside functions included) still to be broken, and by what
@@ -63,6 +63,8 @@ KNOWN_CYCLES: dict = {}   # none: the two runners share what they share through 
 EXCEPTIONS = {
     ("ftharness", "ftharness.harness.frontends.ctk"):
         "`chaos discover ftharness` calls discover() on the distribution's top-level package",
+    ("ftharness", "ftharness.api"):
+        "`import ftharness` gives the public API (ftharness.api), loaded on first use",
 }
 
 
@@ -336,3 +338,63 @@ def test_every_module_imports_in_a_fresh_interpreter():
     names = sorted(m for m in MODULES if "ctk" not in m)  # ctk needs chaoslib's own import order
     r = subprocess.run([sys.executable, "-c", code, *names], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+# ------------------------------------------------------------------ fault kind names
+#: modules outside faults/ that still write a fault kind's name as a string literal, and why they
+#: may for now (each is to read the registry instead; the test fails when one no longer needs its
+#: line, so this list only shrinks)
+KIND_LITERALS_LEFT = {
+    "ftharness.history.causal": "being split by another change (issue 48: history/*.py is the lead's)",
+    "ftharness.history.causal_faults": "split out of history/causal*.py by another change (history/*.py is the lead's)",
+}
+
+
+def docstrings(tree):
+    """The string constants of `tree` that are docstrings (of the module, a class or a function)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                out.add(id(body[0].value))
+    return out
+
+
+def kind_literals(path, kinds):
+    """(line, name) of each string literal in the file at `path` that is a fault kind's name
+    (docstrings aside; comments are no literals)."""
+    tree = ast.parse(open(path).read())
+    skip = docstrings(tree)
+    return sorted((n.lineno, n.value) for n in ast.walk(tree)
+                  if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in kinds
+                  and id(n) not in skip)
+
+
+def test_no_fault_kind_is_named_outside_faults():
+    """What a kind causes, draws, needs and ends is declared on the kind (faults/base.py) and read
+    from the registry: no module outside faults/ names a kind."""
+    from ftharness.faults import FAULT_KINDS
+
+    found = {}
+    for module, path in MODULES.items():
+        if module == "ftharness.faults" or module.startswith("ftharness.faults."):
+            continue
+        hits = kind_literals(path, set(FAULT_KINDS))
+        if hits and module not in KIND_LITERALS_LEFT:
+            found[module] = hits
+    assert not found, "fault kind names outside faults/ (read the registry instead): " + "; ".join(
+        f"{os.path.relpath(MODULES[m], ROOT)}: " + ", ".join(f"line {ln} {v!r}" for ln, v in hits)
+        for m, hits in sorted(found.items()))
+    stale = [m for m in KIND_LITERALS_LEFT if m in MODULES and not kind_literals(MODULES[m], set(FAULT_KINDS))]
+    assert not stale, f"KIND_LITERALS_LEFT lists modules that name no kind any more: {stale}"
+
+
+def test_the_kind_name_finder_finds_planted_ones(tmp_path):
+    planted = tmp_path / "m.py"
+    planted.write_text('"""kill_worker in a docstring."""\n'
+                       'def f(k):\n    """kill_node"""\n    # "kill_worker" in a comment\n'
+                       '    return k == "kill_worker" or k in ("preempt_node", "not_a_kind")\n')
+    assert kind_literals(str(planted), {"kill_worker", "kill_node", "preempt_node"}) == [
+        (5, "kill_worker"), (5, "preempt_node")]

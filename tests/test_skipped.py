@@ -5,6 +5,7 @@ scenario file named alone is still refused, as `run` refuses it. The host's lack
 by `netns.unavailable` answering as it does for a non-root user (the real unprivileged
 run is in docs/ci.md and the closing note of issue 39)."""
 
+import os
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -75,6 +76,10 @@ def test_junit_and_report_hold_the_runs_and_the_skipped_ones(tmp_path):
     root = validate_junit(write_junit([suite], tmp_path / "junit.xml"))
     assert root.get("tests") == str(sum(int(s.get("tests")) for s in root.findall("testsuite")))
     assert [s.get("skipped") for s in root.findall("testsuite")][-1] == "1"
+    assert root.get("disabled") == "1"   # the file's skipped count (junit-10.xsd: no `skipped` on <testsuites>)
+    files = [s.get("file") for s in root.findall("testsuite")]
+    assert files == [os.path.join("suite", "kill", "scenario.yaml"),
+                     os.path.relpath("/x/network-partition.yaml", str(tmp_path))], files   # one form for both
     page = open(write_report([suite], tmp_path / "report"), encoding="utf-8").read()
     assert "1 SKIPPED" in page and "network-partition: SKIPPED" in page
 

@@ -20,22 +20,21 @@ import os
 import re
 import threading
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Protocol
+from typing import Any, Dict, FrozenSet, List, Optional, Protocol
 
 import ray
 
 from ftharness.harness.cluster import netns
 from ftharness.harness.cluster import ray_private as rp
 from ftharness.harness.cluster.ns_node import NamespaceNode
-from ftharness.harness.cluster.reaper import alive, descendants, identify, kill_all, message as reaper_message
-from ftharness.errors import STOP_REQUESTED, ClusterError
+from ftharness.harness.cluster.reaper import SigtermAsInterrupt, alive, descendants, identify, kill_all, message as reaper_message
+from ftharness.errors import ClusterError
 from ftharness.faults import capabilities as caps
 from ftharness.harness.cluster.history_service import ServiceSlot
 
@@ -141,19 +140,24 @@ class _Filtered:
     def __init__(self, stream, sink, lock):
         self._stream, self._sink, self._lock, self._partial = stream, sink, lock, ""
         self._partial_ray = False    # the unfinished line belongs to a Ray message
+        self._last_ray = False       # the last line written was Ray's
 
     def write(self, text: str) -> int:
         lines = (self._partial + text).split("\n")
         self._partial = lines.pop()
         ray = False
         for i, line in enumerate(lines):
+            # a blank line right after Ray's message is its end (print's own "\n", written apart): not
+            # a blank line on the terminal after every node Ray saw die
+            tail = i == 0 and not line and self._last_ray
             ray = ray or bool(RAY_LINE.match(line))
-            self._emit(line, ray or (i == 0 and self._partial_ray))
+            self._emit(line, ray or tail or (i == 0 and self._partial_ray))
         if lines:
             self._partial_ray = ray and bool(self._partial)
         return len(text)
 
     def _emit(self, line: str, ray: bool) -> None:
+        self._last_ray = ray
         if ray:
             with self._lock:
                 self._sink.write(line + "\n")
@@ -325,7 +329,7 @@ class RayCluster(caps.ClusterHandle, Protocol):
     def heal(self) -> List[int]: ...
 
 
-class EmbeddedCluster:
+class EmbeddedCluster(SigtermAsInterrupt):
     """A head plus `nodes` worker raylets on this host."""
 
     #: name in refusals (faults/capabilities.py: capability_problem)
@@ -482,24 +486,6 @@ class EmbeddedCluster:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-    def _install_sigterm(self) -> None:
-        def on_term(signum, frame):
-            STOP_REQUESTED.set()   # seen by loops whose callees turn the interrupt into an error
-            raise KeyboardInterrupt(f"signal {signum}")
-
-        try:
-            self._old_sigterm = signal.signal(signal.SIGTERM, on_term)
-        except ValueError:  # not the main thread
-            self._old_sigterm = None
-
-    def _restore_sigterm(self) -> None:
-        if self._old_sigterm is not None:
-            try:
-                signal.signal(signal.SIGTERM, self._old_sigterm)
-            except ValueError:
-                pass
-            self._old_sigterm = None
 
     def _watch(self, node) -> None:
         if self._reaper is not None:

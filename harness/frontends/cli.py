@@ -16,7 +16,7 @@ import os
 import sys
 import tempfile
 import traceback
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ftharness.scenarios.verdict import (EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_INTERNAL, EXIT_PASS, exit_code, overall)
 from ftharness.errors import ClusterError, InputError, ScenarioError
@@ -58,18 +58,27 @@ def internal_error(exc: BaseException, folder: Optional[str] = None) -> int:
 
 
 def print_summary(summary, out: str) -> None:
-    print(f"{summary['verdict']} {summary['scenario']}: {summary['outcome']} after {summary['attempts']} attempt(s), "
-          f"{summary['steps']} steps, {summary['wall_time_s']:.1f}s")
+    from ftharness.scenarios.job_error import job_reason, verdict_line
+
+    figures = (f"{summary['outcome']} after {summary['attempts']} attempt(s), "
+               f"{summary['steps']} steps, {summary['wall_time_s']:.1f}s")
+    print(one_line(verdict_line(summary["verdict"], summary["scenario"], summary, figures), 600))
+    if job_reason(summary):   # the verdict line named the job's own error: the figures follow it
+        print(f"  {figures}")
     print_reasons(summary)
     print(f"results: {os.path.abspath(out)}")
 
 
 def print_reasons(summary) -> None:
-    """The verdict's reasons, and the failures of properties the scenario did not ask for
-    (a warning: they never change the exit code, and are never hidden)."""
-    for m in summary.get("mismatches", []):
+    """The verdict's reasons (less the job's own error, which the verdict line says), and the
+    failures of properties the scenario did not ask for (a warning: they never change the exit
+    code, and are never hidden)."""
+    from ftharness.scenarios.job_error import other_reasons
+
+    mismatches, inconclusive = other_reasons(summary)
+    for m in mismatches:
         print(f"  - {one_line(m)}")
-    for m in summary.get("inconclusive", []):
+    for m in inconclusive:
         print(f"  ? {one_line(m)}")
     for u in summary.get("unasked_failures") or []:
         print(f"  WARNING {u['property']}: failed, but the scenario did not ask for it: {one_line(u['explanation'])}")
@@ -293,27 +302,12 @@ def cmd_suite(args) -> int:
 
 
 def judge_folder(results: str):
-    """(scenario, summary) of a results folder judged again from its history alone
-    (ftharness.reports.judgement.rejudge, what report, JUnit and the page show too).
+    """(scenario, summary) of a results folder judged again from its history alone: the public
+    `ftharness.check_results` (ftharness/api.py), what report, JUnit and the page show too.
     Raises ScenarioError for a folder that is no results folder."""
-    from ftharness.reports.judgement import own_name_refusal, rejudge
-    from ftharness.scenarios.schema import load_scenario
+    from ftharness.api import check_results
 
-    from ftharness.inputs import results_folder_problem
-
-    if not os.path.isdir(results):
-        raise ScenarioError(f"{results}: not a results folder (no such directory)")
-    why = results_folder_problem(results)
-    if why:
-        raise ScenarioError(why)
-    why = own_name_refusal(results)
-    if why:
-        raise ScenarioError(f"{results}: {why}")
-    try:
-        scenario = load_scenario(os.path.join(results, "scenario.yaml"))
-    except ScenarioError as e:
-        raise ScenarioError(f"{results}: not a results folder ({e})") from None
-    return scenario, rejudge(results)   # renamed scenario.yaml, fault records of no kind: INCONCLUSIVE there, for every output
+    return check_results(results)
 
 
 def cmd_check(args) -> int:
@@ -321,6 +315,7 @@ def cmd_check(args) -> int:
     never read: `judge_folder`); the statuses are those report, JUnit and the page show
     (ftharness.reports.judgement)."""
     from ftharness.reports.judgement import expectations, pinned, statuses
+    from ftharness.scenarios.job_error import evidence_text, other_reasons, verdict_line
 
     try:
         _, summary = judge_folder(args.results)
@@ -338,11 +333,12 @@ def cmd_check(args) -> int:
         print(f"WARNING {u['property']}: failed, but the scenario did not ask for it: {_safe(u['explanation'])}")
     for f in summary["faults"]:
         print(f"{'LANDED' if f['landed'] else 'MISSED'} fault {f['index']} ({_safe(f['kind'], 40)}): "
-              f"{_safe(f['evidence'])}")
-    print(f"{judged['verdict']} {summary['scenario']}")
-    for m in summary["mismatches"]:
+              f"{_safe(evidence_text(f['evidence']))}")
+    print(_safe(verdict_line(judged["verdict"], summary["scenario"], summary), 600))
+    mismatches, inconclusive = other_reasons(summary)
+    for m in mismatches:
         print(f"  - {_safe(m)}")
-    for m in summary["inconclusive"]:
+    for m in inconclusive:
         print(f"  ? {_safe(m)}")
     return exit_code(judged["verdict"])
 
@@ -389,7 +385,7 @@ def rejudged(journal: Dict[str, Any]) -> Dict[str, Any]:
     `check` judges it), never from the journal's own copy; a run whose history is not there
     (a results_dir that was moved, or is not a path) is unknown: INCONCLUSIVE, not a pass."""
     fth = journal.get("ftharness")
-    if not fth:
+    if not fth or fth.get("not_started"):   # no run: nothing to judge again (journal_verdict says it never started)
         return journal
     results = fth.get("results_dir")
     if not isinstance(results, str) or not os.path.isfile(os.path.join(results, "history.jsonl")):
@@ -429,7 +425,18 @@ def cmd_validate(args) -> int:
             check_out(args.out)   # as `run` refuses it
         except ScenarioError as e:
             return _fail(str(e))
+    from ftharness.harness.frontends import experiments
+
     for path, in_folder in _validate_files(args.scenarios):
+        if experiments.is_experiment_file(path):   # a Chaos Toolkit experiment: checked as one
+            found = experiments.problems(path)
+            for line in found[:MAX_ERRORS]:
+                _fail(f"{printable(path, False)[:200]}: {line}")
+            if found:
+                status = EXIT_CANNOT_RUN
+            else:
+                print(f"ok {printable(path, keep_newlines=False)} (Chaos Toolkit experiment)")
+            continue
         try:
             scenario = load_scenario(path)
             require_release(scenario, args.ray)
@@ -452,13 +459,17 @@ def cmd_validate(args) -> int:
 
 
 def _validate_files(paths: List[str]) -> List[tuple]:
-    """(file, from a folder) for each argument: a folder stands for its *.yaml files."""
+    """(file, from a folder) for each argument: a folder stands for its *.yaml files, and its
+    *.json files that are Chaos Toolkit experiments."""
     import glob
+
+    from ftharness.harness.frontends.experiments import is_experiment_file
 
     out = []
     for p in paths:
         if os.path.isdir(p):
-            out += [(f, True) for f in sorted(glob.glob(os.path.join(p, "*.yaml")))]
+            out += [(f, True) for f in sorted(glob.glob(os.path.join(p, "*.yaml")) + [
+                j for j in glob.glob(os.path.join(p, "*.json")) if is_experiment_file(j)])]
         else:
             out.append((p, False))
     return out

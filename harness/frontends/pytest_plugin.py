@@ -11,7 +11,8 @@ own names:
   workload keys), running it on the shared cluster into a fresh folder, and
   returning `summary.json`'s content (with `results_dir`).
 - `ftharness_results`: the folder this test's runs go to: under
-  `--ftharness-results DIR` (kept after the session, one subfolder per test),
+  `--ftharness-results DIR` (kept after the session, one subfolder per test; each run gets the
+  next `runN` folder that is new or empty, so a later session never writes into an earlier run),
   else under pytest's `tmp_path` (pruned after a few sessions).
 - `ftharness_explore`: a bounded `ftharness explore` as a test (`budget`, `seed`,
   `max_faults`), on the shared cluster; returns explore.json's content.
@@ -144,6 +145,34 @@ def results_dir(option: Optional[str], nodeid: str, tmp_path) -> str:
     return path
 
 
+#: what a folder holding a run has (a run's history, or its summary)
+RUN_MARKERS = ("history.jsonl", "summary.json")
+
+
+def holds_run(path: str) -> bool:
+    return any(os.path.exists(os.path.join(path, m)) for m in RUN_MARKERS)
+
+
+def fresh_folder(base: str, prefix: str, counter: Dict[str, int]) -> str:
+    """The next `base/<prefix>N` that does not exist or is empty: a second session with the same
+    --ftharness-results starts after the first one's folders, never in them."""
+    while True:
+        counter["n"] += 1
+        path = os.path.join(base, f"{prefix}{counter['n']}")
+        if not os.path.exists(path) or (os.path.isdir(path) and not os.listdir(path)):
+            return path
+
+
+def refuse_run_folder(out: str) -> None:
+    """An `out=` given by the test that already holds a run is refused, naming it (as `run --out`
+    refuses it): appending a second run's events to a history makes it INCONCLUSIVE."""
+    from ftharness.errors import ScenarioError
+
+    if holds_run(out):
+        raise ScenarioError(f"out {out}: already holds a run (its history.jsonl or summary.json); "
+                            f"choose another folder, or leave out= to get a fresh one")
+
+
 @pytest.fixture
 def ftharness_results(request, tmp_path) -> str:
     """The folder this test's results folders go to (see --ftharness-results)."""
@@ -192,8 +221,10 @@ def ftharness_run(ftharness_results, tmp_path):
              resume: Optional[str] = None, allow_destructive: bool = False, **overrides: Any) -> Dict[str, Any]:
         sc = with_overrides(scenario, overrides, str(tmp_path))
         target = check_route(sc, allow_destructive)
-        counter["n"] += 1
-        out = out or os.path.join(ftharness_results, f"run{counter['n']}")
+        if out is None:
+            out = fresh_folder(ftharness_results, "run", counter)
+        elif resume is None:
+            refuse_run_folder(out)
         options = RunOptions(out_dir=out, resume=resume, progress=False, address=target.address,
                              address_source=target.source, allow_destructive=target.allow_destructive)
         if target.address:
@@ -227,8 +258,7 @@ def ftharness_explore(ftharness_results, tmp_path):
                  max_faults: int = 2, out: Optional[str] = None, **overrides: Any) -> Dict[str, Any]:
         sc = with_overrides(scenario if scenario is not None else default_scenario_path(), overrides, str(tmp_path))
         target = check_route(sc, False, started_by_us=True, has_faults=True)
-        counter["n"] += 1
-        out = out or os.path.join(ftharness_results, f"explore{counter['n']}")
+        out = out or fresh_folder(ftharness_results, "explore", counter)
         cluster = _shared.get()
         executor = ClusterExecutor(cluster, target.address, target.source, target.allow_destructive)
         return Explorer(sc, executor, out, parse_budget(budget), seed=seed, max_faults=max_faults).explore().to_dict()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import glob
 import os
 import sys
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ftharness import releases, scenarios
 from ftharness.errors import ScenarioError
@@ -32,6 +32,35 @@ def collect_files(paths: List[str]) -> List[str]:
         if not os.path.lexists(f) or os.path.isdir(f):
             raise ScenarioError(f"{f}: no such scenario file")
     return files
+
+
+#: files of a folder that may be Chaos Toolkit experiments (it reads both)
+EXPERIMENT_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def looks_like_experiment(data: Any) -> bool:
+    """A Chaos Toolkit experiment, not a scenario: the keys only an experiment has
+    (ftharness.harness.frontends.experiments checks one; a suite leaves it out)."""
+    if not isinstance(data, dict) or "name" in data or "workload" in data:
+        return False
+    return "method" in data or ("title" in data and ("controls" in data or "steady-state-hypothesis" in data))
+
+
+def read_experiment(path: str) -> Any:
+    """The file's data, read as a scenario is (bounded; YAML, which JSON is a subset of); None
+    when it cannot be read (the scenario reader then says why, in its own words)."""
+    from ftharness.inputs import read_bounded
+    from ftharness.scenarios.schema import load_yaml_text
+    from ftharness.scenarios.spec.yaml_reader import MAX_FILE_BYTES
+
+    try:
+        return load_yaml_text(read_bounded(path, MAX_FILE_BYTES, path, "more than a scenario may hold"), path)
+    except (ScenarioError, OSError):
+        return None
+
+
+def is_experiment_file(path: str) -> bool:
+    return os.path.isfile(path) and path.endswith(EXPERIMENT_SUFFIXES) and looks_like_experiment(read_experiment(path))
 
 
 def host_skip(s: Scenario, path: str) -> Optional[Dict[str, str]]:
@@ -58,6 +87,10 @@ def collect(paths: List[str], gpus: Optional[int] = None, notes: Optional[List[s
               for f in glob.glob(os.path.join(p, "*.yaml"))}
     scenarios = []
     for f in files:
+        if f in listed:
+            if is_experiment_file(f):   # beside the scenarios: `chaos run` runs it, `validate` checks it
+                say(f"left out {f}: a Chaos Toolkit experiment (run it with `chaos run {f}`)")
+                continue
         s = load_scenario(f)
         if f in listed and s.cluster.gpus_per_node and s.cluster.address is None:
             if gpus is None:

@@ -15,11 +15,12 @@ import os
 import sys
 import time
 import traceback
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
-from ftharness.harness.run.collect import catalog_dir, collect, collect_files, host_skip, targets  # noqa: F401 - re-exported
+from ftharness.harness.run.collect import targets
 from ftharness.harness.run.guard import Target
 from ftharness.harness.run.runner import RunOptions, runtime_of
+from ftharness.scenarios.job_error import other_reasons, verdict_line
 from ftharness.scenarios.schema import Scenario, one_line
 
 
@@ -74,19 +75,21 @@ def run_suite(scenarios: List[Scenario], out_dir: str, address: str = None,
                     cluster.heal()
                 elapsed = time.time() - t0
                 eta = f", ~{elapsed / done * (len(scenarios) - done):.0f}s left" if done else ""
-                print(f"[{done + 1}/{len(scenarios)}] {s.name} ({elapsed:.0f}s elapsed{eta})",
-                      file=sys.stderr, flush=True)
+                if progress:   # --quiet: the verdicts only
+                    print(f"[{done + 1}/{len(scenarios)}] {s.name} ({elapsed:.0f}s elapsed{eta})",
+                          file=sys.stderr, flush=True)
                 options = RunOptions(out_dir=os.path.join(out_dir, s.name), address=target.address,
                                      address_source=target.source, progress=progress,
                                      allow_destructive=target.allow_destructive)
                 summary = run_one(s, cluster, options)
                 summaries.append(summary)
                 done += 1
-                print(f"  {summary['verdict']} {s.name}: {summary['outcome']} "
-                      f"({summary.get('error_type') or 'no error'}), attempts {summary['attempts']}, "
-                      f"budgets {summary['budgets']}", flush=True)
-                for m in summary.get("mismatches", []):
+                figures = (f"{summary['outcome']} ({summary.get('error_type') or 'no error'}), "
+                           f"attempts {summary['attempts']}, budgets {summary['budgets']}")
+                print("  " + one_line(verdict_line(summary["verdict"], s.name, summary, figures), 600), flush=True)
+                mismatches, inconclusive = other_reasons(summary)   # the job's own error is on the line above
+                for m in mismatches:
                     print(f"    - {one_line(m)}", flush=True)
-                for m in summary.get("inconclusive", []):
+                for m in inconclusive:
                     print(f"    ? {one_line(m)}", flush=True)
     return summaries

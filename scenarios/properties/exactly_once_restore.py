@@ -46,6 +46,8 @@ def check(events: Events, context: PropertyContext) -> CheckResult:
     kept, gaps = lineage(h)
     violations += gaps
     violations += _final_violations(h, kept, context, unknown)
+    if not violations and not any(a.steps for a in h.ordered()):   # nothing restored into, no lineage: never a pass
+        unknown.append("no step was recorded: no restore or lineage to judge")
     restarts = sum(1 for a in h.ordered() if a.worker_starts) - 1
     summary = (f"{max(restarts, 0)} restart(s) each restored the latest registered checkpoint on every "
                f"rank; lineage steps contiguous ({segments(h, kept) or 'no steps'})")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any, Dict, List, Optional
 
 from chaoslib.exceptions import InterruptExecution
@@ -52,9 +53,9 @@ def validate_experiment(experiment: Dict[str, Any], scenario=None) -> None:
             validate_fault(func, provider.get("arguments") or {}, where=f"activity {name!r}", scenario=scenario)
 
 
-def armed_faults(experiment: Dict[str, Any], scenario) -> List[Dict[str, Any]]:
+def armed_faults(experiment: Dict[str, Any], scenario) -> List[Any]:
     """The experiment's actions that must be armed before training
-    (crash_worker), as fault specs for the control's scenario."""
+    (crash_worker), as fault spec models for the control's scenario."""
     from ftharness.harness.frontends.ctk.session import validate_fault
 
     out = []
@@ -69,12 +70,13 @@ def armed_faults(experiment: Dict[str, Any], scenario) -> List[Dict[str, Any]]:
 
 def _with_armed(session: Session, experiment: Dict[str, Any]) -> None:
     """The control's scenario with the experiment's crash_worker actions among its faults."""
+    from ftharness.faults.base import spec_record
     from ftharness.scenarios.schema import parse_scenario, scenario_data
 
     armed = armed_faults(experiment, session.scenario)
     if armed:
         data = scenario_data(session.scenario)
-        data["faults"] = list(data.get("faults") or []) + armed
+        data["faults"] = list(data.get("faults") or []) + [spec_record(a) for a in armed]   # scenario data
         session.scenario = parse_scenario(data, source="control scenario", base_dir=session.scenario.base_dir)
 
 
@@ -123,23 +125,33 @@ def _has_fault_actions(experiment: Dict[str, Any]) -> bool:
 
 def before_experiment_control(context: Dict[str, Any], scenario: Any = None, out: Optional[str] = None,
                               **kwargs: Any) -> None:
+    from ftharness.errors import ClusterError
+    from ftharness.harness.frontends.ctk import session as sessions
+
+    sessions.start_failure = None
     try:
         session = Session.from_arguments(scenario, out, allow_destructive=kwargs.get("allow_destructive") is True)
         validate_experiment(context, session.scenario)
         _with_armed(session, context)
         if not session.target.allow_destructive and _has_fault_actions(context):
             check_live_fault(session.target, "the experiment's fault actions")
-    except ScenarioError as e:
-        raise InterruptExecution(f"ftharness: {e}") from None
-    session.start()
+        session.start()   # its preflight refuses a job that cannot be imported, in one line
+    except (ScenarioError, ClusterError) as e:   # said on the terminal and in the journal, not only in the log
+        sessions.start_failure = str(e)
+        print(f"ftharness: the run did not start: {e}", file=sys.stderr, flush=True)
+        raise InterruptExecution(f"ftharness: the run did not start: {e}") from None
     Emitter(session.runner.history, "harness").emit(
         "experiment", phase="start", title=context.get("title"),
         method=[a.get("name") for a in context.get("method", [])])
 
 
 def after_experiment_control(context: Dict[str, Any], state: Dict[str, Any], **kwargs: Any) -> None:
+    from ftharness.harness.frontends.ctk import session as sessions
+
     session = session_or_none()
     if session is None:
+        if sessions.start_failure and isinstance(state, dict):   # `ftharness verdict` says the run never started
+            state["ftharness"] = {"results_dir": None, "not_started": sessions.start_failure}
         return
     Emitter(session.runner.history, "harness").emit(
         "experiment", phase="end", status=state.get("status"), deviated=state.get("deviated"))

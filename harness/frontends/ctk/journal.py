@@ -18,6 +18,11 @@ def journal_verdict(journal: Dict[str, Any]) -> Dict[str, Any]:
         reasons.append("the steady state was not met after the method")
     fth = journal.get("ftharness") or {}
     unknown = []
+    if fth.get("not_started") or (not fth and journal.get("status") not in (None, "completed")):
+        # the run never started (a job that does not import, no cluster): nothing was tested, nothing failed
+        cause = fth.get("not_started") or f"experiment status {journal.get('status')}, no ftharness run recorded"
+        return {"verdict": "INCONCLUSIVE", "passed": False, "not_started": True,
+                "reasons": [f"the run never started: {cause}"]}
     if not fth:
         unknown.append("no ftharness run in this journal")
     else:

@@ -27,6 +27,8 @@ from ftharness.errors import ScenarioError
 from ftharness.errors import NoSession
 
 _session: Optional["Session"] = None
+#: why the control could not start the run (one line), so that the actions after it say the cause
+start_failure: Optional[str] = None
 
 
 def session_or_none() -> Optional["Session"]:
@@ -35,13 +37,15 @@ def session_or_none() -> Optional["Session"]:
 
 def current() -> "Session":
     if _session is None:
+        if start_failure:
+            raise NoSession(f"no ftharness run: the control could not start it: {start_failure}")
         raise NoSession("no ftharness run: add the control `ftharness.harness.frontends.ctk.control` to the experiment")
     return _session
 
 
 def validate_fault(kind: str, arguments: Dict[str, Any], where: str = "fault",
-                   scenario: Optional[Scenario] = None) -> Dict[str, Any]:
-    """A fault action's arguments as a FaultSpec dump, checked against the run's
+                   scenario: Optional[Scenario] = None) -> Any:
+    """A fault action's arguments as a validated spec model, checked against the run's
     scenario (ranks and nodes that exist); ScenarioError (one line) otherwise."""
     spec = {k: v for k, v in arguments.items() if v is not None}
     spec["kind"] = kind
@@ -51,7 +55,7 @@ def validate_fault(kind: str, arguments: Dict[str, Any], where: str = "fault",
         sc = parse_scenario({**base, "faults": [spec]}, source=where)
     except ScenarioError as e:
         raise ScenarioError(str(e).replace("faults[0].", "").replace("faults[0]: ", "")) from None
-    return sc.faults[0].model_dump(mode="json", exclude_none=True)
+    return sc.faults[0]
 
 
 class Session:
@@ -73,7 +77,9 @@ class Session:
 
             sc = load_scenario(scenario)
         else:
-            sc = parse_scenario(dict(scenario or {"name": "chaostoolkit"}), source="control scenario")
+            # a mapping's modules are looked up in the folder `chaos run` runs in (docs/chaostoolkit.md)
+            sc = parse_scenario(dict(scenario or {"name": "chaostoolkit"}), source="control scenario",
+                                base_dir=os.getcwd())
         out = out or os.path.join("results", f"{sc.name}-ctk-{time.strftime('%Y%m%d-%H%M%S')}")
         from ftharness.safety import output_dir_problem
 
