@@ -14,11 +14,12 @@ line here, or, outside this repository, an entry point in the group
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Annotated, Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from pydantic import Field
 
-from ftharness.faults.base import Fault, FaultSpecBase
+from ftharness.errors import FtharnessError
+from ftharness.faults.base import FAILURE_CLASSES, UNDECLARED, UNKNOWN, FailureClaim, Fault, FaultSpecBase
 from ftharness.faults.checkpoint import CorruptCheckpoint
 from ftharness.faults.controller import KillController
 from ftharness.faults.gpu import CollectiveHang, CudaError
@@ -51,6 +52,33 @@ BUILT_IN = (
 )
 
 
+class FaultKindError(FtharnessError, TypeError):
+    """A built-in fault kind that declares something the rest of ftharness cannot use."""
+
+
+def declaration_problem(cls: type) -> Optional[str]:
+    """Why what `cls` declares for the oracles cannot be used (faults/base.py: `causes`,
+    `explore_args`, `soak_args`); None if it can. A required argument without values to draw
+    is refused here, never left out of explore in silence."""
+    if cls.causes is not UNDECLARED and cls.causes is not None and cls.causes not in FAILURE_CLASSES:
+        return (f"{cls.__name__}.causes must be None, one of {', '.join(FAILURE_CLASSES)}, or left undeclared "
+                f"(got {cls.causes!r})")
+    args = cls.Spec.arguments()
+    for name, values in dict(cls.explore_args).items():
+        if name not in args:
+            return f"{cls.__name__}.explore_args names {name!r}, which is no argument of {cls.kind}"
+        if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)) or not values:
+            return f"{cls.__name__}.explore_args[{name!r}] must be a non-empty tuple of values (the first: the simplest)"
+    for name in args:
+        if cls.Spec.model_fields[name].is_required() and name not in cls.explore_args:
+            return (f"{cls.__name__}.explore_args has no values for {name}, a required argument of {cls.kind}: "
+                    f"ftharness explore could not draw a fault of it")
+    for name in dict(cls.soak_args or {}):
+        if name not in args:
+            return f"{cls.__name__}.soak_args names {name!r}, which is no argument of {cls.kind}"
+    return None
+
+
 def plugin_problem(cls: Any, taken: Iterable[str]) -> Optional[str]:
     """Why `cls`, loaded from an entry point, is no fault kind ftharness can use; None if it is."""
     if not (isinstance(cls, type) and issubclass(cls, Fault)):
@@ -65,7 +93,19 @@ def plugin_problem(cls: Any, taken: Iterable[str]) -> Optional[str]:
         return f"{cls.__name__}.Spec's kind literal is {cls.Spec.kind_name()!r}, not {cls.kind!r}"
     if cls.runs_in not in PLACES:
         return f"{cls.__name__}.runs_in must be one of {', '.join(PLACES)} (got {cls.runs_in!r})"
-    return None
+    return declaration_problem(cls)
+
+
+def _check_built_in() -> None:
+    """A built-in kind declares everything the oracles ask (a plugin's may leave `causes` out:
+    then its failure is UNKNOWN to every oracle)."""
+    for cls in BUILT_IN:
+        why = plugin_problem(cls, ()) or (f"{cls.__name__}.causes is not declared" if cls.causes is UNDECLARED else None)
+        if why:
+            raise FaultKindError(f"fault kind {cls.kind}: {why}")
+
+
+_check_built_in()
 
 
 def load_plugins(group: str = ENTRY_POINT_GROUP, taken: Iterable[str] = ()) -> Tuple[List[type], List[str]]:
@@ -126,6 +166,42 @@ def kinds_on(runtime: str) -> Tuple[str, ...]:
 IN_WORKER = kinds_that(runs_in="worker")
 
 
+def spec_model(spec: Any) -> FaultSpecBase:
+    """The spec model of one fault: `spec` itself where it is one; a dict is validated into its
+    kind's model (a partial one, such as a table's `{"kind": ..., "duration_s": 4}`, is built
+    without validation, with the model's defaults). KeyError for a kind nobody registered."""
+    if isinstance(spec, FaultSpecBase):
+        return spec
+    cls = REGISTRY[spec.get("kind") if isinstance(spec, Mapping) else getattr(spec, "kind", None)]
+    try:
+        return cls.Spec.model_validate(dict(spec))
+    except ValueError:
+        return cls.Spec.model_construct(**dict(spec))
+
+
+def failure_of(spec: Any) -> FailureClaim:
+    """(failure class, CERTAIN|MAYBE|UNKNOWN) one fault (a model or a dict) causes, as its kind
+    declares it (`Fault.failure_claim`); UNKNOWN for a kind nobody registered or one that
+    declares nothing, never "no failure"."""
+    cls = kind_of(spec)
+    if cls is None:
+        return FailureClaim(None, UNKNOWN)
+    return cls.failure_claim(spec_model(spec))
+
+
+def ends_fit(kind: Any) -> Optional[bool]:
+    """Whether a fault of `kind` (a name) ends fit() itself (`Fault.ends_fit`); None for a kind
+    nobody registered."""
+    cls = REGISTRY.get(kind) if isinstance(kind, str) else None
+    return None if cls is None else bool(cls.ends_fit)
+
+
+def lands_after_restart(spec: Any) -> bool:
+    """Whether one fault (a model or a dict) lands only through a restart after it."""
+    cls = kind_of(spec)
+    return bool(cls is not None and cls.lands_after_restart(spec_model(spec)))
+
+
 def kind_of(spec: Any) -> Optional[type]:
     """The Fault class of a spec (a model or its dump); None for a kind nobody registered."""
     kind = spec.get("kind") if isinstance(spec, dict) else getattr(spec, "kind", None)
@@ -138,21 +214,23 @@ def cpu_refusal(faults: Iterable[Any], why_cpu: str) -> Optional[str]:
     scenario's fault specs (models or dicts); each kind says in `cpu_problem` what it needs."""
     for i, f in enumerate(faults):
         cls = kind_of(f)
-        dump = f if isinstance(f, dict) else f.model_dump(exclude_none=True)
-        why = cls.cpu_problem(dump, why_cpu, i) if cls is not None else None
+        why = cls.cpu_problem(spec_model(f), why_cpu, i) if cls is not None else None
         if why:
             return why
     return None
 
 
-def make_fault(index, spec):
-    """The Fault object for spec, a spec model's dump (the kinds that `runs_in` the worker
-    are injected by the worker itself)."""
-    return REGISTRY[spec["kind"]](index, spec)
+def make_fault(index: int, spec: Any) -> Fault:
+    """The Fault object for `spec`: a spec model, or a history's record of one (a dict, made a
+    model by the kind: `Fault.model_of`). The kinds that `runs_in` the worker are injected by
+    the worker itself. KeyError for a kind nobody registered."""
+    kind = spec.get("kind") if isinstance(spec, Mapping) else spec.kind
+    return REGISTRY[kind](index, spec)
 
 
 def landings(specs, events, final: bool = True):
-    """[(spec, Landing)] for every fault of a scenario over a history."""
+    """[(spec, Landing)] for every fault of a scenario over a history (`specs`: spec models, or
+    the records a history keeps of them)."""
     from ftharness.faults.base import EventIndex, judge_landing
 
     try:

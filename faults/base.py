@@ -34,12 +34,13 @@ import os
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, List, Literal, Mapping, Optional, Protocol, Tuple, TypedDict, get_args
+from typing import (Any, Callable, Dict, FrozenSet, List, Literal, Mapping, NamedTuple, Optional, Protocol, Sequence,
+                    Tuple, TypedDict, get_args)
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ftharness.faults.capabilities import NODE_INDEX, ClusterHandle, NodeAgents
-from ftharness.faults.targets import TargetError, resolve_node, same_ip, selector_of
+from ftharness.faults.targets import TargetError, resolve_node, same_ip, selector_of, target_of
 from ftharness.errors import FaultSkipped
 from ftharness.history.causal import fault_time
 from ftharness.history.columns import non_steps
@@ -47,6 +48,38 @@ from ftharness.history.triggers import EVENT_TRIGGERS
 
 #: the events a trigger `at: {event: ...}` may name (those the history's trigger book fires on)
 TRIGGER_EVENTS = tuple(EVENT_TRIGGERS)
+
+#: the failure classes a kind may declare it causes (ftharness.scenarios.policy_model.CLASSES: a
+#: test holds the two equal; faults/ sits below the scenarios and cannot import them)
+FAILURE_CLASSES = ("worker_group", "preemption", "preemption_death", "controller", "controller_fatal")
+#: how sure a kind is of the failure it declares: it causes it whenever it lands; it may or may not
+#: (a transient error, a stall shorter than the health check); nothing is known (a kind that declares
+#: nothing: every oracle treats it as unknown, never as "no failure")
+CERTAIN, MAYBE, UNKNOWN = "certain", "maybe", "unknown"
+
+
+class _Undeclared:
+    """The value of `Fault.causes` for a kind that declares nothing (a plugin's)."""
+
+    def __repr__(self) -> str:
+        return "UNDECLARED"
+
+
+#: `Fault.causes` of a kind that says nothing about the failure it causes
+UNDECLARED: Any = _Undeclared()
+
+
+class FailureClaim(NamedTuple):
+    """What one fault causes, as its kind declares it: the failure class
+    (ftharness.scenarios.policy_model's; None: no failure of its own) and how sure that is
+    (CERTAIN, MAYBE, UNKNOWN)."""
+
+    failure: Optional[str]
+    certainty: str
+
+    @property
+    def known(self) -> bool:
+        return self.certainty != UNKNOWN
 
 
 class Strict(BaseModel):
@@ -159,6 +192,18 @@ class FaultSpecBase(Strict):
     def arguments(cls) -> List[str]:
         """The kind's own arguments (besides kind, at and target)."""
         return [n for n in cls.model_fields if n not in ("kind", "at", "target")]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """`spec.get("notice_s")`, as plugins written against the dict spec of ftharness 0.2 read it
+        (a fault now keeps its validated model: read `spec.notice_s`); warns once per call site."""
+        import warnings
+
+        warnings.warn("a fault's spec is its validated model: read spec.<argument>, not spec.get(...)",
+                      DeprecationWarning, stacklevel=2)
+        value = getattr(self, name, default)
+        if hasattr(value, "model_dump"):   # (a nested model, e.g. `at` or `target`, as the dict it was)
+            return value.model_dump(exclude_none=True)
+        return default if value is None else value
 
     @model_validator(mode="before")
     @classmethod
@@ -467,8 +512,10 @@ def describe_failure(f: Dict[str, Any]) -> str:
 class Fault(ABC):
     """One fault of a scenario. Subclasses set `kind` and `Spec` (the spec
     model, whose `kind` literal is the same) and implement `inject` and
-    `landing`. They receive their spec as a plain dict: the model's dump
-    without absent (None) arguments."""
+    `landing`. They receive and keep their validated spec model (`spec`: read
+    its arguments as attributes); `target` is its target as the history records
+    it (`target_asked`). A spec read back from a history (a dict) is validated
+    into the model here, or, where it no longer validates, built as recorded."""
 
     kind = ""
     Spec: type = FaultSpecBase
@@ -509,6 +556,32 @@ class Fault(ABC):
     settle_s = 30.0
     #: budget of the failure it causes (None: no claim)
     budget: Optional[str] = "worker_group"
+    # -- what the oracles ask of it: explore's expectation, the simulator, the matrix, soak, the
+    # verdict and the properties read these through the registry (faults/__init__.py: `failure_of`)
+    #: the failure class it causes when it lands (FAILURE_CLASSES; None: no failure of its own);
+    #: UNDECLARED (a plugin's kind that says nothing): every oracle treats its failure as unknown.
+    #: A kind whose class depends on its arguments overrides `failure_claim`
+    causes: Optional[str] = UNDECLARED
+    #: whether it causes `causes` whenever it lands (False: it may or may not)
+    causes_surely = True
+    #: explore: the values drawn for each of its arguments (the first is what shrinking goes to;
+    #: None: the argument left out). A required argument without values is refused at registration
+    explore_args: Mapping[str, Sequence[Any]] = {}
+    #: explore: where it sits in the shrinking order (smaller: simpler, drawn first)
+    explore_rank = 100
+    #: it fires only at a step the worker counts (or at its restore): a wall-clock time or a
+    #: driver's event (a checkpoint registered, an attempt started) never reaches it
+    step_only = False
+    #: soak: the arguments of the faults a soak draws of it (beyond kind, target and trigger);
+    #: None: a soak never draws it
+    soak_args: Optional[Mapping[str, Any]] = None
+    #: soak: its weight in the default mix (0: drawn only where `--mix` names it)
+    soak_weight = 0
+    #: the node it hits is gone for good unless its spec sets `replace` (a killed or reclaimed node)
+    loses_node = False
+    #: the simulator: the kind whose measured recovery time stands for its own where the
+    #: calibration has none (None: the simulator's general fallback)
+    recovers_like: Optional[str] = None
     #: seconds after the fault within which the failure it causes must come. A killed worker
     #: fails the controller's next health poll (Ray Train polls about every second) or a
     #: peer's collective at once; a TorchElastic agent sees its child exit within its monitor
@@ -516,15 +589,52 @@ class Fault(ABC):
     #: something else's.
     window_s = 60.0
 
-    def __init__(self, index: int, spec: Dict[str, Any]):
+    def __init__(self, index: int, spec: Any):
         self.index = index
-        self.spec = spec
-        self.target = spec.get("target") or {}
+        self.spec: Any = spec if isinstance(spec, FaultSpecBase) else self.model_of(spec)
+        self.target: Dict[str, Any] = target_of(self.spec)
+
+    @classmethod
+    def model_of(cls, spec: Mapping[str, Any]) -> FaultSpecBase:
+        """The spec model of a dict of this kind (a history's record of it): validated, or where
+        it no longer validates (an older or damaged record), built as recorded, with the model's
+        defaults."""
+        try:
+            return cls.Spec.model_validate(dict(spec))
+        except ValueError:
+            return cls.Spec.model_construct(**dict(spec))
+
+    # -- what the oracles ask of one fault (each takes the spec model)
+    @classmethod
+    def failure_claim(cls, spec: Any) -> FailureClaim:
+        """The failure this fault (a spec model) causes and how sure that is: by default `causes`
+        and `causes_surely`; UNKNOWN for a kind that declares nothing."""
+        if cls.causes is UNDECLARED:
+            return FailureClaim(None, UNKNOWN)
+        return FailureClaim(cls.causes, CERTAIN if cls.causes_surely else MAYBE)
+
+    @classmethod
+    def lands_after_restart(cls, spec: Any) -> bool:
+        """Whether this fault (a spec model) lands only through a restart after it (what it
+        damaged is read by the next attempt: a corrupted checkpoint restored)."""
+        return False
+
+    @classmethod
+    def decision_delay_s(cls, spec: Any, notice_s: float) -> float:
+        """Seconds of training between the fault and its failure decision, for the simulator
+        (`notice_s`: the calibration's drain notice, where the spec sets none)."""
+        return 0.0
+
+    @classmethod
+    def explore_draft(cls, draft: Dict[str, Any], restore_comes: Optional[bool]) -> Dict[str, Any]:
+        """Explore's draft of one fault (a dict, before it is a spec) fitted to its trigger:
+        `restore_comes` says whether a restore follows it (None: not known yet)."""
+        return draft
 
     # -- the kind's rules, asked through the registry (each returns "field: reason" or None)
     @classmethod
-    def needs_for(cls, spec: Mapping[str, Any]) -> FrozenSet[str]:
-        """The capabilities this fault needs with these arguments (a spec dump)."""
+    def needs_for(cls, spec: Any) -> FrozenSet[str]:
+        """The capabilities this fault needs with these arguments (a spec model)."""
         return frozenset(cls.needs)
 
     @classmethod
@@ -546,7 +656,7 @@ class Fault(ABC):
         return None
 
     @classmethod
-    def cpu_problem(cls, spec: Mapping[str, Any], why_cpu: str, index: int) -> Optional[str]:
+    def cpu_problem(cls, spec: Any, why_cpu: str, index: int) -> Optional[str]:
         """Why this fault cannot run on a scenario that trains on CPU (`why_cpu` names the field)."""
         return None
 
@@ -752,7 +862,7 @@ class Fault(ABC):
 
     @property
     def duration_s(self) -> Optional[float]:
-        return self.spec.get("duration_s")
+        return getattr(self.spec, "duration_s", None)
 
     # -- target resolution shared by the worker and node faults
     def victim(self, ctx: FaultContext) -> Dict[str, Any]:
@@ -797,6 +907,15 @@ def node_id_of(ctx: FaultContext, index: int) -> str:
     return nodes[index].node_id
 
 
+def spec_record(value: Any) -> Any:
+    """A spec model (or a part of one: its trigger) as the history records it: its dump without
+    absent (None) arguments. The one place a spec becomes a dict; anything else passes as is."""
+    return value.model_dump(mode="json", exclude_none=True) if isinstance(value, BaseModel) else value
+
+
+_shown = spec_record
+
+
 def _hit_text(hit: Dict[str, Any]) -> str:
     parts = []
     for key in ("rank", "pid", "node_id", "checkpoint", "path", "how"):
@@ -822,7 +941,7 @@ def _judge(fault: Fault, events: List[Dict[str, Any]], final: bool, shared: Opti
     if view.skipped is not None and view.injected is None:
         return Landing(MISSED, f"skipped: {view.skipped.get('reason')}")
     if view.injected is None:
-        return Landing(MISSED if final else PENDING, f"never fired (trigger {fault.spec.get('at')})")
+        return Landing(MISSED if final else PENDING, f"never fired (trigger {_shown(getattr(fault.spec, 'at', None))})")
     landing = fault.landing(view)
     if final and landing.status == PENDING:
         return Landing(MISSED, landing.evidence + " before the run ended")

@@ -107,18 +107,18 @@ class NodeAgents(Protocol):
     def signal(self, node_id: str, pid: int, sig: int) -> bool: ...
 
 
-def capability_problem(specs: Iterable[Mapping[str, Any]], caps: Iterable[str], cluster_name: str,
+def capability_problem(specs: Iterable[Any], caps: Iterable[str], cluster_name: str,
                        registry: Mapping[str, Any]) -> Optional[str]:
     """`faults[i].kind: ...` for the first fault whose kind needs a capability the cluster
-    lacks, or None. `specs`: fault spec dumps; `registry`: kind -> Fault class."""
+    lacks, or None. `specs`: fault spec models; `registry`: kind -> Fault class."""
     caps = frozenset(caps)
     for i, spec in enumerate(specs):
-        cls = registry.get(spec.get("kind"))
+        cls = registry.get(spec.kind)
         if cls is None:
             continue
         missing = sorted(set(cls.needs_for(spec)) - caps)
         if missing:
             what = "; ".join(f"{m} ({CAPABILITIES.get(m, 'a capability of its own')})" for m in missing)
-            return (f"faults[{i}].kind: {spec.get('kind')} needs a cluster that offers {what}, which "
+            return (f"faults[{i}].kind: {spec.kind} needs a cluster that offers {what}, which "
                     f"{cluster_name} does not (it offers {', '.join(sorted(caps)) or 'none'})")
     return None

@@ -130,6 +130,15 @@ class CorruptCheckpoint(Fault):
     Spec = CorruptCheckpointSpec
     budget = None
     runtimes = ("ray_train", "torchrun")
+    causes = None           # restored silently or refused: no failure of its own
+    explore_args = {"which": ("latest", "oldest", "in_flight"),
+                    "how": ("bitflip", "truncate", "delete_file", "delete_dir", "snapshot")}
+    explore_rank = 6
+
+    @classmethod
+    def lands_after_restart(cls, spec: Any) -> bool:
+        """A damaged checkpoint shows only when a restart restores it (a damaged snapshot: at once)."""
+        return spec.how != "snapshot"
     #: `how` values a torchrun run cannot have, and why
     TORCHRUN_REFUSED_HOW = {
         "snapshot": "damages Ray Train's checkpoint_manager_snapshot.json, which the torchrun layout does not have",
@@ -184,7 +193,7 @@ class CorruptCheckpoint(Fault):
         """Why `name` is not the registered checkpoint `which` names (None: it is)."""
         registered = [posixpath.basename(str(e.get("path") or e.get("checkpoint") or "").rstrip("/"))
                       for e in view.events if e.get("kind") == "checkpoint_registered" and _seq(e) < view.seq]
-        which = self.spec.get("which", "latest")
+        which = self.spec.which
         if name not in registered:
             return f"{name} was not registered before the fault"
         if which == "latest" and registered[-1] != name:
@@ -208,7 +217,7 @@ class CorruptCheckpoint(Fault):
 
     def _target_dir(self, ctx: FaultContext) -> Tuple[pafs.FileSystem, str]:
         """(filesystem, checkpoint folder) the fault damages."""
-        which = self.spec.get("which", "latest")
+        which = self.spec.which
         if which == "in_flight":
             path = ctx.event.get("local_path")
             if not path or not os.path.isdir(path):
@@ -237,7 +246,7 @@ class CorruptCheckpoint(Fault):
         return fs, path
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
-        how = self.spec.get("how", "bitflip")
+        how = self.spec.how
         if how == "snapshot":
             fs, run_dir = storage_of(ctx)
             path = posixpath.join(run_dir, SNAPSHOT)
@@ -248,7 +257,7 @@ class CorruptCheckpoint(Fault):
         if not is_dir(fs, directory):
             raise FaultSkipped(f"{directory} is already gone (retention deleted it?)")
         where = {"checkpoint": posixpath.basename(directory.rstrip("/")), "filesystem": fs.type_name}
-        if self.spec.get("which") == "in_flight":
+        if self.spec.which == "in_flight":
             where.update(in_flight=True, rank=ctx.event.get("rank"), step=ctx.event.get("step"),
                          attempt_id=ctx.event.get("attempt_id"))
         if how == "delete_dir":

@@ -20,8 +20,8 @@ import re
 import signal
 from typing import Any, Dict, List, Literal, Optional
 
-from ftharness.faults.base import (LANDED, MISSED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView,
-                                   Landing, _num, _seq)
+from ftharness.faults.base import (CERTAIN, LANDED, MISSED, PENDING, FailureClaim, Fault, FaultContext, FaultSpecBase,
+                                   FaultView, Landing, _num, _seq)
 from ftharness.errors import FaultSkipped
 from ftharness.faults.capabilities import RAY
 from ftharness.history.records import read_events
@@ -69,6 +69,15 @@ class KillController(Fault):
     needs = frozenset({RAY})
     runs_in = "node_agent"
     budget = None  # no budget covers it: fit() raises ActorDiedError
+    causes = "controller_fatal"
+    explore_args = {"resume": (True, None)}
+    explore_rank = 9
+
+    @classmethod
+    def failure_claim(cls, spec: Any) -> FailureClaim:
+        """Resumed, fit() runs again from the checkpoint: no failure the policy charges; else the
+        run ends as a controller's fatal failure."""
+        return FailureClaim(None if spec.resume else cls.causes, CERTAIN)
 
     window_s = 120.0
 
@@ -112,7 +121,7 @@ class KillController(Fault):
 
     @property
     def wants_resume(self) -> bool:
-        return bool(self.spec.get("resume"))
+        return bool(self.spec.resume)
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         pid = own_controller_pid(read_events(ctx.history_path))

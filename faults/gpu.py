@@ -29,13 +29,13 @@ collective timeout or the hang detector; Ray charges it to `max_failures`.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterable, List, Literal, Optional
+from typing import Any, Dict, Iterable, Literal, Optional
 
 from pydantic import Field, model_validator
 
 from ftharness.errors import FaultSkipped
-from ftharness.faults.base import (LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
-                                   describe_failure)
+from ftharness.faults.base import (CERTAIN, LANDED, MAYBE, MISSED, PENDING, FailureClaim, Fault, FaultContext, FaultView,
+                                   Landing, TargetedSpec, describe_failure)
 
 #: how cuda_error makes its CUDA error
 CUDA_HOWS = ("device_assert", "invalid_device")
@@ -96,6 +96,8 @@ class CudaError(Fault):
     Spec = CudaErrorSpec
     refused_on = {"torchrun": "is Ray Train-only for now"}
     runs_in = "worker"
+    causes = "worker_group"
+    explore_rank = 11
 
     @classmethod
     def cpu_problem(cls, spec, why_cpu: str, index: int) -> Optional[str]:
@@ -139,10 +141,17 @@ class CollectiveHang(Fault):
     Spec = CollectiveHangSpec
     refused_on = {"torchrun": "is Ray Train-only for now (hang_worker stalls a torchrun rank)"}
     runs_in = "worker"
+    causes = "worker_group"
+    explore_rank = 12
+
+    @classmethod
+    def failure_claim(cls, spec: Any) -> FailureClaim:
+        """A stall with a `duration_s` may end before the collective's timeout."""
+        return FailureClaim(cls.causes, MAYBE if spec.duration_s else CERTAIN)
 
     @classmethod
     def cpu_problem(cls, spec, why_cpu: str, index: int) -> Optional[str]:
-        if not spec.get("hang_detector"):
+        if not spec.hang_detector:
             return None
         return (f"faults[{index}].hang_detector: Ray's NCCL hang detector needs NCCL (GPU workers), but this "
                 f"scenario trains on CPU ({why_cpu}); drop hang_detector (gloo's timeout ends the hang)")
@@ -242,14 +251,14 @@ def _clip(text: str, n: int = 160) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def detector_env(specs: List[Dict[str, Any]]) -> Dict[str, str]:
+def detector_env(specs: Iterable[Any]) -> Dict[str, str]:
     """The environment that turns on Ray 2.60's NCCL RAS hang detector for the run's
-    collective_hang faults that ask for it (action `fail`: it raises NCCLHangError)."""
-    asked = [s for s in specs if s.get("kind") == "collective_hang" and s.get("hang_detector")]
+    collective_hang faults (spec models) that ask for it (action `fail`: it raises NCCLHangError)."""
+    asked = [s for s in specs if s.kind == CollectiveHang.kind and s.hang_detector]
     if not asked:
         return {}
     env = {"RAY_TRAIN_ENABLE_NCCL_HANG_DETECTOR": "1", "RAY_TRAIN_NCCL_RAS_ACTION": "fail"}
-    confirm = min((s["detector_confirm_s"] for s in asked if s.get("detector_confirm_s")), default=None)
+    confirm = min((s.detector_confirm_s for s in asked if s.detector_confirm_s), default=None)
     if confirm is not None:
         env["RAY_TRAIN_NCCL_RAS_CONFIRM_DURATION_S"] = f"{confirm:g}"
         env["RAY_TRAIN_NCCL_RAS_MIN_POLL_INTERVAL_S"] = f"{max(1.0, min(15.0, confirm / 4)):g}"

@@ -107,6 +107,9 @@ class NetworkDegrade(Fault):
                     f"which needs cluster.network: namespaces")
         return None
     budget = None        # a slower link need not fail anything
+    causes = None
+    explore_args = {"loss_pct": (30.0, 90.0), "duration_s": (5.0,)}
+    explore_rank = 10
     window_s = 120.0     # a node fault's (faults/node.py), after `duration_s`
     _healer = None
 
@@ -117,12 +120,12 @@ class NetworkDegrade(Fault):
         net, index = network_of(ctx, node_id)
         duration = float(self.duration_s or 20.0)
         done = []
-        if self.spec.get("loss_pct") is not None:
-            done.append(net.drop(index, self.spec.get("direction") or "both", float(self.spec["loss_pct"])))
-        if self.spec.get("rate_mbit") is not None:
-            done.append(net.shape(index, float(self.spec["rate_mbit"])))
-        if self.spec.get("latency_ms") is not None:
-            done.append(net.delay(index, float(self.spec["latency_ms"])))
+        if self.spec.loss_pct is not None:
+            done.append(net.drop(index, self.spec.direction or "both", float(self.spec.loss_pct)))
+        if self.spec.rate_mbit is not None:
+            done.append(net.shape(index, float(self.spec.rate_mbit)))
+        if self.spec.latency_ms is not None:
+            done.append(net.delay(index, float(self.spec.latency_ms)))
         self._healer = lambda: {"counters": read_counters(net, index), **net.heal(index)}
 
         def heal_now() -> Dict[str, Any]:

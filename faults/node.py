@@ -42,8 +42,9 @@ from typing import Any, Dict, FrozenSet, Literal, Optional, Tuple
 from pydantic import Field
 
 from ftharness.history.causal import fault_time
-from ftharness.faults.base import (DEFAULT_HEALTH_CHECK_S, GRACEFUL_IS_RAY_ONLY, LANDED, MISSED, PENDING, Fault, FaultContext, FaultView, Landing, TargetedSpec,
-                                   _num, _short, describe_failure, with_error_before_failure)
+from ftharness.faults.base import (CERTAIN, DEFAULT_HEALTH_CHECK_S, GRACEFUL_IS_RAY_ONLY, LANDED, MAYBE, MISSED, PENDING,
+                                   FailureClaim, Fault, FaultContext, FaultView, Landing, TargetedSpec, _num, _short,
+                                   describe_failure, with_error_before_failure)
 from ftharness.errors import FaultSkipped
 from ftharness.faults.capabilities import ADD_NODE, NODE_INDEX, NODE_NETWORK, PAUSE_NODE, RAY, REMOVE_NODE
 from ftharness.history.columns import non_steps
@@ -143,20 +144,26 @@ class KillNode(NodeFault):
     Spec = KillNodeSpec
     runtimes = ("ray_train", "torchrun")
     ray_only_args = GRACEFUL_IS_RAY_ONLY
-
+    loses_node = True
+    causes = "worker_group"
+    explore_args = {"replace": (True,), "graceful": (None, True)}
+    explore_rank = 2
+    soak_args = {"replace": True}
+    soak_weight = 1
+    recovers_like = "kill_worker"
 
     @classmethod
     def needs_for(cls, spec) -> FrozenSet[str]:
         """`replace: true` adds a node: only a cluster ftharness started can."""
-        return frozenset(cls.needs) | ({ADD_NODE} if spec.get("replace") else set())
+        return frozenset(cls.needs) | ({ADD_NODE} if spec.replace else set())
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         node_id = self.victim_node(ctx)
         _head_guard(ctx, node_id)
         ranks = sorted(m["rank"] for m in ctx.members if m["node_id"] == node_id)
-        how = kill_node_now(ctx, node_id, graceful=bool(self.spec.get("graceful")))
-        if self.spec.get("replace"):
-            replace_later(ctx, self, float(self.spec.get("replace_after_s") or 0.0))
+        how = kill_node_now(ctx, node_id, graceful=bool(self.spec.graceful))
+        if self.spec.replace:
+            replace_later(ctx, self, float(self.spec.replace_after_s or 0.0))
         return {"node_id": node_id, "ranks": ranks, "how": how}
 
 
@@ -167,15 +174,34 @@ class PreemptNode(NodeFault):
     Spec = PreemptNodeSpec
     refused_on = {"torchrun": "is Ray-only (a drain through Ray's GCS; TorchElastic gets no notice)"}
     needs = frozenset({RAY})
+    loses_node = True
+    causes = "preemption"
+    explore_args = {"replace": (True,), "notice_s": (3.0, 2.0), "kill_offset_s": (None, -1.5)}
+    explore_rank = 3
+    soak_args = {"replace": True}
+    soak_weight = 2
+    recovers_like = "kill_node"
+
+    @classmethod
+    def failure_claim(cls, spec: Any) -> FailureClaim:
+        """A preemption; a node reclaimed before its deadline (`kill_offset_s` below 0) dies as
+        an ordinary worker-group failure (the one place this rule is written)."""
+        return FailureClaim("worker_group" if (spec.kill_offset_s or 0) < 0 else cls.causes, CERTAIN)
+
+    @classmethod
+    def decision_delay_s(cls, spec: Any, notice_s: float) -> float:
+        """Training goes on through the notice (the spec's, else `notice_s`), less an early reclaim."""
+        notice = spec.notice_s if "notice_s" in spec.model_fields_set else notice_s
+        return float(notice) + min(float(spec.kill_offset_s or 0), 0.0)
 
     @classmethod
     def needs_for(cls, spec) -> FrozenSet[str]:
         """`replace: true` adds a node: only a cluster ftharness started can."""
-        return frozenset(cls.needs) | ({ADD_NODE} if spec.get("replace") else set())
+        return frozenset(cls.needs) | ({ADD_NODE} if spec.replace else set())
 
     def window(self, health_check_timeout_s: float = 0.0) -> float:
         """Drain to death: the notice, the kill offset, then a node fault's window."""
-        return float(self.spec.get("notice_s") or 3.0) + max(0.0, float(self.spec.get("kill_offset_s") or 0.0)) \
+        return float(self.spec.notice_s or 3.0) + max(0.0, float(self.spec.kill_offset_s or 0.0)) \
             + self.window_s
 
     def landing(self, view: FaultView) -> Landing:
@@ -229,8 +255,8 @@ class PreemptNode(NodeFault):
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         node_id = self.victim_node(ctx)
         _head_guard(ctx, node_id)
-        notice = float(self.spec.get("notice_s") or 3.0)
-        offset = float(self.spec.get("kill_offset_s") or 0.0)
+        notice = float(self.spec.notice_s or 3.0)
+        offset = float(self.spec.kill_offset_s or 0.0)
         deadline_ms = int((time.time() + notice) * 1000)
         ctx.ops.drain_node_for_preemption(ctx.ops.gcs_address(), node_id, deadline_ms, "ftharness: spot preemption")
         ranks = sorted(m["rank"] for m in ctx.members if m["node_id"] == node_id)
@@ -238,8 +264,8 @@ class PreemptNode(NodeFault):
         def kill() -> Dict[str, Any]:
             how = kill_node_now(ctx, node_id, graceful=False)
             late_ms = time.time() * 1000 - deadline_ms
-            if self.spec.get("replace"):
-                replace_later(ctx, self, float(self.spec.get("replace_after_s") or 0.0))
+            if self.spec.replace:
+                replace_later(ctx, self, float(self.spec.replace_after_s or 0.0))
             return {"node_id": node_id, "how": how, "ms_after_deadline": round(late_ms, 1)}
 
         def kill_once() -> Dict[str, Any]:
@@ -283,11 +309,21 @@ class PartitionNode(NodeFault):
     runtimes = ("ray_train", "torchrun")
     runs_in = "node_agent"
     heals_after_duration = False   # the node's own timer (or the harness's) resumes it
+    causes = "worker_group"
+    explore_args = {"duration_s": (None, 4.0)}
+    explore_rank = 5
+    soak_args = {"duration_s": 8.0}
+    recovers_like = "kill_node"
+
+    @classmethod
+    def failure_claim(cls, spec: Any) -> FailureClaim:
+        """A partition with a `duration_s` may heal before anyone notices."""
+        return FailureClaim(cls.causes, MAYBE if spec.duration_s else CERTAIN)
 
     @classmethod
     def needs_for(cls, spec) -> FrozenSet[str]:
         """`mode: network` drops the node's packets: its network must be ftharness's."""
-        return frozenset({NODE_NETWORK}) if spec.get("mode") == "network" else frozenset()
+        return frozenset({NODE_NETWORK}) if spec.mode == "network" else frozenset()
 
     @classmethod
     def scenario_problem(cls, spec, scenario, index: int) -> Optional[str]:
@@ -319,11 +355,11 @@ class PartitionNode(NodeFault):
         _head_guard(ctx, node_id)
         duration = float(self.duration_s or 10.0)
         ranks = sorted(m["rank"] for m in ctx.members if m["node_id"] == node_id)
-        if self.spec.get("mode") == "network":
+        if self.spec.mode == "network":
             from ftharness.faults.network import isolate
 
-            return isolate(self, ctx, node_id, ranks, self.spec.get("direction") or "both", duration,
-                           self.spec.get("cut_from") or "all")
+            return isolate(self, ctx, node_id, ranks, self.spec.direction or "both", duration,
+                           self.spec.cut_from or "all")
         if ctx.can(PAUSE_NODE):
             return self._pause_processes(ctx, node_id, ranks, duration)
         import ray

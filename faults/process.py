@@ -24,7 +24,8 @@ from typing import Any, Dict, Literal, Optional
 
 from pydantic import Field, model_validator
 
-from ftharness.faults.base import GRACEFUL_IS_RAY_ONLY, Fault, FaultContext, FaultView, Landing, TargetedSpec, with_error_before_failure
+from ftharness.faults.base import (CERTAIN, GRACEFUL_IS_RAY_ONLY, MAYBE, FailureClaim, Fault, FaultContext, FaultView,
+                                   Landing, TargetedSpec, with_error_before_failure)
 from ftharness.errors import ChaosCrash, FaultSkipped
 
 CRASH_POINTS = ("before_step", "after_step", "after_checkpoint_write", "before_report", "on_restore")
@@ -67,11 +68,15 @@ class KillWorker(Fault):
     runtimes = ("ray_train", "torchrun")
     ray_only_args = GRACEFUL_IS_RAY_ONLY
     runs_in = "node_agent"
-
+    causes = "worker_group"
+    explore_args = {"graceful": (None, True)}
+    explore_rank = 0
+    soak_args: Dict[str, Any] = {}
+    soak_weight = 3
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         v = self.victim(ctx)
-        if self.spec.get("graceful"):
+        if self.spec.graceful:
             ctx.ops.kill_actor_by_id(v["actor_id"], no_restart=True)
             how = "ray.kill"
         else:
@@ -88,6 +93,21 @@ class CrashWorker(Fault):
     Spec = CrashWorkerSpec
     runtimes = ("ray_train", "torchrun")
     runs_in = "worker"
+    causes = "worker_group"
+    explore_args = {"where": CRASH_POINTS}
+    explore_rank = 1
+    step_only = True
+    recovers_like = "kill_worker"
+
+    @classmethod
+    def explore_draft(cls, draft: Dict[str, Any], restore_comes: Optional[bool]) -> Dict[str, Any]:
+        """At an event (a restore) it crashes on the restore: every other crash point is a step's;
+        where no restore comes, a crash there never fires (a real example's INCONCLUSIVE)."""
+        if (draft.get("at") or {}).get("step") is None:
+            draft["where"] = "on_restore"
+        if draft.get("where") == "on_restore" and restore_comes is False:
+            draft["where"] = "before_step"
+        return draft
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         raise FaultSkipped("crash_worker is done by the worker itself (ftharness.harness.job.instrument)")
@@ -108,6 +128,16 @@ class HangWorker(Fault):
     runtimes = ("ray_train", "torchrun")
     runs_in = "node_agent"
     waits_for_health_check = True
+    causes = "worker_group"
+    explore_args = {"duration_s": (None, 4.0)}
+    explore_rank = 4
+    soak_args: Dict[str, Any] = {}
+    recovers_like = "kill_worker"
+
+    @classmethod
+    def failure_claim(cls, spec: Any) -> FailureClaim:
+        """A stall with a `duration_s` may end before the health check sees it."""
+        return FailureClaim(cls.causes, MAYBE if spec.duration_s else CERTAIN)
 
     def __init__(self, index, spec):
         super().__init__(index, spec)

@@ -67,6 +67,16 @@ class StarveResources(Fault):
     refused_on = {"torchrun": "is Ray-only (hog actors hold Ray resources)"}
     needs = frozenset({RAY})
     budget = "controller"
+    causes = "controller"     # only a restart while starved fails to schedule
+    causes_surely = False
+    # shorter than the fast profile's 20 s start timeout (the restart waits) and longer (it fails)
+    explore_args = {"duration_s": (8.0, 30.0)}
+    explore_rank = 8
+
+    @classmethod
+    def lands_after_restart(cls, spec: Any) -> bool:
+        """Only a worker group scheduled while starved shows starved resources."""
+        return True
 
     def __init__(self, index, spec):
         super().__init__(index, spec)

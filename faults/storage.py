@@ -272,6 +272,11 @@ def read_hits(fs: pafs.FileSystem, storage_root: str, control_id: str) -> Dict[s
     return {"errors_returned": errors, "delays": delays, "first": first}
 
 
+def _or(value: Any, default: Any) -> Any:
+    """An argument's value, or the kind's default where the spec leaves it out (None)."""
+    return default if value is None else value
+
+
 class StorageErrorsSpec(FaultSpecBase):
     """Operations `ops` (default: write) on paths matching `path_glob` fail at `error_rate`
     (default 1.0) and/or wait `latency_s` first, for `duration_s` (default: until the run ends);
@@ -294,6 +299,17 @@ class StorageErrors(Fault):
     runtimes = ("ray_train", "torchrun")
     wraps_storage = True
     budget = None  # Ray charges it by who failed: a worker's upload, or the controller's snapshot
+    causes = "worker_group"   # a worker's upload may fail; a healthy system retries it
+    causes_surely = False
+    explore_args = {"path_glob": (None, "*checkpoint_manager_snapshot.json*", "*/checkpoint_*/*"),
+                    "ops": (None, ["read"], ["write", "move"], ["list"]),
+                    "duration_s": (3.0, 10.0), "partial": (None, True)}
+    explore_rank = 7
+
+    @classmethod
+    def lands_after_restart(cls, spec: Any) -> bool:
+        """Read errors alone show only when a restart reads the checkpoint storage."""
+        return spec.ops == ["read"]
 
     _on = False
     _control_id = "0"
@@ -316,7 +332,7 @@ class StorageErrors(Fault):
         """Record the first error (or delay) handed to Ray, as it happens."""
         def poll() -> Dict[str, Any]:
             hits = self.hits(ctx)
-            if hits["errors_returned"] or (hits["delays"] and not self.spec.get("error_rate")):
+            if hits["errors_returned"] or (hits["delays"] and not self.spec.error_rate):
                 ctx.record(f"storage fault {self.index} reached the job", hits)
             elif self._on:
                 ctx.schedule(POLL_S, poll, "storage: watch for hits", kind="none")
@@ -333,7 +349,7 @@ class StorageErrors(Fault):
         for e in view.actions + view.healed:
             d = e.get("detail") or {}
             if (e.get("seq") or 0) <= view.seq or not (d.get("errors_returned") or
-                                                         (d.get("delays") and not self.spec.get("error_rate"))):
+                                                         (d.get("delays") and not self.spec.error_rate)):
                 continue
             first = d.get("first") or {}
             if first.get("op") not in ops:
@@ -348,9 +364,9 @@ class StorageErrors(Fault):
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         self._control_id = f"{self.index}-{secrets.token_hex(3)}"   # this injection's hits, apart from others'
-        control = {"id": self._control_id, "ops": self.spec.get("ops") or ["write"],
-                   "path_glob": self.spec.get("path_glob"), "error_rate": self.spec.get("error_rate", 1.0),
-                   "latency_s": self.spec.get("latency_s", 0.0), "partial": bool(self.spec.get("partial"))}
+        control = {"id": self._control_id, "ops": self.spec.ops or ["write"],
+                   "path_glob": self.spec.path_glob, "error_rate": _or(self.spec.error_rate, 1.0),
+                   "latency_s": _or(self.spec.latency_s, 0.0), "partial": bool(self.spec.partial)}
         fs, _ = self.storage_of(ctx)
         path = self.control_path(ctx)
         write_atomic(fs, path, json.dumps(control).encode())  # the run may not have written anything yet

@@ -17,13 +17,15 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
+from ftharness.errors import FtharnessError
+
 #: the target keys that name a node by what Ray knows of it (besides the scenario's `node` index)
 NODE_SELECTORS = ("node_id", "ip", "label")
 #: how many existing nodes or values an error names
 SHOWN = 6
 
 
-class TargetError(ValueError):
+class TargetError(FtharnessError, ValueError):
     """A node target that names no node, several, or the head; one line naming the field."""
 
 
@@ -112,11 +114,20 @@ def resolve_node(target: Mapping[str, Any], nodes: Iterable[Any], where: str = "
     return hits[0]
 
 
-def check_node_targets(faults: Sequence[Mapping[str, Any]], nodes: Iterable[Any]) -> None:
-    """Every node target of `faults` (spec dumps) names exactly one live worker node of
+def target_of(spec: Any) -> Dict[str, Any]:
+    """The target of one fault (a spec model, or a dump read back from a history) as its keys
+    that are set ({} where it has none): the form the history records as `target_asked`."""
+    t = spec.get("target") if isinstance(spec, Mapping) else getattr(spec, "target", None)
+    if hasattr(t, "model_dump"):
+        return t.model_dump(mode="json", exclude_none=True)
+    return dict(t) if isinstance(t, Mapping) else {}
+
+
+def check_node_targets(faults: Sequence[Any], nodes: Iterable[Any]) -> None:
+    """Every node target of `faults` (spec models) names exactly one live worker node of
     `nodes`; the first that does not raises TargetError naming its field."""
     nodes = list(nodes)
     for i, spec in enumerate(faults):
-        target = spec.get("target") or {}
+        target = target_of(spec)
         if selector_of(target) is not None:
             resolve_node(target, nodes, where=f"faults[{i}].target")

@@ -41,6 +41,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
+from ftharness.errors import FtharnessError
+
 HISTORY_FILE = "history.jsonl"
 #: every rank that reports a checkpoint writes its own marker into it (lineage step, and the
 #: hash of each file it wrote): ranks' directories are merged into one checkpoint on upload,
@@ -62,7 +64,7 @@ MAX_LINE = 1 << 20
 MAX_JSON_BYTES = 64 << 20
 
 
-class HistoryError(OSError):
+class HistoryError(FtharnessError, OSError):
     """A results folder's file that cannot be read as one (not a regular file, too large)."""
 
 

@@ -36,7 +36,7 @@ except ImportError:
 if os.environ.get("FTHARNESS_LINESCAN", "1") == "0":
     linescan = None
 
-from ftharness.history.columns import CONTEXT_INTS, CONTEXT_STRS, Contexts, Layout, Store, _small
+from ftharness.history.columns import CONTEXT_INTS, Contexts, Layout, Store, _small
 
 _INT = rb"-?(?:0|[1-9][0-9]{0,17})"
 _FLOAT = rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)"

@@ -14,6 +14,7 @@ from typing import Dict, Iterable, List
 
 import numpy as np
 
+from ftharness.faults.process import KillWorker
 from ftharness.history.model import PARTS
 from ftharness.reports import metrics
 from ftharness.reports.advice import measure
@@ -50,7 +51,7 @@ def from_results(paths: Iterable[PathLike]) -> Calibration:
         lags += registration_lags(events)
         table = metrics.recovery_table(events).dropna(subset=["recovery_s"])
         for row in table.to_dict("records"):
-            kind = row.get("fault_kind") if isinstance(row.get("fault_kind"), str) else "kill_worker"
+            kind = row.get("fault_kind") if isinstance(row.get("fault_kind"), str) else KillWorker.kind
             recoveries.setdefault(kind, []).append(float(row["recovery_s"]))
             for p in PARTS:
                 if row.get(p) == row.get(p) and row.get(p) is not None:

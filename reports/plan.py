@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Mapping
 import numpy as np
 import pandas as pd
 
+from ftharness.faults.process import KillWorker
 from ftharness.history.model import BUDGETS, LIMIT_FIELD
 from ftharness.reports.advice import daly_interval, expected_goodput, young_interval
 from ftharness.scenarios.policy_model import limits
@@ -40,7 +41,7 @@ def mean_recovery_s(job: Job, cal: Calibration, rates: Mapping[str, float]) -> f
     """Recovery per failure, weighted by the causes' rates (what Daly's R is)."""
     per_s = cause_rates(job, rates)
     if not per_s:
-        return cal.mean_recovery_s("kill_worker")
+        return cal.mean_recovery_s(KillWorker.kind)
     wait = 0.0 if job.elastic else cal.replacement_s
     total = sum(per_s.values())
     return sum(r / total * (cal.mean_recovery_s(CAUSES[c].kind) + (wait if CAUSES[c].node_loss else 0.0))

@@ -6,12 +6,14 @@ Pure (no Ray): `ftharness.harness.run.explore` runs what this draws. Which kinds
 a base supports is asked of the registry (faults.REGISTRY) and the schema: a
 kind is supported when a scenario of the base with one fault of that kind
 validates (the schema refuses GPU kinds on CPU workers, network kinds without
-namespaces, Ray-only kinds under torchrun) and the release accepts it. A kind
-this module has no argument table for is still generated, with its defaults.
+namespaces, Ray-only kinds under torchrun) and the release accepts it. What each
+kind causes, the values drawn for its arguments and where it sits in the shrinking
+order are the kind's own declarations (faults/base.py: `failure_claim`,
+`explore_args`, `explore_rank`); a kind that declares no failure is left out, with why.
 
 Shrinking: every choice is drawn so that Hypothesis shrinks toward the smallest
 scenario: fewer faults first (the count is drawn first), then simpler kinds
-(`KIND_ORDER`), earlier phases and steps, rank 0, each kind's first argument
+(`Fault.explore_rank`), earlier phases and steps, rank 0, each kind's first argument
 value. A phase names when a fault fires (`PHASES`); `phase_of` reads it back
 from a written trigger.
 """
@@ -27,6 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from hypothesis import assume, strategies as st
 
 from ftharness.errors import ScenarioError
+from ftharness.faults import base as faults_base
 from ftharness.scenarios.policy_model import expected_outcome
 from ftharness.scenarios.schema import Scenario, parse_scenario, release_problem, scenario_data
 
@@ -44,32 +47,6 @@ PHASES = (
 #: phases that only mean something after an earlier fault restarted the run
 AFTER_A_FAULT = ("close_pair", "recovery", "restore")
 
-#: kinds in shrinking order: the simplest first; kinds the registry has beyond these come last
-KIND_ORDER = ("kill_worker", "crash_worker", "kill_node", "preempt_node", "hang_worker", "partition_node",
-              "corrupt_checkpoint", "storage_errors", "starve_resources", "kill_controller", "network_degrade",
-              "cuda_error", "collective_hang")
-
-#: each kind's own arguments and the values drawn for them (the first is what shrinking goes to)
-ARGS: Dict[str, Dict[str, Sequence[Any]]] = {
-    "kill_worker": {"graceful": (None, True)},
-    "crash_worker": {"where": ("before_step", "after_step", "after_checkpoint_write", "before_report", "on_restore")},
-    "hang_worker": {"duration_s": (None, 4.0)},
-    "kill_node": {"replace": (True,), "graceful": (None, True)},
-    "preempt_node": {"replace": (True,), "notice_s": (3.0, 2.0), "kill_offset_s": (None, -1.5)},
-    "partition_node": {"duration_s": (None, 4.0)},
-    "network_degrade": {"loss_pct": (30.0, 90.0), "duration_s": (5.0,)},
-    "corrupt_checkpoint": {"which": ("latest", "oldest", "in_flight"),
-                           "how": ("bitflip", "truncate", "delete_file", "delete_dir", "snapshot")},
-    "storage_errors": {"path_glob": (None, "*checkpoint_manager_snapshot.json*", "*/checkpoint_*/*"),
-                       "ops": (None, ["read"], ["write", "move"], ["list"]),
-                       "duration_s": (3.0, 10.0), "partial": (None, True)},
-    # shorter than the fast profile's 20 s start timeout (the restart waits) and longer (it fails)
-    "starve_resources": {"duration_s": (8.0, 30.0)},
-    "kill_controller": {"resume": (True, None)},
-    "cuda_error": {},
-    "collective_hang": {},
-}
-
 #: seconds an example may run when the base sets no `timeout_s` (the schema's 600 s): a hang is
 #: found by the timeout, and every shrink step of a hang costs it; a real exploration spent 10
 #: minutes on each of three such steps, while its examples that ended took 36-86 s
@@ -80,46 +57,40 @@ EXAMPLE_TIMEOUT_S = 300.0
 #: The base's value comes first: what shrinking goes back to. A user's own job is never changed.
 WORKLOAD_AXES: Dict[str, Sequence[Any]] = {"data": ("resumable", "ray_data")}
 
-#: the failure class (ftharness.scenarios.policy_model) a kind's fault must cause; "maybe:" a class
-#: it may cause or not (a transient error, a stall shorter than the health check); None: none
-CERTAIN, MAYBE = "certain", "maybe"
+#: how sure a fault is of the failure its kind declares (faults/base.py): CERTAIN, MAYBE, UNKNOWN
+CERTAIN, MAYBE, UNKNOWN = faults_base.CERTAIN, faults_base.MAYBE, faults_base.UNKNOWN
 
 
 def failure_of(fault: Mapping[str, Any]) -> Tuple[Optional[str], str]:
-    """(class, certain|maybe) the policy model charges for one fault."""
-    kind = fault.get("kind")
-    if kind in ("kill_worker", "crash_worker", "kill_node", "cuda_error"):
-        return "worker_group", CERTAIN
-    if kind in ("hang_worker", "partition_node", "collective_hang"):
-        return "worker_group", (MAYBE if fault.get("duration_s") else CERTAIN)
-    if kind == "preempt_node":
-        return ("worker_group" if float(fault.get("kill_offset_s") or 0) < 0 else "preemption"), CERTAIN
-    if kind == "kill_controller":
-        return (None, CERTAIN) if fault.get("resume") else ("controller_fatal", CERTAIN)
-    if kind == "storage_errors":
-        return "worker_group", MAYBE     # a worker's upload may fail; a healthy system retries it
-    if kind == "starve_resources":
-        return "controller", MAYBE       # only a restart while starved fails to schedule
-    return None, CERTAIN                 # corrupt_checkpoint, network_degrade: no failure of their own
+    """(class, certain|maybe|unknown) the policy model charges for one fault: what its kind
+    declares (`Fault.failure_claim`, through the registry); unknown for a kind that declares
+    nothing, which explore leaves out."""
+    from ftharness.faults import failure_of as declared
+
+    return tuple(declared(fault))  # type: ignore[return-value]
 
 
-#: kinds done inside the worker at a step (or at its restore): a wall-clock time or an event of the driver's
-#: (a checkpoint written or registered, an attempt started) never reaches them
-STEP_ONLY = ("crash_worker",)
+def kind_class(kind: str):
+    """The Fault class of `kind` (the registry's)."""
+    from ftharness.faults import REGISTRY
+
+    return REGISTRY[kind]
 
 
-def needs_restore(fault: Mapping[str, Any]) -> bool:
-    """Whether `fault` lands only when a later restart restores what it damaged: a corrupted
-    checkpoint, read errors of the checkpoint storage."""
-    if fault.get("kind") == "corrupt_checkpoint":
-        return fault.get("how") != "snapshot"
-    return fault.get("kind") == "storage_errors" and fault.get("ops") == ["read"]
+def kind_order() -> Tuple[str, ...]:
+    """Every registered kind in shrinking order: the simplest first (`Fault.explore_rank`), then
+    registry order."""
+    from ftharness.faults import FAULT_KINDS
+
+    return tuple(sorted(FAULT_KINDS, key=lambda k: (kind_class(k).explore_rank, FAULT_KINDS.index(k))))
 
 
 def needs_restart_after(fault: Mapping[str, Any]) -> bool:
-    """Whether `fault` lands only through a restart after it: what `needs_restore` says, and
-    starved resources (only a worker group scheduled while starved shows them)."""
-    return needs_restore(fault) or fault.get("kind") == "starve_resources"
+    """Whether `fault` lands only through a restart after it (`Fault.lands_after_restart`: a
+    corrupted checkpoint, read errors of the checkpoint storage, starved resources)."""
+    from ftharness.faults import lands_after_restart
+
+    return lands_after_restart(fault)
 
 
 def restarts(fault: Mapping[str, Any]) -> bool:
@@ -156,10 +127,8 @@ def template(kind: str, at: Dict[str, Any], rank: int = 0) -> Dict[str, Any]:
 def plain(kind: str, at: Dict[str, Any]) -> Dict[str, Any]:
     """One fault of `kind` with the first value of each drawn argument: what `supported` tries."""
     f = template(kind, at)
-    f.update({name: values[0] for name, values in ARGS.get(kind, {}).items() if values and values[0] is not None})
-    if kind == "crash_worker" and at.get("step") is None:
-        f["where"] = "on_restore"
-    return f
+    f.update({name: values[0] for name, values in kind_class(kind).explore_args.items() if values[0] is not None})
+    return kind_class(kind).explore_draft(f, None)
 
 
 def _first_error(data: Dict[str, Any], base_dir: Optional[str]) -> Optional[str]:
@@ -173,13 +142,15 @@ def _first_error(data: Dict[str, Any], base_dir: Optional[str]) -> Optional[str]
 def supported(base: Scenario, ray_version: Optional[str] = None) -> Support:
     """The kinds the registry has that `base`'s cluster, runtime and release accept."""
     from ftharness import releases
-    from ftharness.faults import FAULT_KINDS
 
     version = ray_version or releases.installed()
-    order = [k for k in KIND_ORDER if k in FAULT_KINDS] + [k for k in FAULT_KINDS if k not in KIND_ORDER]
     steps = _steps(base)
     kinds, triggers, left = [], {}, {}
-    for kind in order:
+    for kind in kind_order():
+        if failure_of(plain(kind, {"step": 1}))[1] == UNKNOWN:
+            left[kind] = (f"{kind} declares no failure class (Fault.causes): the model cannot expect "
+                          f"what a run with it does")
+            continue
         ok, why = [], None
         for name, at in (("step", {"step": min(2, steps)}), ("event", {"event": "checkpoint_registered"}),
                          ("time_s", {"time_s": 1.0})):
@@ -287,13 +258,11 @@ def phase_of(fault: Mapping[str, Any], prev: Optional[Mapping[str, Any]] = None,
 
 def _fault(draw, kind: str, at: Dict[str, Any], workers: int) -> Dict[str, Any]:
     f = template(kind, at, rank=draw(st.integers(0, max(0, workers - 1))))
-    for name, values in ARGS.get(kind, {}).items():
+    for name, values in kind_class(kind).explore_args.items():
         value = draw(st.sampled_from(values))
         if value is not None:
             f[name] = value
-    if kind == "crash_worker" and at.get("step") is None:
-        f["where"] = "on_restore"     # every other crash point is a step's
-    return f
+    return kind_class(kind).explore_draft(f, None)
 
 
 def schedules(base: Scenario, support: Support, max_faults: int = 2):
@@ -339,7 +308,7 @@ def schedules(base: Scenario, support: Support, max_faults: int = 2):
             phase = "steady"   # no earlier fault surely restarts the run: no next attempt, no restore
         elif phase == "restore" and not any(restarts(f) and _after_a_checkpoint(f, every) for f in out):
             phase = "recovery"   # the restart comes before any checkpoint: it restores nothing
-        if kind in STEP_ONLY and phase in ("checkpoint_write", "checkpoint_register", "recovery", "time"):
+        if kind_class(kind).step_only and phase in ("checkpoint_write", "checkpoint_register", "recovery", "time"):
             phase = "steady"   # the worker raises at a step it counts; it never sees those events
         at = phase_at(draw, phase, steps, every, out[-1] if out else None, support.triggers[kind])
         if at is None:
@@ -347,9 +316,7 @@ def schedules(base: Scenario, support: Support, max_faults: int = 2):
                   else {"event": "checkpoint_registered"} if "event" in support.triggers[kind]
                   else {"time_s": 2.0})
         f = _fault(draw, kind, at, workers)
-        if f.get("where") == "on_restore" and not any(restarts(g) and _after_a_checkpoint(g, every) for g in out):
-            f["where"] = "before_step"   # no restore comes: a crash there never fires (a real example's INCONCLUSIVE)
-        return f
+        return kind_class(kind).explore_draft(f, any(restarts(g) and _after_a_checkpoint(g, every) for g in out))
 
     return _draw()
 
@@ -424,8 +391,10 @@ class Expected:
 def expectation(failure_config: Mapping[str, Any], faults: Sequence[Mapping[str, Any]],
                 ray_version: Optional[str] = None) -> Expected:
     """The outcomes the failure-policy model allows for `faults` in order."""
-    classes = [(c, how if i == 0 or how == MAYBE or separate(faults, i) else MAYBE)
+    classes = [(c, how if i == 0 or how != CERTAIN or separate(faults, i) else MAYBE)
                for i, (c, how) in enumerate(failure_of(f) for f in faults)]
+    if any(how == UNKNOWN for _, how in classes):
+        return Expected(("succeeded", "failed"), (), 0.0)   # a kind that declares nothing: the model cannot say
     maybes = [i for i, (c, how) in enumerate(classes) if c and how == MAYBE]
     outcomes, unreached, edge, errors = set(), None, 0.0, set()
     for chosen in itertools.product((False, True), repeat=len(maybes)):

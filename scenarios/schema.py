@@ -14,21 +14,34 @@ from pydantic import ValidationError
 
 from ftharness.errors import ScenarioError
 # the contract's parts, one job a module (scenarios/spec/); re-exported: callers import them from here
-from ftharness.faults import FAULT_KINDS, REGISTRY, FaultSpec  # noqa: F401
-from ftharness.scenarios.spec.cluster import ClusterSpec, address_form_problem, ray_client_refusal  # noqa: F401
-from ftharness.scenarios.spec.expect import ExpectSpec, PinnedViolation  # noqa: F401
-from ftharness.scenarios.spec.failure_config import FailureConfigSpec  # noqa: F401
-from ftharness.scenarios.spec.json_schema import FIELD_DOCS, SCHEMA_ID, field_docs, scenario_json_schema  # noqa: F401
-from ftharness.scenarios.spec.messages import MAX_MESSAGE, one_line, scenario_error  # noqa: F401
-from ftharness.scenarios.spec.release_rules import adapt_to_release, release_problem, require_release  # noqa: F401
+from ftharness.faults import FAULT_KINDS, REGISTRY, FaultSpec
+from ftharness.scenarios.spec.cluster import ClusterSpec, address_form_problem, ray_client_refusal
+from ftharness.scenarios.spec.expect import ExpectSpec, PinnedViolation
+from ftharness.scenarios.spec.failure_config import FailureConfigSpec
+from ftharness.scenarios.spec.json_schema import FIELD_DOCS, SCHEMA_ID, field_docs, scenario_json_schema
+from ftharness.scenarios.spec.messages import MAX_MESSAGE, one_line, scenario_error
+from ftharness.scenarios.spec.release_rules import adapt_to_release, release_problem, require_release
 from ftharness.scenarios.spec.scenario import Scenario
-from ftharness.scenarios.spec.torchrun_rules import (  # noqa: F401
+from ftharness.scenarios.spec.torchrun_rules import (
     TORCHRUN_COLLECTIVE_TIMEOUT_S, TORCHRUN_FAULTS, TORCHRUN_REFUSED, torchrun_problem)
-from ftharness.scenarios.spec.validation_errors import (  # noqa: F401
+from ftharness.scenarios.spec.validation_errors import (
     MAX_ERRORS, format_validation_error, validation_problems)
-from ftharness.scenarios.spec.workload import WorkloadSpec, working_dir_problem  # noqa: F401
-from ftharness.scenarios.spec.yaml_reader import (  # noqa: F401
-    MAX_DEPTH, MAX_FILE_BYTES, MAX_ITEMS, MAX_NODES, MAX_NUMBER_CHARS, MAX_SCALAR, _NoAliasLoader, load_yaml_text)
+from ftharness.scenarios.spec.workload import WorkloadSpec, working_dir_problem
+from ftharness.scenarios.spec.yaml_reader import (
+    MAX_DEPTH, MAX_FILE_BYTES, MAX_ITEMS, MAX_NODES, MAX_NUMBER_CHARS, MAX_SCALAR, load_yaml_text)
+
+#: the scenario language's entry: its own functions, and the parts of scenarios/spec/ that callers
+#: import from here
+__all__ = [
+    "parse_scenario", "load_scenario", "read_scenario_file", "default_scenario_path", "scenario_data",
+    "Scenario", "ScenarioError", "FAULT_KINDS", "REGISTRY", "FaultSpec",
+    "ClusterSpec", "address_form_problem", "ray_client_refusal", "ExpectSpec", "PinnedViolation", "FailureConfigSpec",
+    "FIELD_DOCS", "SCHEMA_ID", "field_docs", "scenario_json_schema", "MAX_MESSAGE", "one_line", "scenario_error",
+    "adapt_to_release", "release_problem", "require_release",
+    "TORCHRUN_COLLECTIVE_TIMEOUT_S", "TORCHRUN_FAULTS", "TORCHRUN_REFUSED", "torchrun_problem",
+    "MAX_ERRORS", "format_validation_error", "validation_problems", "WorkloadSpec", "working_dir_problem",
+    "MAX_DEPTH", "MAX_FILE_BYTES", "MAX_ITEMS", "MAX_NODES", "MAX_NUMBER_CHARS", "MAX_SCALAR", "load_yaml_text",
+]
 
 
 def _depth(data: Any, limit: int) -> int:
@@ -47,6 +60,8 @@ def _depth(data: Any, limit: int) -> int:
 
 
 def parse_scenario(data: Any, source: str = "scenario", base_dir: Optional[str] = None) -> Scenario:
+    """A validated Scenario from a dict of the scenario language; ScenarioError (one line naming
+    the field, `source` its origin) otherwise. `base_dir`: where its relative paths start."""
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: must be a mapping with at least 'name'")
     if _depth(data, MAX_DEPTH) > MAX_DEPTH:

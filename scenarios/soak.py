@@ -25,17 +25,32 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from ftharness import releases
 from ftharness.errors import ScenarioError
+from ftharness.faults import REGISTRY
 from ftharness.scenarios.schema import Scenario, scenario_data
 
-#: fault kinds a soak can draw -> (the budget Ray charges, their spec beyond kind and target)
-SOAK_KINDS: Dict[str, tuple] = {
-    "kill_worker": ("worker_group", {}),
-    "kill_node": ("worker_group", {"replace": True}),
-    "preempt_node": ("preemption", {"replace": True}),
-    "hang_worker": ("worker_group", {}),
-    "partition_node": ("worker_group", {"duration_s": 8.0}),
-}
-DEFAULT_MIX = {"kill_worker": 3, "preempt_node": 2, "kill_node": 1}
+
+
+def soak_spec(kind: str) -> Dict[str, Any]:
+    """A fault of `kind` as a soak draws it: a random target, fired when the plan says, with the
+    arguments its kind declares for a soak (`Fault.soak_args`)."""
+    from ftharness.faults import REGISTRY
+
+    return {"kind": kind, "target": {"random": True}, "at": {"time_s": 0}, **dict(REGISTRY[kind].soak_args or {})}
+
+
+def _soak_kinds() -> Dict[str, tuple]:
+    from ftharness.faults import REGISTRY, failure_of
+
+    return {k: (failure_of(soak_spec(k)).failure, dict(c.soak_args)) for k, c in REGISTRY.items()
+            if c.soak_args is not None}
+
+
+#: fault kinds a soak can draw (those that declare `Fault.soak_args`) -> (the budget Ray charges,
+#: as the kind declares it, their spec beyond kind and target)
+SOAK_KINDS: Dict[str, tuple] = _soak_kinds()
+#: the default mix: each kind's `Fault.soak_weight`, heaviest first
+DEFAULT_MIX = {k: w for k, w in sorted(((k, REGISTRY[k].soak_weight) for k in SOAK_KINDS), key=lambda kw: -kw[1])
+               if w > 0}
 #: no fault is drawn this close to the end: its recovery and evidence need the time
 QUIET_TAIL_S = 45.0
 #: the longest gap the plan waits for a recovery before it moves on
@@ -81,7 +96,8 @@ def parse_mix(text: str) -> Dict[str, int]:
             raise ScenarioError(f"--mix: {part.strip()!r}: the weight must be a whole number >= 0")
         mix[kind] = mix.get(kind, 0) + w
     if not mix or not any(mix.values()):
-        raise ScenarioError("--mix: needs at least one kind with a weight above 0, e.g. kill_worker:3,preempt_node:2")
+        raise ScenarioError(f"--mix: needs at least one kind with a weight above 0, e.g. "
+                            f"{','.join(f'{k}:{w}' for k, w in list(DEFAULT_MIX.items())[:2])}")
     return mix
 
 
@@ -135,7 +151,7 @@ def draw_plan(seed: int, duration_s: float, mtbf_s: float, mix: Optional[Mapping
         t += gap
         if t > duration_s - QUIET_TAIL_S:
             return plan
-        spec = {"kind": kind, "target": {"random": True}, "at": {"time_s": 0}, **SOAK_KINDS[kind][1]}
+        spec = soak_spec(kind)
         plan.draws.append(Draw(len(plan.draws), round(gap, 3), kind, spec))
 
 

@@ -19,16 +19,17 @@ from typing import Any, Dict, List
 import yaml
 from hypothesis import strategies as st
 
+from ftharness.faults import REGISTRY, failure_of
+from ftharness.faults.node import KillNode, PreemptNode
+from ftharness.faults.process import CrashWorker, KillWorker
 from ftharness.scenarios.policy_model import expected_outcome
 from ftharness.scenarios.properties import PROPERTIES
 
-#: fault kinds quick enough for generated runs, and the failure class each causes
-KIND_CLASS = {
-    "kill_worker": "worker_group",
-    "crash_worker": "worker_group",
-    "kill_node": "worker_group",
-    "preempt_node": "preemption",   # dies at its deadline; an early kill is worker_group
-}
+#: fault kinds quick enough for generated runs (each declares the failure class it causes:
+#: `failure_class_of`)
+QUICK_KINDS = (KillWorker, CrashWorker, KillNode, PreemptNode)
+#: the failure class each causes with its defaults (a preemption dies at its deadline)
+KIND_CLASS = {cls.kind: cls.causes for cls in QUICK_KINDS}
 
 
 @st.composite
@@ -42,11 +43,11 @@ def faults(draw, steps: int, num_workers: int, max_faults: int = 2) -> List[Dict
         kind = draw(st.sampled_from(sorted(KIND_CLASS)))
         f: Dict[str, Any] = {"kind": kind, "target": {"rank": draw(st.integers(0, num_workers - 1))},
                              "at": {"step": step}}
-        if kind == "crash_worker":
+        if kind == CrashWorker.kind:
             f["where"] = draw(st.sampled_from(["before_step", "after_step"]))
-        if kind in ("kill_node", "preempt_node"):
+        if REGISTRY[kind].loses_node:
             f["replace"] = True
-        if kind == "preempt_node":
+        if kind == PreemptNode.kind:
             f["notice_s"] = draw(st.sampled_from([2.0, 3.0]))
             f["kill_offset_s"] = draw(st.sampled_from([0.0, -1.5]))
         out.append(f)
@@ -54,9 +55,8 @@ def faults(draw, steps: int, num_workers: int, max_faults: int = 2) -> List[Dict
 
 
 def failure_class_of(fault: Dict[str, Any]) -> str:
-    if fault["kind"] == "preempt_node" and fault.get("kill_offset_s", 0) < 0:
-        return "worker_group"  # killed before its deadline: an ordinary failure
-    return KIND_CLASS[fault["kind"]]
+    """The failure class `fault` causes, as its kind declares it (`Fault.failure_claim`)."""
+    return failure_of(fault).failure
 
 
 @st.composite

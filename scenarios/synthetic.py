@@ -22,6 +22,11 @@ import numpy as np
 
 from ftharness.scenarios.reference_data import (ACC_FIELDS, WorkloadConfig, accumulate, expected_accumulators, global_batch,
                                       rank_slice)
+from ftharness.faults.controller import KillController
+from ftharness.faults.node import PreemptNode
+from ftharness.faults.process import KillWorker
+from ftharness.faults.resources import StarveResources
+from ftharness.faults.storage import StorageErrors
 from ftharness.scenarios import policy_model
 from ftharness.scenarios.properties.base import PropertyContext
 
@@ -29,12 +34,12 @@ from ftharness.scenarios.properties.base import PropertyContext
 NOTICE_S = 3.0
 #: fault class -> (injected fault kind, budget it should be charged to, error type)
 FAULTS: Dict[str, Tuple[str, Optional[str], str]] = {
-    "worker_group": ("kill_worker", "worker_group", "WorkerGroupError"),
-    "preemption": ("preempt_node", "preemption", "PreemptionError"),
-    "preemption_death": ("preempt_node", "preemption", "WorkerGroupError"),
-    "controller": ("starve_resources", "controller", "ControllerError"),
-    "controller_fatal": ("storage_errors", "none", "ControllerError"),
-    "controller_kill": ("kill_controller", None, "ActorDiedError"),
+    "worker_group": (KillWorker.kind, "worker_group", "WorkerGroupError"),
+    "preemption": (PreemptNode.kind, "preemption", "PreemptionError"),
+    "preemption_death": (PreemptNode.kind, "preemption", "WorkerGroupError"),
+    "controller": (StarveResources.kind, "controller", "ControllerError"),
+    "controller_fatal": (StorageErrors.kind, "none", "ControllerError"),
+    "controller_kill": (KillController.kind, None, "ActorDiedError"),
 }
 STARTUP = ("controller", "controller_fatal")   # classes that strike while a group starts
 #: jobs with a defect the generator can play (`Plan.defect`):
@@ -171,14 +176,14 @@ class _Run:
         event = self.emit("fault_injected", "injector", fault=index, fault_kind=kind, target_asked={},
                           target_hit=self.hit(kind, aid, workers or []), t_requested=self.t, t_done=self.t,
                           detail="")
-        if kind == "preempt_node":   # the notice runs out (preempt_node's default notice_s) before the failure
+        if kind == PreemptNode.kind:   # the notice runs out (preempt_node's default notice_s) before the failure
             self.t += NOTICE_S
         if fault.cls == "preemption_death":   # the drained node killed at its deadline, as preempt_node does
             hit = event.get("target_hit") or {}
             self.emit("fault_action", "injector", fault=index, fault_kind=kind,
                       action=f"preempted node dies (fault {index})", t_requested=self.t, t_done=self.t,
                       detail={"node_id": hit.get("node_id"), "how": "remove_node(SIGKILL)", "ms_after_deadline": 0.0})
-        if kind == "storage_errors":   # the chaos filesystem's first error, as the injector records it
+        if kind == StorageErrors.kind:   # the chaos filesystem's first error, as the injector records it
             self.emit("fault_action", "injector", fault=index, fault_kind=kind, action=f"storage fault {index} "
                       "reached the job", detail={"errors_returned": 1, "delays": 0,
                                                  "first": {"op": "write", "path": "/tmp/synthetic/x"}})
@@ -187,17 +192,17 @@ class _Run:
     def hit(self, kind: str, aid: str, workers: List[dict]) -> dict:
         """What a fault of `kind` hit: the last rank of a running group (its node, for node
         faults), this fit's controller, or the cluster's CPUs."""
-        if kind == "kill_controller":
+        if kind == KillController.kind:
             return {"pid": self.controller_pid(), "how": "SIGKILL"}
-        if kind == "starve_resources":
+        if kind == StarveResources.kind:
             return {"cpus_requested": 4, "how": "a hog actor queued for every CPU of every worker node",
                     "attempt_id": aid}
-        if kind == "storage_errors":
+        if kind == StorageErrors.kind:
             return {"ops": ["write"], "id": "0-synthetic", "attempt_id": aid}
         if not workers:
             return {}
         v = workers[-1]
-        if kind == "preempt_node":
+        if kind == PreemptNode.kind:
             return {"node_id": v["node_id"], "ranks": sorted(w["rank"] for w in workers if w["node_id"] == v["node_id"]),
                     "attempt_id": aid, "how": "drain(PREEMPTION)", "deadline_ms": int(round((self.t + NOTICE_S) * 1000))}
         return {**{k: v[k] for k in ("rank", "pid", "node_id", "actor_id", "attempt", "attempt_id")}, "how": "SIGKILL"}

@@ -13,6 +13,7 @@ pytest.importorskip("chaoslib", reason="pip install -e '.[ctk]' (Chaos Toolkit i
 
 from ftharness.harness.frontends.ctk.control import journal_verdict, validate_experiment  # noqa: E402
 from ftharness.harness.frontends.ctk.session import Session  # noqa: E402
+from ftharness.faults import FAULT_KINDS  # noqa: E402
 from ftharness.errors import ScenarioError  # noqa: E402
 
 from conftest import REPO, ray_clusters, run_cli
@@ -61,8 +62,7 @@ def test_discover_lists_actions_and_probes(tmp_path):
                         "--discovery-path", str(out)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     names = {(a["type"], a["name"]) for a in json.loads(out.read_text())["activities"]}
-    for action in ("kill_worker", "preempt_node", "partition_node", "corrupt_checkpoint", "kill_controller",
-                   "starve_resources", "storage_errors", "hang_worker", "kill_node", "heal_all"):
+    for action in (*FAULT_KINDS, "heal_all"):   # an action for every kind of the registry
         assert ("action", action) in names
     for probe in ("training_progresses", "current_attempt", "budget_use", "property_holds"):
         assert ("probe", probe) in names

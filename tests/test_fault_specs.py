@@ -26,8 +26,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUBLISHED = os.path.join(REPO, "scenarios", "scenario.schema.json")
 CATALOG = sorted(glob.glob(os.path.join(REPO, "scenarios", "catalog", "*.yaml")))
 
-TARGETED = ("kill_worker", "crash_worker", "hang_worker", "kill_node", "preempt_node", "partition_node",
-            "network_degrade", "cuda_error", "collective_hang")
+#: the kinds whose spec needs a target (the registry's)
+TARGETED = tuple(k for k, c in REGISTRY.items() if "target" in c.Spec.model_fields and c.Spec.model_fields["target"].is_required())
 
 #: the dict each kind's fault receives for a minimal spec (its model's dump without None)
 DEFAULTS = {
@@ -46,17 +46,16 @@ DEFAULTS = {
     "collective_hang": {},
 }
 
-#: an argument of another kind, for each kind
-FOREIGN = {
-    "kill_worker": "notice_s", "crash_worker": "graceful", "hang_worker": "where", "kill_node": "duration_s",
-    "preempt_node": "mode", "partition_node": "replace", "network_degrade": "notice_s", "corrupt_checkpoint": "ops",
-    "storage_errors": "which", "starve_resources": "resume", "kill_controller": "how",
-    "cuda_error": "where", "collective_hang": "how",
-}
+#: an argument of another kind, for each kind (the registry's)
+FOREIGN = {k: next(a for other in REGISTRY.values() for a in other.Spec.arguments() if a not in c.Spec.arguments())
+           for k, c in REGISTRY.items()}
 
 
-#: what a kind cannot do without
-REQUIRED = {"network_degrade": {"loss_pct": 10}}
+#: what a kind cannot do without: its required arguments (the first value explore draws) and what
+#: its cross-field rule needs
+REQUIRED = {**{k: {a: c.explore_args[a][0] for a in c.Spec.arguments() if c.Spec.model_fields[a].is_required()}
+               for k, c in REGISTRY.items()},
+            "network_degrade": {"loss_pct": 10}}
 
 
 def minimal(kind, **args):

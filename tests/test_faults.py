@@ -10,7 +10,7 @@ import os
 import pytest
 
 from ftharness.history.records import read_events
-from ftharness.harness.run.suite import catalog_dir
+from ftharness.harness.run.collect import catalog_dir
 
 pytestmark = pytest.mark.cluster
 

@@ -18,6 +18,7 @@ from ftharness.errors import ScenarioError
 from ftharness.faults import FaultSpec, make_fault
 from ftharness.faults.base import judge_landing
 from ftharness.faults import cpu_refusal
+from ftharness.faults import spec_model
 from ftharness.faults.gpu import detector_env
 from ftharness.harness.cluster.handles import gpu_slice, host_gpus
 from ftharness.harness.job import device as dv
@@ -213,8 +214,8 @@ def test_cpu_refusal_names_the_first_gpu_only_fault():
 
 
 def test_the_hang_detector_is_turned_on_only_when_asked():
-    assert detector_env([{"kind": "collective_hang"}]) == {}
-    env = detector_env([{"kind": "collective_hang", "hang_detector": True, "detector_confirm_s": 20}])
+    assert detector_env([spec_model({"kind": "collective_hang"})]) == {}
+    env = detector_env([spec_model({"kind": "collective_hang", "hang_detector": True, "detector_confirm_s": 20})])
     assert env["RAY_TRAIN_ENABLE_NCCL_HANG_DETECTOR"] == "1" and env["RAY_TRAIN_NCCL_RAS_ACTION"] == "fail"
     assert env["RAY_TRAIN_NCCL_RAS_CONFIRM_DURATION_S"] == "20"
 
@@ -425,7 +426,7 @@ def test_the_catalog_names_every_gpu_fault_and_the_reference_runs():
 
 
 def test_a_folder_suite_skips_gpu_scenarios_on_a_host_without_a_gpu(capsys):
-    from ftharness.harness.run.suite import collect
+    from ftharness.harness.run.collect import collect
 
     names = [s.name for s in collect([CATALOG], gpus=0)]
     assert names and not any(n.startswith("gpu-") for n in names)

@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from ftharness.harness.run.suite import catalog_dir
+from ftharness.harness.run.collect import catalog_dir
 
 pytestmark = pytest.mark.cluster
 

@@ -13,7 +13,7 @@ import pytest
 
 from ftharness.harness.cluster import netns
 from ftharness.history.records import read_events
-from ftharness.harness.run.suite import catalog_dir
+from ftharness.harness.run.collect import catalog_dir
 from test_teardown import alive
 
 pytestmark = [pytest.mark.cluster, pytest.mark.exclusive_ray, pytest.mark.slow,

@@ -83,7 +83,7 @@ def test_torchrun_scenarios_are_not_refused_for_ray_budgets_they_leave_out():
 
 
 def test_every_catalog_scenario_validates():
-    from ftharness.harness.run.suite import collect_files
+    from ftharness.harness.run.collect import collect_files
     from ftharness.scenarios.schema import load_scenario
 
     for path in collect_files([]):

@@ -12,7 +12,7 @@ from ftharness.errors import ScenarioError
 from ftharness.history.records import read_events
 from ftharness.harness.run.guard import check_existing
 from ftharness.harness.run.runner import storage_location
-from ftharness.harness.run.suite import catalog_dir
+from ftharness.harness.run.collect import catalog_dir
 from ftharness.scenarios.schema import parse_scenario
 
 pytest.importorskip("moto")

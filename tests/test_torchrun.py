@@ -14,7 +14,7 @@ import pytest
 
 from ftharness.history.records import read_history
 from ftharness.harness.run.runner import RunOptions
-from ftharness.harness.run.suite import catalog_dir
+from ftharness.harness.run.collect import catalog_dir
 from ftharness.harness.run.torchrun_runner import run_torchrun
 from ftharness.scenarios.schema import load_scenario, parse_scenario
 

@@ -27,6 +27,8 @@ import sys
 import time
 from typing import Dict, List, Optional, Set, Tuple
 
+from ftharness.errors import STOP_REQUESTED
+
 Proc = Tuple[int, str]  # (pid, start time in clock ticks)
 
 
@@ -182,3 +184,30 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+class SigtermAsInterrupt:
+    """What a cluster ftharness started does while it is open (the embedded cluster, the torchrun
+    launcher): SIGTERM becomes a KeyboardInterrupt, so that its close runs as on Ctrl-C, and
+    STOP_REQUESTED is set for the loops whose callees turn the interrupt into another error.
+    Off the main thread no handler can be set: atexit and the death signals still hold."""
+
+    _old_sigterm = None
+
+    def _install_sigterm(self) -> None:
+        def on_term(signum, frame):
+            STOP_REQUESTED.set()
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        try:
+            self._old_sigterm = signal.signal(signal.SIGTERM, on_term)
+        except ValueError:  # not the main thread
+            self._old_sigterm = None
+
+    def _restore_sigterm(self) -> None:
+        if self._old_sigterm is not None:
+            try:
+                signal.signal(signal.SIGTERM, self._old_sigterm)
+            except ValueError:
+                pass
+            self._old_sigterm = None

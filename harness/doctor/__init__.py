@@ -11,13 +11,13 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Iterable, List
 
-from ftharness.harness.doctor import release_rules  # noqa: F401 - registers the release-dependent rules
+from ftharness.harness.doctor import release_rules  # registers the release-dependent rules
 from ftharness.harness.doctor.rules import RULES, dataset_index
 from ftharness.harness.doctor.source import Module
 from ftharness.errors import InputError
 from ftharness.inputs import InputRefused, file_problem, read_bounded, shown
 
-__all__ = ["Finding", "RULES", "analyse", "python_files", "render"]
+__all__ = ["Finding", "RULES", "analyse", "python_files", "render", "release_rules"]
 
 SEVERITIES = ("error", "warning", "info")
 

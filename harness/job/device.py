@@ -22,10 +22,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Union
 
+from ftharness.errors import FtharnessError
+
 CPU = "cpu"
 
 
-class DeviceError(RuntimeError):
+class DeviceError(FtharnessError, RuntimeError):
     """The device a worker was asked to train on is not there."""
 
 

@@ -35,6 +35,7 @@ from ftharness.harness.cluster.history_service import Emitter
 from ftharness.harness.job import device as devices
 from ftharness.harness.job.digests import digest_of, file_hashes, restore_check
 from ftharness.harness.job.rows import RecordedShard
+from ftharness.harness.job.steps import StepRecorder
 from ftharness.faults import REGISTRY
 
 _current: Optional["WorkerRecorder"] = None
@@ -113,7 +114,7 @@ def checkpoint_name(checkpoint) -> Optional[str]:
     return checkpoint.path.rstrip("/").split("/")[-1]
 
 
-class WorkerRecorder:
+class WorkerRecorder(StepRecorder):
     """Per-worker state: identity, attempt, lineage step; emits durably."""
 
     def __init__(self, book, explicit_steps: bool, crash_plans: Optional[List[Dict[str, Any]]] = None,
@@ -168,7 +169,7 @@ class WorkerRecorder:
                 continue
             if not ray.get(self._emitter.handle().claim.remote(plan["fault"], plan.get("nth") or 1), timeout=30):
                 continue
-            kind = plan.get("kind", "crash_worker")
+            kind = plan["kind"]
             fault = REGISTRY[kind]
             hit = {"rank": self.rank, "pid": self.pid, "node_id": self.node_id, "where": where, "step": step}
             hit.update(fault.hit_in_worker(plan, self))
@@ -179,14 +180,6 @@ class WorkerRecorder:
                                t_requested=now, t_done=now)
             fault.act_in_worker(plan, self, where, step)   # raises, or (a stall) returns and training goes on
 
-    def step_done(self, step: int, rows: Optional[List[int]] = None, **fields: Any) -> None:
-        self.step = int(step)
-        extra = dict(fields)
-        if rows is not None:
-            extra["rows"] = [int(r) for r in rows]
-            extra["n_rows"] = len(rows)
-        self.emit("step", step=self.step, **extra)
-        self.crash_point("after_step", self.step)
 
     # -- report observation
     def before_report(self, metrics: Dict[str, Any], checkpoint) -> None:

@@ -74,7 +74,6 @@ class RayTrainSide:
     def restore(self) -> Optional[Dict[str, Any]]:
         """The state a restart resumes from (None for a fresh start)."""
         import ray.train
-        import torch
 
         ckpt = ray.train.get_checkpoint()
         if ckpt is None:

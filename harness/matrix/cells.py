@@ -22,27 +22,26 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ftharness import releases
+from ftharness.faults.base import CERTAIN
 from ftharness.scenarios import policy_model
 from ftharness.scenarios.schema import adapt_to_release
 
-#: the failure class each fault kind causes when it lands (one failure per fault)
-KIND_CLASS = {"kill_worker": "worker_group", "crash_worker": "worker_group", "kill_node": "worker_group",
-              "preempt_node": "preemption"}
 #: properties that need a run that finished: not expected where the release's policy says it fails
 NEEDS_SUCCESS = ("recovers",)
 
 
 def fault_classes(faults: List[Dict[str, Any]]) -> Optional[List[str]]:
-    """The failure classes of `faults` in order, or None when one has no single known class."""
+    """The failure classes of `faults` in order (each as its kind declares it: `Fault.failure_claim`),
+    or None when one has no single known class (it may or may not fail, causes none of its own
+    that the policy charges, or declares nothing)."""
+    from ftharness.faults import failure_of
+
     out = []
     for f in sorted(faults, key=lambda f: (f.get("at") or {}).get("step") or 0):
-        kind = f.get("kind")
-        if kind not in KIND_CLASS:
+        claim = failure_of(f)
+        if claim.certainty != CERTAIN or claim.failure is None:
             return None
-        if kind == "preempt_node" and (f.get("kill_offset_s") or 0) < 0:
-            out.append("worker_group")   # reclaimed before its deadline: an ordinary failure
-        else:
-            out.append(KIND_CLASS[kind])
+        out.append(claim.failure)
     return out
 
 

@@ -26,9 +26,9 @@ import hashlib
 import importlib.metadata as md
 import os
 import shutil
+import importlib.util
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from dataclasses import dataclass
@@ -174,10 +174,9 @@ def installer() -> Optional[List[str]]:
     if uv:
         return [uv]
     try:
-        import uv as _uv  # noqa: F401 - the PyPI package ships the binary
-
-        return [sys.executable, "-m", "uv"]
-    except ImportError:
+        if importlib.util.find_spec("uv") is not None:   # the PyPI package ships the binary
+            return [sys.executable, "-m", "uv"]
+    except (ImportError, ValueError):
         return None
 
 

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import ast
 import importlib.machinery
-import os
 import sys
-from typing import Iterable, List, Optional
+from typing import Iterable, Optional
 
 from ftharness.errors import ScenarioError
 from ftharness.harness.run.runtime import declared_of

@@ -110,8 +110,7 @@ def check_capabilities(scenario, cluster) -> None:
     from ftharness.faults import REGISTRY
     from ftharness.faults.capabilities import capability_problem
 
-    specs = [f.model_dump(mode="json", exclude_none=True) for f in scenario.faults]
-    problem = capability_problem(specs, cluster.capabilities, cluster.kind, REGISTRY)
+    problem = capability_problem(scenario.faults, cluster.capabilities, cluster.kind, REGISTRY)
     if problem:
         raise ScenarioError(f"{scenario.name}: {problem}")
 

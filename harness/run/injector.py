@@ -37,8 +37,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 import ray
 
-from ftharness.faults import IN_WORKER, REGISTRY, make_fault
-from ftharness.faults.base import PENDING, FaultContext, FaultView, judge_landing
+from ftharness.faults import IN_WORKER, REGISTRY, make_fault, spec_model
+from ftharness.faults.base import PENDING, FaultContext, FaultSpecBase, FaultView, judge_landing, spec_record
 from ftharness.errors import FaultSkipped
 from ftharness.harness.cluster import ray_private as rp
 from ftharness.harness.cluster.agents import Agents
@@ -78,11 +78,12 @@ class Injector:
         self.emitter = self.make_emitter(history, run_name)
         self.agents = Agents()
         self.rng = random.Random(seed)
-        self.specs = [f.model_dump(mode="json", exclude_none=True) for f in scenario.faults]
-        self.faults = {i: make_fault(i, spec) for i, spec in enumerate(self.specs)
-                       if spec["kind"] not in IN_WORKER}
-        self.time_triggers = sorted((spec["at"]["time_s"], i) for i, spec in enumerate(self.specs)
-                                    if i in self.faults and spec["at"].get("time_s") is not None)
+        #: the run's faults, spec models (a fault fired by hand is added here)
+        self.models: List[FaultSpecBase] = list(scenario.faults)
+        self.faults = {i: make_fault(i, spec) for i, spec in enumerate(self.models)
+                       if spec.kind not in IN_WORKER}
+        self.time_triggers = sorted((spec.at.time_s, i) for i, spec in enumerate(self.models)
+                                    if i in self.faults and spec.at.time_s is not None)
         self._timeline: List[tuple] = []
         self._ids = itertools.count()
         self._active: List[Any] = []
@@ -98,10 +99,15 @@ class Injector:
         self._hold_checked = 0.0
         self._waited: List[str] = []  # faults the hold waited for ("fault 0", ...)
 
+    @property
+    def specs(self) -> List[Dict[str, Any]]:
+        """The run's faults as the history records them (`run_end.fault_specs`, the summary)."""
+        return [spec_record(m) for m in self.models]
+
     # -------------------------------------------------------------- lifecycle
     def arm(self) -> None:
-        triggered = [s if i in self.faults and s["at"].get("time_s") is None else {"at": {"time_s": 0}}
-                     for i, s in enumerate(self.specs)]
+        triggered = [spec_record(s) if i in self.faults and s.at.time_s is None else {"at": {"time_s": 0}}
+                     for i, s in enumerate(self.models)]
         self._send("arm", triggered)
         if self.faults:
             self._start_agents()
@@ -165,12 +171,12 @@ class Injector:
         """Faults that may still take effect, each with why; [] when the hold can go."""
         now = time.time()
         out = []
-        for i, spec in enumerate(self.specs):
+        for i, spec in enumerate(self.models):
             fault = self.faults.get(i) or make_fault(i, spec)
             if judge_landing(fault, events, final=False).status != PENDING:
                 continue
             view = FaultView(i, events)
-            at = spec.get("at") or {}
+            at = spec_record(spec.at)
             if view.injected is None:
                 if at.get("time_s") is not None and i in self.faults and (
                         self.t_train is None or self.t_train + at["time_s"] > now):
@@ -187,10 +193,10 @@ class Injector:
                 out.append(f"fault {i}: no evidence yet ({now - last:.0f} of {settle:.0f} s)")
         return out
 
-    def fire_now(self, spec: Dict[str, Any], settle_s: float = 120.0) -> Dict[str, Any]:
+    def fire_now(self, spec: Any, settle_s: float = 120.0) -> Dict[str, Any]:
         """Inject a fault right away (a Chaos Toolkit action) and run its
         follow-ups (a preempted node's death, a replacement node) before
-        returning. `spec` is a validated FaultSpec dump; returns what was recorded."""
+        returning. `spec` is a validated spec model; returns what was recorded."""
         record = self.inject_now(spec)
         index = record["fault"]
         deadline = time.time() + settle_s
@@ -199,12 +205,14 @@ class Injector:
             self.tick()
         return record
 
-    def inject_now(self, spec: Dict[str, Any]) -> Dict[str, Any]:
+    def inject_now(self, spec: Any) -> Dict[str, Any]:
         """Add a fault to the run and inject it now; its follow-ups run on later
-        ticks. `spec` is a validated FaultSpec dump; returns what was recorded."""
-        index = len(self.specs)
-        spec = dict(spec, at=spec.get("at") or {"time_s": 0})
-        self.specs.append(spec)
+        ticks. `spec` is a validated spec model (or a soak's draw, a dict validated here);
+        returns what was recorded."""
+        index = len(self.models)
+        if not isinstance(spec, FaultSpecBase):
+            spec = spec_model(dict(spec, at=spec.get("at") or {"time_s": 0}))
+        self.models.append(spec)
         self.faults[index] = make_fault(index, spec)
         self.tick()  # fresh worker-group membership
         return self._fire(index, time.time(), {}, gated=False)
@@ -257,7 +265,7 @@ class Injector:
     def _fire(self, index: int, t_requested: float, event: Dict[str, Any], gated: bool) -> Dict[str, Any]:
         fault = self.faults[index]
         base = {"fault": index, "fault_kind": fault.kind, "target_asked": fault.target,
-                "trigger": self.specs[index]["at"], "t_requested": t_requested}
+                "trigger": spec_record(self.models[index].at), "t_requested": t_requested}
         record: Dict[str, Any] = dict(base)
         try:
             ctx = self._ctx(event, index)

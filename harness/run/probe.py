@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Optional
 
+from ftharness.faults.process import KillWorker
 from ftharness.scenarios.schema import Scenario, parse_scenario
 
 KILL_AFTER = 3      # reports before the kill: a checkpoint cadence of 1-2 shows as lost work <= 2
@@ -30,7 +31,7 @@ def probe_scenario(entrypoint: str, trainer: str = "torch", datasets: Optional[s
         "cluster": {"nodes": 3, "cpus_per_node": 1},
         "workload": workload,
         "failure_config": {"max_failures": 1},
-        "faults": [{"kind": "kill_worker", "target": {"rank": 1}, "at": {"step": KILL_AFTER}}],
+        "faults": [{"kind": KillWorker.kind, "target": {"rank": 1}, "at": {"step": KILL_AFTER}}],
         "timeout_s": 900,
     }, source="doctor --run", base_dir=base_dir or os.getcwd())
 

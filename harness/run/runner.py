@@ -26,8 +26,7 @@ from ftharness.harness.run.injector import Injector, crash_plans
 from ftharness.harness.run.shared import (RunOptions, new_run_name, storage_location, summarize, versions,  # noqa: F401
                                           workload_config, write_scenario, write_summary)
 from ftharness.faults import REGISTRY
-from ftharness.harness.run.functions import (resolve_dataset_config_fn, resolve_datasets_fn,  # noqa: F401 - old home
-                                             resolve_function, resolve_train_fn)
+from ftharness.harness.run.functions import resolve_dataset_config_fn, resolve_datasets_fn, resolve_train_fn
 from ftharness.harness.run.preflight import preflight  # noqa: F401 - RayTrain.run's, and its old home
 from ftharness.harness.run.runtime import DECLARED, Run, Runtime, declared_of, drive
 from ftharness.harness.run.ray_settings import effective_failure_config, recorded_settings, settings_used
@@ -277,15 +276,15 @@ class ScenarioRunner:
         """What only the cluster in hand can tell, refused with one line before anything starts:
         node targets (id, IP, label) that name no live worker node, several, or the head; and
         a local storage_path on an existing cluster whose nodes are on several hosts."""
-        from ftharness.faults.targets import TargetError, check_node_targets, selector_of
+        from ftharness.faults.targets import TargetError, check_node_targets, selector_of, target_of
         from ftharness.harness.cluster.handles import ExistingCluster
         from ftharness.harness.run.guard import check_handle, check_shared_storage
 
-        specs = [f.model_dump(mode="json", exclude_none=True) for f in self.scenario.faults]
+        specs = self.scenario.faults
         existing = isinstance(self.cluster, ExistingCluster)
         check_handle(self.scenario, self.cluster, self.options.allow_destructive,
                      has_faults=bool(self.scenario.faults) or self.driver is not None)
-        if not existing and not any(selector_of(f.get("target") or {}) for f in specs):
+        if not existing and not any(selector_of(target_of(f)) for f in specs):
             return
         nodes = self.cluster.nodes()
         try:
@@ -438,14 +437,11 @@ class ScenarioRunner:
             "failure_config": effective_failure_config(sc.failure_config.given(), ray_defaults()),
             "data": w.data if w.kind == "reference" else "resumable",
             "rows": WorkloadConfig(**cfg).rows if w.kind == "reference" else 0,
-            "train_env": {**self.cluster.train_env(), **detector_env(self._specs())},
+            "train_env": {**self.cluster.train_env(), **detector_env(self.scenario.faults)},
             "crash_plans": crash_plans(sc),
             "storage_chaos": any(REGISTRY[f.kind].wraps_storage for f in sc.faults),
             "hold_s": sc.timeout_s if ((sc.faults or self.driver) and sc.landing_hold) else None,
         }
-
-    def _specs(self):
-        return [f.model_dump(mode="json", exclude_none=True) for f in self.scenario.faults]
 
     def _wait(self, ref) -> Dict[str, Any]:
         from ftharness.harness.run.progress import Progress

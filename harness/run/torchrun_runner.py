@@ -133,7 +133,7 @@ def launch_problem(scenario: Scenario) -> Optional[str]:
     spares, lost = nodes - needed, 0
     join_s = JOIN_TIMEOUT_S if scenario.cluster.profile == "fast" else 600
     for i, f in enumerate(scenario.faults):
-        if f.kind != "kill_node":
+        if not REGISTRY[f.kind].loses_node:
             continue
         if f.replace:
             if (f.replace_after_s or 0) >= join_s:

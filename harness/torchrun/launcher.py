@@ -45,7 +45,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
-from ftharness.harness.cluster.reaper import Proc, alive, descendants, identify, kill_all
+from ftharness.harness.cluster.reaper import Proc, SigtermAsInterrupt, alive, descendants, identify, kill_all
 from ftharness.errors import FaultSkipped
 from ftharness.faults import capabilities as caps
 
@@ -86,7 +86,7 @@ def node_id(index: int) -> str:
     return f"agent-{index}"
 
 
-class Launcher:
+class Launcher(SigtermAsInterrupt):
     """The torchrun runtime's cluster: one elastic agent per node, all on this host. To a fault
     it is a cluster handle (faults/capabilities.py) whose nodes ftharness numbers, stops, adds
     and pauses itself; it runs no Ray."""
@@ -245,23 +245,6 @@ class Launcher:
             self.store = None
             self._restore_sigterm()
             atexit.unregister(self.close)
-
-    def _install_sigterm(self) -> None:
-        def on_term(signum, frame):
-            raise KeyboardInterrupt(f"signal {signum}")
-
-        try:
-            self._old_sigterm = signal.signal(signal.SIGTERM, on_term)
-        except ValueError:  # not the main thread: atexit and the death signals still hold
-            self._old_sigterm = None
-
-    def _restore_sigterm(self) -> None:
-        if self._old_sigterm is not None:
-            try:
-                signal.signal(signal.SIGTERM, self._old_sigterm)
-            except ValueError:
-                pass
-            self._old_sigterm = None
 
     # ------------------------------------------------- what faults see (FaultContext.cluster)
     def head_node_id(self) -> str:

@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional
 from ftharness.errors import ChaosCrash
 from ftharness.history.records import marker_name
 from ftharness.harness.job.digests import digest_of, file_hashes, restore_check
+from ftharness.harness.job.steps import StepRecorder
 from ftharness.harness.torchrun import storage
 from ftharness.harness.torchrun.client import CollectorClient, TcpEmitter
 from ftharness.harness.torchrun.orphans import die_with_parent
@@ -37,7 +38,7 @@ ENV_NODE_ID = "FTHARNESS_NODE_ID"      # the node (agent) this worker runs on, s
 ENV_AGENT_PID = "FTHARNESS_AGENT_PID"  # who must be this worker's parent
 
 
-class Recorder:
+class Recorder(StepRecorder):
     """This worker's identity, attempt and lineage step; emits its events."""
 
     def __init__(self, client: CollectorClient, spec: Dict[str, Any]):
@@ -76,21 +77,13 @@ class Recorder:
             if not claimed:
                 continue
             now = time.time()
-            self.emitter.emit("fault_injected", source="injector", fault=plan["fault"], fault_kind="crash_worker",
+            self.emitter.emit("fault_injected", source="injector", fault=plan["fault"], fault_kind=plan["kind"],
                               target_asked=plan["target_asked"],
                               target_hit={"rank": self.rank, "pid": self.pid, "node_id": self.node_id,
                                           "where": where, "step": step},
                               t_requested=now, t_done=now)
             raise ChaosCrash(f"ftharness crash_worker fault {plan['fault']}: rank {self.rank} {where} step {step}")
 
-    def step_done(self, step: int, rows: Optional[List[int]] = None, **fields: Any) -> None:
-        self.step = int(step)
-        extra = dict(fields)
-        if rows is not None:
-            extra["rows"] = [int(r) for r in rows]
-            extra["n_rows"] = len(rows)
-        self.emit("step", step=self.step, **extra)
-        self.crash_point("after_step", self.step)
 
 
 class TorchrunSide:
@@ -108,8 +101,6 @@ class TorchrunSide:
         self.fs = storage_filesystem(spec)
 
     def restore(self) -> Optional[Dict[str, Any]]:
-        import torch
-
         if self.restored is None:
             return None
         from ftharness.harness.job.device import load_state

@@ -75,7 +75,9 @@ class _OnlyWhenNamed:
         return False
 
 
-import ftharness.faults  # noqa: E402,F401 - fault kinds first: a plugin module may hold a kind and a property
+import ftharness.faults  # noqa: E402 - fault kinds first: a plugin module may hold a kind and a property
+#: the fault kinds, loaded before the properties' plugins
+FAULT_KINDS = ftharness.faults.FAULT_KINDS
 _PLUGINS, PLUGIN_PROBLEMS = load_plugins(taken=REGISTRY)
 for _line in PLUGIN_PROBLEMS:
     print(f"ftharness: warning: {_line}", file=sys.stderr)

@@ -146,6 +146,7 @@ def always(facts: Facts) -> bool:
 
 
 def not_judged(name: str, why: str) -> CheckResult:
+    """Property `name` not judged: the history holds nothing to judge it by (`why`); never a pass."""
     return CheckResult(name, None, f"not judged: {why}")
 
 
@@ -269,16 +270,20 @@ def _segments(h: History, kept: Dict[int, Optional[Key]]) -> str:
 
 
 def controller_killed(h: History, context: "PropertyContext") -> Optional[bool]:
-    """Whether a kill_controller fault was injected into the run; None when nothing says. A fit()
+    """Whether a fault whose kind ends fit() itself (`Fault.ends_fit`: a killed controller) was
+    injected into the run; None when nothing says (or a kind nobody registered may have). A fit()
     that raised ActorDiedError with no failure decision then lost its controller to the fault:
     Ray's budgets retry no controller death (a second fit() with the same name resumes it)."""
+    from ftharness.faults import ends_fit
     from ftharness.history.columns import non_steps
 
-    kinds = [f.get("kind") for f in context.get("injected") or []]
+    kinds = [f.get("fault_kind") if f.get("kind") == "fault_injected" else f.get("kind")   # an event, or synthetic's
+             for f in context.get("injected") or []]
     kinds += [e.get("fault_kind") for e in non_steps(h.events) if e.get("kind") == "fault_injected"]
     if not kinds and context.get("injected") is None:
         return None
-    return "kill_controller" in kinds
+    ends = [ends_fit(k) for k in kinds if isinstance(k, str)]
+    return True if any(ends) else (None if None in ends else False)
 
 
 def failure_text(h: History, f: dict) -> str:

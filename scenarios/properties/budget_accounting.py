@@ -140,6 +140,9 @@ def _preemption_evidence(h: History, fit: Fit, context: PropertyContext, release
     controller waited the deadline out (a PreemptionError decided at or after it)."""
     if "preemption" not in release.budgets:
         return []
+    from ftharness.faults import kinds_that
+
+    preempting = kinds_that(causes="preemption")   # the kinds that drain a node with a deadline
     model = causal.build(h, context.get("declared"))
     out = []
     for f in fit.failures:
@@ -149,7 +152,7 @@ def _preemption_evidence(h: History, fit: Fit, context: PropertyContext, release
         group = model.groups.get(f.get("attempt_id"))
         nodes = {node for _, node in group.workers.values()} if group is not None else set(model.drains)
         drained = [n for n in nodes if n in model.drains]
-        undated = [e for e in model.injections.values() if e.get("fault_kind") == "preempt_node" and not drained
+        undated = [e for e in model.injections.values() if e.get("fault_kind") in preempting and not drained
                    and ((e.get("target_hit") or {}).get("node_id") in nodes
                         or not (e.get("target_hit") or {}).get("node_id"))]
         if undated:   # our own record of the drain lost its deadline: nothing to judge the charge by

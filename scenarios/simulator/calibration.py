@@ -19,14 +19,18 @@ import math
 from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional, Tuple
 
+from ftharness.faults import FAULT_KINDS, REGISTRY
+from ftharness.faults.node import PreemptNode
+from ftharness.faults.process import KillWorker
 from ftharness.history.model import PARTS
 
 #: Ray Train's RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S (ray-train-v2-faults.md)
 STARTUP_TIMEOUT_S = 60.0
-#: which measured kind stands in for a kind that was not measured
-FALLBACK = {"crash_worker": "kill_worker", "hang_worker": "kill_worker", "kill_node": "kill_worker",
-            "partition_node": "kill_node", "preempt_node": "kill_node", "controller": "kill_worker",
-            "resize": "kill_worker"}
+#: which measured kind stands in for a kind that was not measured (each kind's `recovers_like`); the
+#: causes that are no fault kind (rates.py: a controller failure, a resize) borrow the registry's first,
+#: the plainest failure
+FALLBACK = {**{k: c.recovers_like for k, c in REGISTRY.items() if c.recovers_like},
+            "controller": FAULT_KINDS[0], "resize": FAULT_KINDS[0]}
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ class Calibration:
         replaces every kind's recoveries."""
         given = {k: v for k, v in figures.items() if v is not None}
         if recovery_s is not None:
-            given["recoveries"] = {k: (float(recovery_s),) for k in (*self.recoveries, "kill_worker")}
+            given["recoveries"] = {k: (float(recovery_s),) for k in (*self.recoveries, KillWorker.kind)}
             given["parts"] = {}
         if not given:
             return self
@@ -90,9 +94,9 @@ class Calibration:
 #: measured on tests/data (see the module doc); test_simulator checks they still match
 DEFAULTS = Calibration(
     step_s=0.1092, checkpoint_s=0.0225, registration_lag_s=0.1508,
-    recoveries={"kill_worker": (18.952,), "preempt_node": (22.578,)},
-    parts={"kill_worker": dict(zip(PARTS, (0.225, 0.063, 12.598, 0.151, 5.916))),
-           "preempt_node": dict(zip(PARTS, (0.715, 3.914, 13.519, 0.112, 4.318)))},
+    recoveries={KillWorker.kind: (18.952,), PreemptNode.kind: (22.578,)},
+    parts={KillWorker.kind: dict(zip(PARTS, (0.225, 0.063, 12.598, 0.151, 5.916))),
+           PreemptNode.kind: dict(zip(PARTS, (0.715, 3.914, 13.519, 0.112, 4.318)))},
     source="defaults: tests/data kill-worker + preempt-node (2 CPU workers, fast profile)",
 )
 

@@ -21,6 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple
 
+from ftharness.faults.node import KillNode, PreemptNode
+from ftharness.faults.process import CrashWorker, KillWorker
+
 LLAMA3_INTERRUPTIONS, LLAMA3_DAYS, LLAMA3_GPUS = 419, 54, 16_384
 LLAMA3_GPU_HOURS = LLAMA3_DAYS * 24 * LLAMA3_GPUS
 
@@ -65,13 +68,13 @@ class Cause:
 
 
 CAUSES: Dict[str, Cause] = {c.name: c for c in (
-    Cause("gpu", "kill_worker", "worker_group", True, doc="Table 5 GPU rows: the worker dies, its host is replaced"),
-    Cause("host", "kill_node", "worker_group", True, doc="Table 5 Host rows (NIC, SSD, PSU, CPU, ...)"),
-    Cause("network", "kill_node", "worker_group", True, doc="Table 5 network switch/cable"),
-    Cause("maintenance", "kill_node", "worker_group", True, doc="Table 5 unplanned host maintenance"),
-    Cause("software", "crash_worker", "worker_group", False, doc="Table 5 software bug and dependency"),
-    Cause("unknown", "crash_worker", "worker_group", False, doc="Table 5 NCCL watchdog timeouts"),
-    Cause("spot", "preempt_node", "preemption", True, spot_only=True,
+    Cause("gpu", KillWorker.kind, "worker_group", True, doc="Table 5 GPU rows: the worker dies, its host is replaced"),
+    Cause("host", KillNode.kind, "worker_group", True, doc="Table 5 Host rows (NIC, SSD, PSU, CPU, ...)"),
+    Cause("network", KillNode.kind, "worker_group", True, doc="Table 5 network switch/cable"),
+    Cause("maintenance", KillNode.kind, "worker_group", True, doc="Table 5 unplanned host maintenance"),
+    Cause("software", CrashWorker.kind, "worker_group", False, doc="Table 5 software bug and dependency"),
+    Cause("unknown", CrashWorker.kind, "worker_group", False, doc="Table 5 NCCL watchdog timeouts"),
+    Cause("spot", PreemptNode.kind, "preemption", True, spot_only=True,
           doc="spot reclaim with a drain notice, waited out (PreemptionError)"),
     Cause("controller", "controller", "controller", False,
           doc="worker-group startup failure or timeout; no published rate (default 0)"),

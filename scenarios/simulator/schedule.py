@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ftharness.faults import REGISTRY, spec_model
+from ftharness.faults.base import CERTAIN
 from ftharness.scenarios.policy_model import expected_outcome
 from ftharness.scenarios.simulator.calibration import Calibration
 
-#: fault kinds that make the worker group fail (charged to max_failures)
-WORKER_GROUP_KINDS = ("kill_worker", "crash_worker", "hang_worker", "kill_node", "partition_node")
-#: kinds that cause no failure decision (a corrupted checkpoint is restored silently)
-SILENT_KINDS = ("corrupt_checkpoint",)
+#: the failure classes the simulator plays (a fault whose kind declares another is not simulated)
+SIMULATED_CLASSES = ("worker_group", "preemption")
 
 
 @dataclass(frozen=True)
@@ -46,17 +46,20 @@ def _as_dict(fault: Any) -> Dict[str, Any]:
 
 
 def failure_class(fault: Mapping[str, Any]) -> Optional[str]:
-    """policy_model class of a fault kind's failure; None for a silent one.
-    A preempted node killed before its deadline is a worker-group failure."""
+    """policy_model class of a fault's failure, as its kind declares it (`Fault.failure_claim`:
+    a preempted node killed before its deadline is a worker-group failure); None for a silent one.
+    A fault that may or may not fail, ends fit() itself, or declares nothing is not simulated."""
+    from ftharness.faults import failure_of
+
     kind = fault.get("kind")
-    if kind in WORKER_GROUP_KINDS:
-        return "worker_group"
-    if kind == "preempt_node":
-        return "worker_group" if float(fault.get("kill_offset_s") or 0) < 0 else "preemption"
-    if kind in SILENT_KINDS:
-        return None
-    raise ValueError(f"simulate_schedule: fault kind {kind!r} is not simulated "
-                     f"(supported: {', '.join(WORKER_GROUP_KINDS + ('preempt_node',) + SILENT_KINDS)})")
+    claim = failure_of(fault)
+    cls = REGISTRY.get(kind) if isinstance(kind, str) else None
+    if cls is None or claim.certainty != CERTAIN or cls.ends_fit or claim.failure not in SIMULATED_CLASSES + (None,):
+        simulated = [k for k, c in REGISTRY.items() if not c.ends_fit and c.causes_surely
+                     and c.causes in SIMULATED_CLASSES + (None,)]
+        raise ValueError(f"simulate_schedule: fault kind {kind!r} is not simulated "
+                         f"(supported: {', '.join(simulated)})")
+    return claim.failure
 
 
 def _trigger(fault: Mapping[str, Any]):
@@ -104,8 +107,9 @@ def simulate_schedule(failure_config: Optional[Mapping[str, Any]], faults: Seque
         cls = failure_class(fault)
         if cls is None:
             continue
-        if fault.get("kind") == "preempt_node":
-            advance(t + float(fault.get("notice_s") or cal.drain_notice_s) + min(float(fault.get("kill_offset_s") or 0), 0))
+        delay = REGISTRY[fault["kind"]].decision_delay_s(spec_model(fault), cal.drain_notice_s)
+        if delay:
+            advance(t + delay)
         classes.append(cls)
         decision = expected_outcome(failure_config, classes).decisions[-1]
         decisions.append(decision.decision)

@@ -4,7 +4,7 @@ failure budget fields that need Ray are refused here, each in one line naming th
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from ftharness.faults import FAULT_KINDS, REGISTRY, kinds_on
 
@@ -18,7 +18,7 @@ TORCHRUN_REFUSED = {k: REGISTRY[k].refused_on.get("torchrun", "acts through Ray"
 TORCHRUN_COLLECTIVE_TIMEOUT_S = 120.0
 
 
-def torchrun_problem(sc: "Scenario") -> Optional[str]:
+def torchrun_problem(sc: Any) -> Optional[str]:
     """Why a `workload.runtime: torchrun` scenario cannot run, as `field: reason`, or None.
     (`sc` is a Scenario, spec/scenario.py, whose cross-field check calls this: named, not
     imported, so the two modules form no cycle.)"""

@@ -25,15 +25,16 @@ class TouchFile(Fault):
     kind = "touch_file"
     Spec = TouchFileSpec
     budget = None                       # it fails nothing, so Ray charges nothing
+    causes = None                       # no failure of its own: explore's model expects none
     runtimes = ("ray_train", "torchrun")
     runs_in = "driver"
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         fs, root = ctx.storage()
-        path = join_storage(root, self.spec.get("name", "toy-marker"))
+        path = join_storage(root, self.spec.name)
         fs.create_dir(root, recursive=True)
         with fs.open_output_stream(path) as f:
-            f.write(b"x" * int(self.spec.get("size_bytes") or 16))
+            f.write(b"x" * int(self.spec.size_bytes or 16))
         return {"path": path, "how": "touch"}
 
     def landing(self, view: FaultView) -> Landing:

@@ -26,6 +26,14 @@ import inspect
 from typing import Any, Callable, Dict, List, Optional
 
 from ftharness.faults import FAULT_KINDS, IN_WORKER, REGISTRY
+from ftharness.faults.checkpoint import CorruptCheckpoint
+from ftharness.faults.controller import KillController
+from ftharness.faults.gpu import CollectiveHang, CudaError
+from ftharness.faults.network import NetworkDegrade
+from ftharness.faults.node import KillNode, PartitionNode, PreemptNode
+from ftharness.faults.process import CrashWorker, HangWorker, KillWorker
+from ftharness.faults.resources import StarveResources
+from ftharness.faults.storage import StorageErrors
 from ftharness.harness.frontends.ctk.session import current
 
 #: one action per fault kind of the registry, in its order, and the rollback
@@ -43,7 +51,7 @@ def _inject(kind: str, **arguments: Any) -> Dict[str, Any]:
 
 def kill_worker(target: Target, graceful: bool = False) -> Dict[str, Any]:
     """SIGKILL a training worker's process (or ray.kill it with graceful)."""
-    return _inject("kill_worker", target=target, graceful=graceful or None)
+    return _inject(KillWorker.kind, target=target, graceful=graceful or None)
 
 
 def crash_worker(target: Target, at: Optional[Dict[str, Any]] = None, where: str = "before_step") -> Dict[str, Any]:
@@ -52,7 +60,7 @@ def crash_worker(target: Target, at: Optional[Dict[str, Any]] = None, where: str
     when `at` ({step: N}) is reached. Armed by the control before training;
     returns the history's record of it so far ({"armed": true, "events": [...]})."""
     session = current()
-    records = [e for e in session.events() if e.get("fault_kind") == "crash_worker"
+    records = [e for e in session.events() if e.get("fault_kind") == CrashWorker.kind
                and e.get("kind") in ("fault_injected", "fault_skipped", "worker_error")]
     return {"armed": True, "target": target, "at": at, "where": where, "events": records}
 
@@ -67,33 +75,33 @@ def _armed(kind: str, **arguments: Any) -> Dict[str, Any]:
 def cuda_error(target: Target, at: Optional[Dict[str, Any]] = None, how: str = "device_assert") -> Dict[str, Any]:
     """A real CUDA error on the target rank's GPU before step `at` ({step: N}); how:
     device_assert or invalid_device (faults/gpu.py). Armed by the control before training."""
-    return _armed("cuda_error", target=target, at=at, how=how)
+    return _armed(CudaError.kind, target=target, at=at, how=how)
 
 
 def collective_hang(target: Target, at: Optional[Dict[str, Any]] = None, duration_s: Optional[float] = None,
                     hang_detector: Optional[bool] = None, detector_confirm_s: Optional[float] = None) -> Dict[str, Any]:
     """The target rank stalls before step `at` while its peers block in the all-reduce until the
     collective timeout (faults/gpu.py). Armed by the control before training."""
-    return _armed("collective_hang", target=target, at=at, duration_s=duration_s, hang_detector=hang_detector,
+    return _armed(CollectiveHang.kind, target=target, at=at, duration_s=duration_s, hang_detector=hang_detector,
                   detector_confirm_s=detector_confirm_s)
 
 
 def hang_worker(target: Target, duration_s: Optional[float] = None) -> Dict[str, Any]:
     """SIGSTOP a training worker; resumed after duration_s or by heal_all."""
-    return _inject("hang_worker", target=target, duration_s=duration_s)
+    return _inject(HangWorker.kind, target=target, duration_s=duration_s)
 
 
 def kill_node(target: Target, replace: bool = False, replace_after_s: float = 0.0,
               graceful: bool = False) -> Dict[str, Any]:
     """A node dies without notice; optionally a replacement joins."""
-    return _inject("kill_node", target=target, replace=replace, replace_after_s=replace_after_s,
+    return _inject(KillNode.kind, target=target, replace=replace, replace_after_s=replace_after_s,
                    graceful=graceful or None)
 
 
 def preempt_node(target: Target, notice_s: float = 3.0, kill_offset_s: float = 0.0,
                  replace: bool = False, replace_after_s: float = 0.0) -> Dict[str, Any]:
     """Spot preemption: drain with a deadline, the node dies at it; returns after the kill."""
-    return _inject("preempt_node", target=target, notice_s=notice_s, kill_offset_s=kill_offset_s,
+    return _inject(PreemptNode.kind, target=target, notice_s=notice_s, kill_offset_s=kill_offset_s,
                    replace=replace, replace_after_s=replace_after_s)
 
 
@@ -102,7 +110,7 @@ def partition_node(target: Target, duration_s: float = 10.0, mode: str = "pause"
     """Cut a node off for duration_s: `pause` stops every process of it (SIGSTOP);
     `network` drops its packets (cluster.network: namespaces), `direction` in, out
     or both, `cut_from` all, head or workers."""
-    return _inject("partition_node", target=target, duration_s=duration_s, mode=mode, direction=direction,
+    return _inject(PartitionNode.kind, target=target, duration_s=duration_s, mode=mode, direction=direction,
                    cut_from=cut_from)
 
 
@@ -111,13 +119,13 @@ def network_degrade(target: Target, loss_pct: Optional[float] = None, rate_mbit:
                     duration_s: Optional[float] = None) -> Dict[str, Any]:
     """Degrade a node's link for duration_s (default 20): drop loss_pct % of
     packets, cap it at rate_mbit, delay latency_ms; direction in, out or both."""
-    return _inject("network_degrade", target=target, loss_pct=loss_pct, rate_mbit=rate_mbit,
+    return _inject(NetworkDegrade.kind, target=target, loss_pct=loss_pct, rate_mbit=rate_mbit,
                    latency_ms=latency_ms, direction=direction, duration_s=duration_s)
 
 
 def corrupt_checkpoint(which: str = "latest", how: str = "bitflip") -> Dict[str, Any]:
     """Damage a registered checkpoint (or the run's snapshot) in the run's storage."""
-    return _inject("corrupt_checkpoint", which=which, how=how)
+    return _inject(CorruptCheckpoint.kind, which=which, how=how)
 
 
 def storage_errors(ops: Optional[List[str]] = None, path_glob: Optional[str] = None,
@@ -125,18 +133,18 @@ def storage_errors(ops: Optional[List[str]] = None, path_glob: Optional[str] = N
                    duration_s: Optional[float] = None, partial: bool = False) -> Dict[str, Any]:
     """Make the run's storage fail or slow down (needs storage_errors in the control's scenario
     so the run uses the chaos filesystem); `partial` leaves a torn file behind a failing write."""
-    return _inject("storage_errors", ops=ops, path_glob=path_glob, error_rate=error_rate,
+    return _inject(StorageErrors.kind, ops=ops, path_glob=path_glob, error_rate=error_rate,
                    latency_s=latency_s, duration_s=duration_s, partial=partial or None)
 
 
 def starve_resources(duration_s: Optional[float] = None) -> Dict[str, Any]:
     """Take every free CPU so a restarted worker group cannot be scheduled."""
-    return _inject("starve_resources", duration_s=duration_s)
+    return _inject(StarveResources.kind, duration_s=duration_s)
 
 
 def kill_controller(resume: bool = True) -> Dict[str, Any]:
     """Kill the Train controller; with resume, fit() runs again as an operator would."""
-    return _inject("kill_controller", resume=resume)
+    return _inject(KillController.kind, resume=resume)
 
 
 def heal_all() -> List[int]:
