@@ -358,7 +358,7 @@ class EventIndex:
     `kind`, each group in the order of `events`), so that the views of all the
     faults of a run share it instead of each scanning the history."""
 
-    KINDS = ("run_end", "failure", "attempt_start", "worker_group_started", "worker_group_shutdown")
+    KINDS = ("run_start", "run_end", "failure", "attempt_start", "worker_group_started", "worker_group_shutdown")
 
     def __init__(self, events: List[Dict[str, Any]]):
         self.events = events
@@ -458,6 +458,31 @@ class FaultView:
         end = self.fit_end(after_seq)
         stop = end.get("seq", 0) if end else float("inf")
         return [e for e in self._ix.by_kind["failure"] if after_seq < e.get("seq", 0) < stop]
+
+    def before_fault(self, e: Dict[str, Any]) -> bool:
+        """Whether `e` happened before this fault was done. The history appends in arrival order,
+        so a controller's event may arrive before the injector's record of the fault that caused
+        it (a loaded injector writes late): an event that arrived before that record is before the
+        fault unless its own clock reads at or after the fault's; one that arrived later is after."""
+        if _seq(e) > self.seq:
+            return False
+        t, done = e.get("t"), self.t_done
+        if isinstance(t, (int, float)) and not isinstance(t, bool) and isinstance(done, (int, float)) and done:
+            return t < done
+        return True
+
+    def failures_since_fault(self) -> List[Dict[str, Any]]:
+        """Failure decisions of this fault's fit() that did not happen before it: after its record,
+        or recorded earlier with a clock at or after the fault (see `before_fault`), in arrival order."""
+        starts = [_seq(e) for e in self._ix.by_kind["run_start"] if _seq(e) < self.seq]
+        first = starts[-1] if starts else 0
+        early = [e for e in self._ix.by_kind["failure"] if first < _seq(e) < self.seq and not self.before_fault(e)]
+        return early + self.failures_after(self.seq)
+
+    def shut_before_fault(self, attempt_id: Any) -> Optional[Dict[str, Any]]:
+        """The worker_group_shutdown of `attempt_id` that happened before this fault (`before_fault`)."""
+        return next((e for e in self._ix.by_kind["worker_group_shutdown"]
+                     if e.get("attempt_id") == attempt_id and _seq(e) < self.seq and self.before_fault(e)), None)
 
     def live_attempt_of(self, pid: Any, before_seq: int) -> Optional[str]:
         """The attempt id whose worker group held `pid` and had not shut down at `before_seq`."""
@@ -750,7 +775,7 @@ class Fault(ABC):
         worker = next((w for w in group.get("workers") or [] if w.get("pid") == pid), None)
         if worker is None:
             return aid, f"pid {pid} was no worker of attempt {_short(aid)}"
-        if view.shutdown_of(aid, 0, view.seq) is not None:
+        if view.shut_before_fault(aid) is not None:
             return aid, f"pid {pid} belonged to no running attempt when it was hit ({_short(aid)} had shut down)"
         if hit.get("rank") is not None and worker.get("rank") != hit.get("rank"):
             return aid, f"pid {pid} was rank {worker.get('rank')} of attempt {_short(aid)}, not rank {hit.get('rank')}"
@@ -770,7 +795,7 @@ class Fault(ABC):
             return None, "target_hit records no node"
         aid = view.victim_attempt or view.running_attempt(view.seq)
         group = view.group_of(aid, view.seq) if aid is not None else None
-        if group is None or view.shutdown_of(aid, 0, view.seq) is not None:
+        if group is None or view.shut_before_fault(aid) is not None:
             return aid, f"node {str(node_id)[:8]} hosted no rank of the running attempt"
         ranks = sorted(w.get("rank") for w in group.get("workers") or [] if w.get("node_id") == node_id)
         if not ranks:
@@ -834,7 +859,7 @@ class Fault(ABC):
         """(the victim attempt's first failure within the window, else None; why not;
         whether one may still come)."""
         window = self.window_of(view) if window is None else window
-        after = view.failures_after(view.seq)
+        after = view.failures_since_fault()
         mine = [f for f in after if f.get("attempt_id") == aid]
         if mine:
             f = mine[0]

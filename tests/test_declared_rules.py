@@ -341,3 +341,19 @@ def test_a_user_jobs_steps_are_its_reports(tmp_path, edit):
         r["seq"], s["seq"] = s["seq"], r["seq"]
     verdict, why = judged(tmp_path, events, text)
     assert verdict != "PASS", why
+
+
+@pytest.mark.parametrize("name", ["kill-worker", "preempt-node", "torchrun-kill-worker", "start-timeout-254"])
+@pytest.mark.parametrize("later", [1, 3])
+def test_a_fault_record_that_arrives_after_the_failure_it_caused_still_lands(tmp_path, name, later):
+    """The history appends in arrival order: a loaded injector may write its record of a kill after the
+    controller's decision on the failure it caused. Landings order such events by their clocks (a false
+    INCONCLUSIVE on a correct run otherwise); the mutation engine's `arrival-order` rule found it."""
+    events, text = load(name)
+    for inj in of(events, "fault_injected"):
+        i = events.index(inj)
+        events.insert(min(i + later, len(events) - 1), events.pop(i))
+    for n, e in enumerate(events, 1):
+        e["seq"] = n
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "PASS", why
