@@ -196,6 +196,27 @@ def ends_fit(kind: Any) -> Optional[bool]:
     return None if cls is None else bool(cls.ends_fit)
 
 
+def kind_facts() -> tuple:
+    """((kind, KindFacts), ...) of every registered kind: what the causal model may take as given
+    about each (history/kind_facts.py), declared by the kinds themselves."""
+    from ftharness.history.kind_facts import KindFacts
+
+    return tuple((name, KindFacts(kills_process=bool(c.kills_process), removes_node=bool(c.loses_node),
+                                  drains_node=bool(c.drains_node), cuts_off=bool(c.cuts_off),
+                                  damages_checkpoint=bool(c.damages_checkpoint)))
+                 for name, c in sorted(REGISTRY.items()))
+
+
+def echoes_of(spec: Any) -> Dict[str, Any]:
+    """The `target_hit` fields one fault's record must hold as the scenario asked (`Fault.echoes`);
+    {} for a kind nobody registered or a spec that cannot be read."""
+    cls = kind_of(spec)
+    try:
+        return dict(cls.echoes(spec_model(spec))) if cls is not None else {}
+    except Exception:  # noqa: BLE001 - a record that no model reads echoes nothing
+        return {}
+
+
 def lands_after_restart(spec: Any) -> bool:
     """Whether one fault (a model or a dict) lands only through a restart after it."""
     cls = kind_of(spec)

@@ -604,6 +604,15 @@ class Fault(ABC):
     soak_weight = 0
     #: the node it hits is gone for good unless its spec sets `replace` (a killed or reclaimed node)
     loses_node = False
+    # -- what the causal model may take as given (history/kind_facts.py; Declared.kinds)
+    #: the pid it hits is SIGKILLed
+    kills_process = False
+    #: it drains its node for preemption with a deadline (`target_hit.deadline_ms`)
+    drains_node = False
+    #: it cuts its target off for a while (paused, partitioned, hung, degraded): late events are no contradiction
+    cuts_off = False
+    #: it damages files of a registered checkpoint
+    damages_checkpoint = False
     #: the simulator: the kind whose measured recovery time stands for its own where the
     #: calibration has none (None: the simulator's general fallback)
     recovers_like: Optional[str] = None
@@ -630,6 +639,12 @@ class Fault(ABC):
             return cls.Spec.model_construct(**dict(spec))
 
     # -- what the oracles ask of one fault (each takes the spec model)
+    @classmethod
+    def echoes(cls, spec) -> Dict[str, Any]:
+        """The `target_hit` fields the injector records that must equal what the scenario asked
+        (field -> the value asked): the causal model's fault-spec rule holds the record to them."""
+        return {}
+
     @classmethod
     def failure_claim(cls, spec: Any) -> FailureClaim:
         """The failure this fault (a spec model) causes and how sure that is: by default `causes`

@@ -127,6 +127,7 @@ class CorruptCheckpoint(Fault):
     """Corrupts a retained checkpoint on storage (bit flip, truncation, deleted file or folder)."""
 
     kind = "corrupt_checkpoint"
+    damages_checkpoint = True
     Spec = CorruptCheckpointSpec
     budget = None
     runtimes = ("ray_train", "torchrun")

@@ -138,6 +138,7 @@ class CollectiveHang(Fault):
     """One rank stalls; its peers hang in a collective until its timeout ends the group."""
 
     kind = "collective_hang"
+    echoes = classmethod(lambda cls, spec: {} if spec.duration_s is None else {"stall_s": spec.duration_s})
     Spec = CollectiveHangSpec
     refused_on = {"torchrun": "is Ray Train-only for now (hang_worker stalls a torchrun rank)"}
     runs_in = "worker"

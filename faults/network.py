@@ -96,6 +96,8 @@ class NetworkDegrade(Fault):
     """Loss, a bandwidth cap (and latency where netem exists) on one node's link."""
 
     kind = "network_degrade"
+    cuts_off = True
+    echoes = classmethod(lambda cls, spec: {} if spec.duration_s is None else {"duration_s": spec.duration_s})
     Spec = NetworkDegradeSpec
     refused_on = {"torchrun": "is Ray-only (it needs cluster.network: namespaces, whose hosts are Ray nodes)"}
     needs = frozenset({NODE_NETWORK})

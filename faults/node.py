@@ -171,6 +171,9 @@ class PreemptNode(NodeFault):
     """Drains a node for preemption with notice, then kills it at the deadline."""
 
     kind = "preempt_node"
+    drains_node = True
+    # the kill is scheduled notice_s + kill_offset_s after the drain (inject)
+    echoes = classmethod(lambda cls, spec: {"kill_in_s": float(spec.notice_s or 3.0) + float(spec.kill_offset_s or 0.0)})
     Spec = PreemptNodeSpec
     refused_on = {"torchrun": "is Ray-only (a drain through Ray's GCS; TorchElastic gets no notice)"}
     needs = frozenset({RAY})
@@ -303,6 +306,8 @@ class PartitionNode(NodeFault):
     later, or when the run ends first."""
 
     kind = "partition_node"
+    cuts_off = True
+    echoes = classmethod(lambda cls, spec: {} if spec.duration_s is None else {"duration_s": spec.duration_s})
     Spec = PartitionNodeSpec
     settle_s = 60.0  # GCS must first miss the node's heartbeats
     _healer = None

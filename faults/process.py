@@ -64,6 +64,7 @@ class KillWorker(Fault):
     """Kills one training worker process (SIGKILL, or SIGTERM when graceful)."""
 
     kind = "kill_worker"
+    kills_process = True
     Spec = KillWorkerSpec
     runtimes = ("ray_train", "torchrun")
     ray_only_args = GRACEFUL_IS_RAY_ONLY
@@ -90,6 +91,7 @@ class CrashWorker(Fault):
     """Raises inside the train function at a chosen point (the user-bug class)."""
 
     kind = "crash_worker"
+    echoes = classmethod(lambda cls, spec: {"where": spec.where})   # (recorded by the worker at its crash point)
     Spec = CrashWorkerSpec
     runtimes = ("ray_train", "torchrun")
     runs_in = "worker"
@@ -124,6 +126,7 @@ class HangWorker(Fault):
     the landing evidence names that error."""
 
     kind = "hang_worker"
+    cuts_off = True
     Spec = HangWorkerSpec
     runtimes = ("ray_train", "torchrun")
     runs_in = "node_agent"

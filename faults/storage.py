@@ -295,6 +295,8 @@ class StorageErrors(Fault):
     """Makes checkpoint storage operations fail or stall (error rate, latency, partial writes)."""
 
     kind = "storage_errors"
+    echoes = classmethod(lambda cls, spec: {k: getattr(spec, k) for k in ("path_glob", "error_rate", "latency_s", "partial")
+                                            if getattr(spec, k) is not None})
     Spec = StorageErrorsSpec
     runtimes = ("ray_train", "torchrun")
     wraps_storage = True

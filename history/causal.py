@@ -41,7 +41,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ftharness.history.columns import Events, EventsAt, having, non_steps
+from ftharness.history.columns import Events, having, non_steps
+from ftharness.history.kind_facts import NONE as NO_FACTS, KindFacts
 from ftharness.history.model import History
 
 from ftharness.history.tolerances import (RECORD_LAG_S, RECORDS, SYSTEM, TOL_CROSS, TOL_SAME,  # noqa: F401 - re-exported
@@ -111,9 +112,6 @@ TIMED = frozenset({"attempt-order", "after-death", "after-shutdown", "zombie-rep
                    "fault-trigger", "notice"})
 #: seconds a worker group may be recorded after its ranks started stepping (a busy controller)
 TOL_GROUP = 10.0
-#: fault kinds after whose action the victim process (or every process of the node) is gone
-KILLS_PROCESS = frozenset({"kill_worker"})
-KILLS_NODE = frozenset({"kill_node"})
 
 
 @dataclass(frozen=True)
@@ -145,6 +143,14 @@ class Declared:
     #: the reference job's checkpoint cadence and last step (None: not declared, or a user's job)
     checkpoint_every: Optional[int] = None
     steps: Optional[int] = None
+    #: ((kind, KindFacts), ...): what each fault kind declares the model may take as given (faults/*.py)
+    kinds: Tuple[Tuple[str, Any], ...] = ()
+    #: per fault index, the target_hit fields its record must hold as the scenario asked (Fault.echoes)
+    echoes: Tuple[Dict[str, Any], ...] = ()
+
+    def kind(self, name: Any) -> KindFacts:
+        """What the model may take as given about fault kind `name` (nothing for an unknown kind)."""
+        return next((f for k, f in self.kinds if k == name), NO_FACTS)
 
     def holds(self, promise: str) -> bool:
         """Whether the declared job makes `promise` (history/job_shapes.py): a rule that reads one
@@ -401,18 +407,19 @@ class _Builder:
             when = m.fault_time(e)
             if when is None:
                 continue
-            if kind == "fault_injected" and fkind == "preempt_node" and hit.get("node_id"):
+            facts = m.declared.kind(fkind)
+            if kind == "fault_injected" and facts.drains_node and hit.get("node_id"):
                 if _num(hit.get("deadline_ms")) is not None:
                     m.drains[hit["node_id"]] = (int(hit["deadline_ms"]), when)
                     m.drain_log.setdefault(hit["node_id"], []).append((int(hit["deadline_ms"]), when))
             how = str(hit.get("how") or "")
-            if kind == "fault_injected" and fkind in KILLS_PROCESS and hit.get("pid") is not None \
+            if kind == "fault_injected" and facts.kills_process and hit.get("pid") is not None \
                     and "SIGKILL" in how.upper():
                 m.pid_deaths[hit["pid"]] = (when, e)
             if hit.get("node_id") and "remove_node" in how:
-                if fkind in KILLS_NODE or fkind == "preempt_node":
+                if facts.removes_node:
                     m.node_deaths.setdefault(hit["node_id"], (when, e))
-            if kind == "fault_action" and fkind == "preempt_node" and hit.get("node_id") \
+            if kind == "fault_action" and facts.drains_node and hit.get("node_id") \
                     and "ms_after_deadline" in hit and hit["node_id"] in m.drains:
                 derived = _num(hit.get("ms_after_deadline"))
                 actual = when * 1000.0 - m.drains[hit["node_id"]][0]
@@ -795,7 +802,7 @@ class _Builder:
 
         ended = shut_before(self)   # (a group started again under the same id, RESCHEDULING, is up again)
         partitioned = {(e.get("target_hit") or {}).get("node_id") for e in self.events
-                       if e.get("kind") == "fault_injected" and "partition" in str(e.get("fault_kind"))}
+                       if e.get("kind") == "fault_injected" and self.m.declared.kind(e.get("fault_kind")).cuts_off}
         errors: Dict[Any, int] = defaultdict(int)
         starts: Dict[Tuple[Any, Any], int] = defaultdict(int)
         for e in self._worker_events():
@@ -963,7 +970,7 @@ class _Builder:
     def _cut_off(self) -> set:
         """Nodes a fault partitioned, paused or degraded: their processes may write late."""
         return {(e.get("target_hit") or {}).get("node_id") for e in self.events if e.get("kind") == "fault_injected"
-                and any(w in str(e.get("fault_kind")) for w in ("partition", "hang", "degrade"))}
+                and self.m.declared.kind(e.get("fault_kind")).cuts_off}
 
     # -- TorchElastic: each agent decides for its own node's workers
     def _torchrun(self) -> None:

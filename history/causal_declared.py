@@ -43,8 +43,7 @@ def cut_off(b):
 
     cut: Dict[Any, Tuple[float, Any]] = {}   # node -> (when it was cut, the seq its injection arrived at)
     for e in b.events:
-        if e.get("kind") == "fault_injected" and any(w in str(e.get("fault_kind"))
-                                                      for w in ("partition", "hang", "degrade")):
+        if e.get("kind") == "fault_injected" and b.m.declared.kind(e.get("fault_kind")).cuts_off:
             node, when = (e.get("target_hit") or {}).get("node_id"), fault_time(e)
             if node is not None and when is not None and (node not in cut or when < cut[node][0]):
                 cut[node] = (when, e.get("seq"))

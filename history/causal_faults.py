@@ -31,7 +31,7 @@ def preemption_notices(b) -> None:
     drains: List[Tuple[int, float, str, int]] = []   # (deadline_ms, drained at, node, fault index)
     unknown: List[Tuple[float, Any]] = []
     for idx, e in m.injections.items():
-        if e.get("fault_kind") != "preempt_node":
+        if not m.declared.kind(e.get("fault_kind")).drains_node:
             continue
         hit = e.get("target_hit") if isinstance(e.get("target_hit"), dict) else {}
         deadline, node, when = _num(hit.get("deadline_ms")), hit.get("node_id"), fault_time(e)
@@ -85,43 +85,22 @@ def preemption_notices(b) -> None:
 
 
 # -- a fault's recorded parameters are the scenario's
-#: (fault kind, target_hit field) -> the spec field it echoes (or a function of the spec)
-ECHO = {
-    ("crash_worker", "where"): "where",
-    ("cuda_error", "where"): "where",
-    ("collective_hang", "where"): "where",
-    ("partition_node", "duration_s"): "duration_s",
-    ("network_degrade", "duration_s"): "duration_s",
-    ("partition", "duration_s"): "duration_s",
-    ("collective_hang", "stall_s"): "duration_s",
-    ("storage_errors", "path_glob"): "path_glob",
-    ("storage_errors", "error_rate"): "error_rate",
-    ("storage_errors", "latency_s"): "latency_s",
-    ("storage_errors", "partial"): "partial",
-    ("preempt_node", "kill_in_s"): lambda spec: (_num(spec.get("notice_s")) or 3.0)
-    + (_num(spec.get("kill_offset_s")) or 0.0),
-}
-
-
 def fault_spec_echo(b) -> None:
     """What the injector recorded of a fault's parameters (its `where`, duration, error rate, the
     preemption's kill time, an in-worker fault's step) is what the scenario asked: a fault done with
     other parameters is not the scenario's fault (the injector's record: INCONCLUSIVE)."""
 
-    specs = b.m.declared.fault_specs
+    specs, echoes = b.m.declared.fault_specs, b.m.declared.echoes
     for idx, e in b.m.injections.items():
         spec = specs[idx] if 0 <= idx < len(specs) and isinstance(specs[idx], dict) else None
         hit = e.get("target_hit")
         if spec is None or not isinstance(hit, dict):
             continue
         kind = e.get("fault_kind")
-        for (k, field), want in ECHO.items():
-            if k != kind or field not in hit:
+        for field, expected in (echoes[idx] if 0 <= idx < len(echoes) else {}).items():
+            if field not in hit or expected is None:
                 continue
-            expected = want(spec) if callable(want) else spec.get(want)
             got = hit[field]
-            if expected is None:
-                continue
             same = abs(_num(got) - _num(expected)) <= 1e-6 if _num(got) is not None and _num(expected) is not None \
                 else got == expected
             if not same:
@@ -163,7 +142,8 @@ def fault_target_identity(b) -> None:
                 b.m.add(RECORDS, "fault-target", f"fault {idx}: its node {str(hit['node_id'])[:8]} was drained, and "
                                                  f"the kill action names node {str(detail['node_id'])[:8]}")
         path, name = hit.get("path"), hit.get("checkpoint")
-        if e.get("fault_kind") == "corrupt_checkpoint" and isinstance(path, str) and path and not hit.get("in_flight"):
+        if b.m.declared.kind(e.get("fault_kind")).damages_checkpoint and isinstance(path, str) and path \
+                and not hit.get("in_flight"):
             # (an in-flight damage hits the rank's local files before they are reported)
             parts = path.replace("\\", "/").split("/")
             if isinstance(name, str) and name and name not in parts:

@@ -406,13 +406,16 @@ def declared(scenario: Scenario, facts_: Dict[str, Any],
     its runtime, its detection profile's health-check timeout), never what the run recorded of itself."""
     specs = fault_specs if fault_specs is not None else _safe(lambda _: scenario_specs(scenario), None, [])
     profile = scenario.cluster.profile if scenario.cluster.address is None else None
+    from ftharness.faults import echoes_of, kind_facts
+
     w = scenario.workload
     reference = w.kind == "reference"
     return causal.Declared(runtime=w.runtime, fault_specs=tuple(specs or ()), reference=reference,
                            health_check_timeout_s=profiles.health_check_timeout_s(profile),
                            num_workers=tuple(w.num_workers) if isinstance(w.num_workers, (tuple, list)) else w.num_workers,
                            checkpoint_every=w.checkpoint_every if reference else None,
-                           steps=w.steps if reference and w.duration_s is None else None)
+                           steps=w.steps if reference and w.duration_s is None else None,
+                           kinds=kind_facts(), echoes=tuple(echoes_of(s) for s in (specs or ())))
 
 
 def _health_wait(scenario: Scenario) -> float:

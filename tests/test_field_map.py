@@ -347,10 +347,17 @@ def _property_module(name: str):
     return os.path.relpath(inspect.getsourcefile(mod), REPO) if mod is not None else None
 
 
+#: model rules whose fields the fault kinds declare (Fault.echoes, read through Declared.echoes)
+DECLARED_BY_KINDS = {"fault-spec"}
+
+
 def rule_modules(rule: str) -> Tuple[str, ...]:
+    from ftharness.faults import FAULT_KINDS
+
     codes = model_codes()
     if rule in codes:
-        return codes[rule] + ("history/causal.py",)
+        kinds = tuple(sorted({m for m in map(_landing_module, FAULT_KINDS) if m})) if rule in DECLARED_BY_KINDS else ()
+        return codes[rule] + ("history/causal.py",) + kinds
     return F.modules_of(rule, _landing_module, _property_module)
 
 

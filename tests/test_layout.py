@@ -344,10 +344,7 @@ def test_every_module_imports_in_a_fresh_interpreter():
 #: modules outside faults/ that still write a fault kind's name as a string literal, and why they
 #: may for now (each is to read the registry instead; the test fails when one no longer needs its
 #: line, so this list only shrinks)
-KIND_LITERALS_LEFT = {
-    "ftharness.history.causal": "being split by another change (issue 48: history/*.py is the lead's)",
-    "ftharness.history.causal_faults": "split out of history/causal*.py by another change (history/*.py is the lead's)",
-}
+KIND_LITERALS_LEFT: dict = {}
 
 
 def docstrings(tree):

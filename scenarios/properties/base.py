@@ -298,3 +298,12 @@ def workload_config(context: PropertyContext) -> Optional[WorkloadConfig]:
         return None
     names = {f.name for f in dataclasses.fields(WorkloadConfig)}
     return WorkloadConfig(**{k: v for k, v in wl.items() if k in names})
+
+
+def known_kinds():
+    """The causal model's declarations for a history judged without a scenario (a synthetic one, a
+    property run alone): what every registered fault kind declares of itself, nothing else."""
+    from ftharness.faults import kind_facts
+    from ftharness.history.causal import Declared
+
+    return Declared(kinds=kind_facts())

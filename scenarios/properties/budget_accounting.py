@@ -12,7 +12,8 @@ from ftharness.history.columns import non_steps
 from ftharness.history.model import BUDGETS, LIMIT_FIELD, NOT_RETRYABLE, Fit, History, as_history
 from ftharness.scenarios import policy_model
 from ftharness.scenarios.properties.base import (CheckResult, Events, PropertyContext, always, controller_killed,
-                                                 failure_text, not_judged, recorded_failure_config, unknown_or_result)
+                                                 failure_text, known_kinds, not_judged, recorded_failure_config,
+                                                 unknown_or_result)
 
 ERROR_BUDGETS = {              # budgets Ray may charge each raised error type to
     "ControllerError": {"controller", NOT_RETRYABLE},
@@ -143,7 +144,7 @@ def _preemption_evidence(h: History, fit: Fit, context: PropertyContext, release
     from ftharness.faults import kinds_that
 
     preempting = kinds_that(causes="preemption")   # the kinds that drain a node with a deadline
-    model = causal.build(h, context.get("declared"))
+    model = causal.build(h, context.get("declared") or known_kinds())
     out = []
     for f in fit.failures:
         if f.get("budget") != "preemption":
