@@ -638,7 +638,15 @@ class History:
         """Outages as the controller recorded them, in order (see the module doc)."""
         out: List[Outage] = []
         cur: Optional[Outage] = None
-        for i in self._positions("attempt_start", "run_start", "controller_state", "failure"):
+        # in the order of their clocks: under torchrun each node's agent records its own decisions and
+        # the rendezvous its rounds, and one may arrive after the next round's start it preceded
+        # (within one process, clocks and arrival agree; the causal model names a clock that does not)
+        positions = self._positions("attempt_start", "run_start", "controller_state", "failure")
+        if any(self.events[i].get("source") == "controller" and self.events[i].get("agent") is not None
+               for i in positions):
+            positions.sort(key=lambda i: (self.events[i].get("t") if type(self.events[i].get("t")) in (int, float)
+                                          else 0.0, i))
+        for i in positions:
             e, (fit, key) = self.events[i], self.placed[i]
             kind = e.get("kind")
             if kind in ("attempt_start", "run_start"):

@@ -357,3 +357,17 @@ def test_a_fault_record_that_arrives_after_the_failure_it_caused_still_lands(tmp
         e["seq"] = n
     verdict, why = judged(tmp_path, events, text)
     assert verdict == "PASS", why
+
+
+@pytest.mark.parametrize("name", ["torchrun-kill-node", "torchrun-kill-worker"])
+def test_a_torchrun_agents_decision_arriving_after_the_next_round_still_opens_its_outage(tmp_path, name):
+    """Each torchrun agent records its own decisions and the rendezvous its rounds: one may arrive after
+    the next round's start it preceded. Outages follow the clocks (recovers FAILed such a correct run)."""
+    events, text = load(name)
+    f = of(events, "failure")[0]
+    i = events.index(f)
+    events.insert(i + 3, events.pop(i))
+    for n, e in enumerate(events, 1):
+        e["seq"] = n
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "PASS", why
