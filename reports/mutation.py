@@ -81,6 +81,9 @@ EQUIVALENCE = {
                      "(across processes only the clocks order events)",
     "in-place": "a clock reading (or every reading of one process or node) moved without passing any other "
                 "event's: every order relation stays, only a duration changes",
+    "fresh-name": "another run's value put in place of a worker's actor id, or of the digest of a checkpoint "
+                  "no rank restored, held nowhere else in the history: Ray gives each worker a fresh actor id "
+                  "(any unique one is as valid), and a digest is read only when its files are read back",
     "free-field": "a field the field map declares free (history/fields.py: read by no rule, with its reason, "
                   "e.g. Ray's settings shown on the page, a worker's process-group warm-up time)",
     "group-lag": "a worker's start (alone) moved before its group's record by less than 10 s, still after its "
@@ -936,6 +939,23 @@ def _same_field_pool(events: List[Event]) -> Dict[Tuple[str, str], List[Tuple[in
     return pool
 
 
+def _fresh_name(events: List[Event], i: int, path: Path, alt: Any) -> Optional[str]:
+    """`fresh-name` where another run's value, put in place of a name this history holds once, is
+    itself held nowhere else in it: a new worker actor id (Ray gives each worker a fresh one, and
+    any unique id is as valid), or the digest of a checkpoint no rank restored (digests are read
+    only when files are read back, and each report names its own)."""
+    name = _name(path)
+    if any(alt == v for e in events for _, v in _leaves(e)):
+        return None
+    if name == "actor_id":
+        return "fresh-name"
+    if name == "digest" and events[i].get("kind") == "report":
+        ckpt = events[i].get("checkpoint")
+        restored = any(e.get("kind") == "worker_start" and e.get("restored_checkpoint") == ckpt for e in events)
+        return None if restored else "fresh-name"
+    return None
+
+
 def _equivalence(kind: str, path: Path) -> Optional[str]:
     name = _name(path)
     return ("text" if name in TEXT else "unjudged-metric" if name in UNJUDGED or _unjudged(kind, path)
@@ -1011,7 +1031,7 @@ def _transplants(source: str, events: List[Event], others: Sequence[Tuple[str, L
                 out = copy.deepcopy(events)
                 _set(out[i], path, alt)
                 yield Mutant(source, "transplant-foreign", key[0], key[1], f"#{i}={name_other}:{alt[-16:]}", out,
-                             equivalent=_equivalence(key[0], path))
+                             equivalent=_equivalence(key[0], path) or _fresh_name(events, i, path, alt))
 
 
 # ------------------------------------------------------------------------------- controls
