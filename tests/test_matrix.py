@@ -258,3 +258,12 @@ def test_a_cell_file_row_and_folder_name_never_hold_credentials(tmp_path):
     (twin,) = axes.expand([("kill-worker", os.path.join(CATALOG, "kill-worker.yaml"), data)], ["2.60.0"], other, 1)
     assert twin.cell_id != cell.cell_id and twin.config != cell.config   # two folders, two configurations
     assert "other" not in twin.cell_id + twin.config and "sEcReT" not in cell.config
+
+
+def test_releases_before_2_55_get_pandas_below_3():
+    """Ray Data before 2.55 reads pandas.errors.SettingWithCopyWarning unguarded (pandas 3 removed it):
+    every Ray Data job died on 2.51-2.54 in an environment that resolved pandas 3 (the 2.51.1 controls)."""
+    from ftharness.harness.matrix.envs import release_pins
+
+    assert release_pins("2.51.1") == release_pins("2.54.0") == ["pandas<3"]
+    assert release_pins("2.55.0") == release_pins("2.60.0") == []

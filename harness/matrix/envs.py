@@ -161,10 +161,22 @@ def current_ray() -> str:
         return ""
 
 
+def release_pins(ray_version: str) -> List[str]:
+    """What a release's own code needs pinned beyond its wheel's metadata: before 2.55 Ray Data reads
+    `pandas.errors.SettingWithCopyWarning` unguarded (ray/air/util/data_batch_conversion.py), which
+    pandas 3 removed, so every Ray Data job (XGBoost, LightGBM, `datasets=`) died there on 2.51-2.54."""
+    try:
+        parts = tuple(int(x) for x in ray_version.split(".")[:2])
+    except ValueError:
+        return []
+    return ["pandas<3"] if parts < (2, 55) else []
+
+
 def env_key(ray_version: str) -> str:
     """The cache folder's name: the release, Python, and a digest of what is installed in it."""
     py = f"py{sys.version_info[0]}{sys.version_info[1]}"
-    digest = hashlib.sha256("\n".join([ray_version, *requirements()]).encode()).hexdigest()[:8]
+    digest = hashlib.sha256("\n".join([ray_version, *requirements(), *release_pins(ray_version)]).encode()
+                            ).hexdigest()[:8]
     return f"ray-{ray_version}-{py}-{digest}"
 
 
@@ -213,7 +225,7 @@ def _run(cmd: List[str], what: str, timeout: float = 1800) -> None:
 
 
 def _build(tmp: Path, ray_version: str, say: Callable[[str], None]) -> None:
-    reqs = [f"ray[default,train]=={ray_version}", *requirements()]
+    reqs = [f"ray[default,train]=={ray_version}", *requirements(), *release_pins(ray_version)]
     uv = installer()
     t0 = time.monotonic()
     say(f"matrix: building the environment of Ray {ray_version} ({'uv' if uv else 'pip'}): "
