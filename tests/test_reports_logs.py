@@ -82,6 +82,7 @@ def test_the_report_links_the_kept_logs(tmp_path):
 
 # ------------------------------------------------------------------ a real run
 @pytest.mark.slow
+@pytest.mark.full   # (a second real kill-worker run of the reference job: make test-full; moved for the examples)
 @pytest.mark.ftharness_exclusive   # `ftharness run` starts its own cluster: the shared one stops first
 def test_a_real_kill_worker_run_prints_only_progress_and_verdict_and_keeps_ray_logs(ftharness_exclusive, tmp_path):
     """Seen: a 900-character "(raylet) A worker died ..." paragraph per kill on

@@ -86,6 +86,7 @@ def test_an_import_failure_is_named_and_other_errors_are_not_mine(tmp_path):
 
 
 @pytest.mark.cluster
+@pytest.mark.full   # (per merge, the Transformers and LightGBM examples ship their job by the same route)
 def test_a_job_of_several_modules_runs_on_the_workers(ftharness_run, tmp_path):
     """A package with submodules (one imported only on the workers) and a sibling module;
     a worker killed and restarted imports them again."""
