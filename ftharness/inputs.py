@@ -222,3 +222,42 @@ def release_text_problem(text: Any) -> Optional[str]:
     if not isinstance(text, str) or not text.isascii() or not _RELEASE.fullmatch(text):
         return "a release is MAJOR.MINOR[.PATCH] in ASCII digits without leading zeros, e.g. 2.60.0"
     return None
+
+
+# ------------------------------------------------------------------ bounded JSON
+MAX_JSON_DEPTH = 32              # nesting deeper than this is no file ftharness wrote
+MAX_JSON_CONTAINERS = 500_000    # objects and arrays one file may hold (counted on the bytes, before parsing)
+MAX_JSON_ITEMS = 2_000_000       # values one file may hold (its commas, counted the same way)
+
+
+def read_json_bounded(path: str, cap: int = MAX_JSON_BYTES, what: str = "", max_depth: int = MAX_JSON_DEPTH,
+                      max_containers: int = MAX_JSON_CONTAINERS, max_items: int = MAX_JSON_ITEMS) -> Any:
+    """The JSON value of the regular file `path` (read_bounded: at most `cap` bytes, never a FIFO
+    or a device), with its objects and arrays counted on the bytes before it is parsed (64 MiB of
+    `[{},...]` would take gigabytes), its values counted the same way (its commas), and its
+    nesting bounded. Every problem is one InputRefused line."""
+    import json
+
+    label = what or shown(path)
+    raw = read_bounded(path, cap, label)
+    containers = raw.count(b"{") + raw.count(b"[")
+    if containers > max_containers:
+        raise InputRefused(f"{label}: more than {max_containers} objects and arrays; not a file ftharness wrote")
+    if raw.count(b",") > max_items:
+        raise InputRefused(f"{label}: more than {max_items} values; not a file ftharness wrote")
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise InputRefused(f"{label}: nested more than {max_depth} levels deep") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputRefused(f"{label}: not JSON ({shown(str(e).splitlines()[0] if str(e) else type(e).__name__, 80)})") from None
+    stack = [(value, 1)]
+    while stack:
+        node, d = stack.pop()
+        if d > max_depth:
+            raise InputRefused(f"{label}: nested more than {max_depth} levels deep")
+        if isinstance(node, dict):
+            stack.extend((v, d + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, d + 1) for v in node)
+    return value

@@ -154,3 +154,45 @@ def output_file_problem(path: Any) -> str | None:
             return "is not a regular file (a device, a FIFO or a socket)"
         return None if os.access(path, os.W_OK) else "is not writable"
     return _creatable(os.path.dirname(os.path.abspath(path)) or ".")
+
+
+# ------------------------------------------------------------------ secrets in copies and pages
+#: a key (of a mapping anywhere in a scenario, train_loop_config included) or an environment
+#: variable whose value is a secret: *token, *password/*passwd, *secret, *credential(s), *_key, key
+SECRET_KEY = (r"[A-Za-z0-9_.-]*(?:token|TOKEN|Token|passw(?:or)?d|PASSW(?:OR)?D|Passw(?:or)?d|secret|SECRET|Secret"
+              r"|credentials?|CREDENTIALS?|Credentials?)|(?:[A-Za-z0-9_.-]*[_-])?(?:api_?key|API_?KEY|key|KEY|Key)")
+_SECRET_KEY = re.compile(SECRET_KEY)
+#: `NAME: value`, `"NAME": "value"`, `NAME=value` (an environment assignment) in text: the value
+_SECRET_ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_.\-])([\"']?)(" + SECRET_KEY + r")\1(\s*[:=][ \t]*)"
+                                r"(\"[^\"\n]*\"|'[^'\n]*'|[^\s,}\]'\"&;<]+)")
+
+
+def secret_key(name: Any) -> bool:
+    """Whether a mapping key or an environment variable named `name` holds a secret."""
+    return isinstance(name, str) and _SECRET_KEY.fullmatch(name) is not None
+
+
+def _assignment(m: "re.Match") -> str:
+    value = m.group(4)
+    if value.strip("\"'") in (REDACTED, "", "null", "None", "~"):
+        return m.group(0)
+    quote = value[0] if value[0] in "\"'" else ""
+    return f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{quote}{REDACTED}{quote}"
+
+
+def redact_secrets(value: Any) -> Any:
+    """`redact` and more, for copies and pages (a scenario's YAML, explore's findings and page):
+    the value of every key named like a secret (`secret_key`) anywhere in a mapping, and in text
+    `NAME: value`, `"NAME": "value"` and `NAME=value` (an environment assignment such as
+    HF_TOKEN=...) for such names; URL credentials and secret parameters as `redact` does."""
+    if isinstance(value, str):
+        value = redact(value)
+        if ":" in value or "=" in value:
+            value = _SECRET_ASSIGNMENT.sub(_assignment, value)
+        return value
+    if isinstance(value, dict):
+        return {k: (REDACTED if secret_key(k) and isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                    and v != "" else redact_secrets(v)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_secrets(v) for v in value)
+    return value

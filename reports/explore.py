@@ -120,10 +120,11 @@ def page_html(data: Dict[str, Any]) -> str:
                    + "".join(f"<li>{e(r)}</li>" for r in ex.get("reasons", [])[:6]) + "</ul>"
                    f"<p>Replay: <code>ftharness run {e(g['scenario_file'])}</code>; results of the smallest example: "
                    f"<code>{e(ex['folder'])}</code>; repeat: <code>{e((g.get('repeat') or {}).get('folder', ''))}</code></p>")
-        try:
-            with open(g["scenario_file"]) as f:
-                out.append(f"<pre>{e(f.read())}</pre>")
-        except OSError:
+        try:   # through the one reader: a regular file, bounded (a FIFO planted there never hangs the page)
+            from ftharness.inputs import MAX_SCENARIO_BYTES, InputRefused, read_bounded
+
+            out.append(f"<pre>{e(read_bounded(str(g['scenario_file']), MAX_SCENARIO_BYTES).decode('utf-8', 'replace'))}</pre>")
+        except (InputRefused, OSError, ValueError):
             pass
     out.append("<h2>Coverage: faults run / landed, by kind and phase</h2><table><tr><th>kind</th>"
                + "".join(f"<th>{e(p)}</th>" for p in PHASES) + "</tr>")
@@ -148,6 +149,10 @@ def page_html(data: Dict[str, Any]) -> str:
 
 
 def write_explore_page(data: Dict[str, Any], path: str) -> str:
-    with open(path, "w") as f:
-        f.write(page_html(data))
-    return os.path.abspath(path)
+    """The page, through the one writer (ftharness.outputs: no symlink followed, secrets redacted);
+    it replaces the page an earlier explore into the same folder wrote."""
+    from ftharness.outputs import write_file
+
+    path = os.path.abspath(path)
+    write_file(os.path.dirname(path), os.path.basename(path), page_html(data), overwrite=True, secrets=True)
+    return path

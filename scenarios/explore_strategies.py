@@ -44,6 +44,11 @@ PHASES = (
     "restore",                  # when a restarted worker restores a checkpoint (event restored)
     "time",                     # at a wall-clock time after training started
 )
+#: the events a trigger waits on, the `nth` it may draw, and the times a time trigger may fire at
+#: (what `phase_at` draws; a continued exploration replays nothing else: harness/run/explore_state.py)
+EVENTS = ("checkpoint_written", "checkpoint_reported", "checkpoint_registered", "attempt_started", "restored")
+MAX_NTH = 3
+TIME_S = (2.0, 4.0, 8.0, 15.0)
 #: phases that only mean something after an earlier fault restarted the run
 AFTER_A_FAULT = ("close_pair", "recovery", "restore")
 
@@ -215,14 +220,14 @@ def phase_at(draw, phase: str, steps: int, every: int, prev: Optional[Dict[str, 
         return {"step": min(steps, prev["at"]["step"] + draw(st.integers(0, 1)))}
     if phase == "checkpoint_write":
         return {"event": draw(st.sampled_from(("checkpoint_written", "checkpoint_reported"))),
-                "nth": draw(st.integers(1, 3))}
+                "nth": draw(st.integers(1, MAX_NTH))}
     if phase == "checkpoint_register":
-        return {"event": "checkpoint_registered", "nth": draw(st.integers(1, 3))}
+        return {"event": "checkpoint_registered", "nth": draw(st.integers(1, MAX_NTH))}
     if phase == "recovery":
         return {"event": "attempt_started", "nth": 2}
     if phase == "restore":
         return {"event": "restored"}
-    return {"time_s": draw(st.sampled_from((2.0, 4.0, 8.0, 15.0)))}
+    return {"time_s": draw(st.sampled_from(TIME_S))}
 
 
 def _after_a_checkpoint(fault: Mapping[str, Any], every: int) -> bool:

@@ -52,3 +52,18 @@ def test_the_extras_hold_what_only_they_need():
     assert "hypothesis" not in runtime and "chaostoolkit" not in runtime
     assert any(d.startswith("hypothesis") for d in project["optional-dependencies"]["test"])
     assert any(d.startswith("chaostoolkit") for d in project["optional-dependencies"]["ctk"])
+
+
+def test_explore_without_hypothesis_is_one_line_naming_its_extra(tmp_path):
+    """Issue 49 item 8: `explore` is a user command whose search is Hypothesis's; an install
+    without it is refused in one line naming the `explore` extra (exit 2), never exit 4."""
+    import tomllib
+
+    r = cli_without_extras("explore", "--budget", "90s", "--out", str(tmp_path / "o"))
+    lines = [line for line in r.stderr.splitlines() if not line.startswith("LEAKED")]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr[-1500:]
+    assert "ftharness[explore]" in lines[0] and "Traceback" not in r.stderr
+    assert not (tmp_path / "o").exists()
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    assert any(d.startswith("hypothesis") for d in extras["explore"])

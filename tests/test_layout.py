@@ -23,7 +23,7 @@ PACKAGES = ("ftharness", "ftharness.harness", "ftharness.scenarios", "ftharness.
 #: lowest first; a module may import only from its own layer or a lower one
 LAYERS = [
     ("contracts", ("ftharness.errors", "ftharness.releases", "ftharness.safety", "ftharness.profiles",
-                   "ftharness.inputs", "ftharness.history")),
+                   "ftharness.inputs", "ftharness.outputs", "ftharness.history")),
     ("doctor", ("ftharness.harness.doctor",)),  # a pure leaf: parses user scripts, imports only the errors
     ("kinds", ("ftharness.faults", "ftharness.scenarios.properties", "ftharness.scenarios.forked_checks",
                "ftharness.scenarios.reference_data", "ftharness.scenarios.policy_model")),
@@ -43,7 +43,7 @@ LAYERS = [
 #: (a folder's own subfolders belong to it unless listed: scenarios/properties/ is scenarios/)
 FOLDER_LAYERS = [
     ("root", ("ftharness.errors", "ftharness.releases", "ftharness.safety", "ftharness.profiles",
-              "ftharness.inputs")),  # ftharness/: the error root, the Ray releases' facts
+              "ftharness.inputs", "ftharness.outputs")),  # ftharness/: the error root, the Ray releases' facts
     ("history", ("ftharness.history",)),
     ("doctor", ("ftharness.harness.doctor",)),
     ("faults", ("ftharness.faults",)),

@@ -548,12 +548,14 @@ def cmd_list(args) -> int:
         print("fault kinds:")
         for kind, cls in REGISTRY.items():
             args = [n for n in cls.Spec.model_fields if n not in ("kind", "at")]
-            print(f"  {kind:<20} {_first_line(cls.__doc__)}{f' [plugin: {cls.plugin}]' if cls.plugin else ''}")
-            print(f"  {'':<20}   arguments: {', '.join(args) or 'none'}")
+            # a plugin's names and docstring are its author's text: escaped (no terminal sequences)
+            print(f"  {printable(kind, False):<20} {_first_line(cls.__doc__)}"
+                  f"{f' [plugin: {printable(cls.plugin, False)}]' if cls.plugin else ''}")
+            print(f"  {'':<20}   arguments: {printable(', '.join(args), False) or 'none'}")
     if what in ("all", "properties"):
         print("properties:")
         for name, module in PROPERTY_REGISTRY.items():
-            print(f"  {name:<20} {_first_line(module.__doc__, drop=name + ':')}"
+            print(f"  {printable(name, False):<20} {_first_line(module.__doc__, drop=name + ':')}"
                   f"{' [plugin]' if name in PROPERTY_PLUGINS else ''}")
     if what in ("all", "catalog"):
         print(f"catalog ({catalog_dir()}):")
@@ -573,9 +575,9 @@ def cmd_list(args) -> int:
 
 def _first_line(doc: Optional[str], drop: str = "") -> str:
     """The first sentence of a docstring, on one line."""
-    text = " ".join((doc or "").strip().split("\n\n")[0].split())
+    text = " ".join(str(doc or "").strip().split("\n\n")[0].split())
     text = text[len(drop):].strip() if drop and text.startswith(drop) else text
-    return one_line(text.split(". ")[0].rstrip("."), 110)
+    return printable(one_line(text.split(". ")[0].rstrip("."), 110), False)   # a plugin's text: escaped
 
 
 def cmd_trace(args) -> int:

@@ -201,12 +201,26 @@ def plan(target: str, train: Optional[str], ci: str, force: bool, root: str = ".
     if ci != "none":
         files[os.path.join(root, CI_FILES[ci])] = ci_text(ci, folder)
     for path in files:
-        why = output_file_problem(path)
+        why = output_file_problem(path) or _symlink_on_the_way(path, root, target)
         if why:
             raise ScenarioError(f"{os.path.normpath(path)}: {why}")
         if os.path.lexists(path) and not force:
             raise ScenarioError(f"{os.path.normpath(path)}: already exists; --force overwrites it")
     return files
+
+
+def _symlink_on_the_way(path: str, root: str = ".", target: Optional[str] = None) -> Optional[str]:
+    """Why `path` is written through a symlink (a `.github/` or `chaos/` that links out of the
+    repository, or the file itself): every part of it below the repository root (or below DIR
+    when it lies outside the root) is checked, as the one writer does (ftharness.outputs); None
+    when there is none."""
+    from ftharness.outputs import inside_problem
+
+    for anchor in (root, target or root):
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(anchor))
+        if not rel.startswith(".."):
+            return inside_problem(anchor, path)
+    return None
 
 
 def write(files: Dict[str, str]) -> None:
@@ -221,6 +235,9 @@ def write(files: Dict[str, str]) -> None:
     try:
         for path, text in files.items():
             made += _make_folders(os.path.dirname(os.path.abspath(path)))
+            why = _symlink_on_the_way(path)   # again, just before the write (one planted meanwhile)
+            if why:
+                raise ScenarioError(f"{os.path.normpath(path)}: {why}")
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".ftharness-init-")
             staged.append((tmp, path))
             with os.fdopen(fd, "w") as f:

@@ -21,6 +21,10 @@ from ftharness import releases
 from ftharness.errors import ScenarioError
 
 
+#: the longest a cell may run (--cell-timeout): a week
+MAX_CELL_TIMEOUT_S = 7 * 86400.0
+
+
 def add_parser(sub) -> None:
     m = sub.add_parser("matrix", help="run scenarios on several Ray releases and configurations; report what changed")
     m.add_argument("paths", nargs="*", help="scenario files or folders (default: the built-in catalog)")
@@ -50,11 +54,14 @@ def plan(args):
     cells do not inherit RAY_ADDRESS, so it is no source)."""
     from ftharness.harness.matrix.axes import expand, parse_releases, parse_sets
     from ftharness.harness.matrix.cells import for_release
-    from ftharness.harness.run.arguments import check_new_out, default_out
+    from ftharness.harness.run.arguments import check_file_option, check_new_out, check_number, default_out
     from ftharness.harness.run.guard import check_route
     from ftharness.harness.run.collect import collect_files
     from ftharness.scenarios.schema import Scenario, parse_scenario, read_scenario_file, release_problem
 
+    check_number("--cell-timeout", args.cell_timeout, 1.0, MAX_CELL_TIMEOUT_S)
+    if args.host_lock is not None:
+        check_file_option("--host-lock", args.host_lock)
     out = check_new_out(args.out or default_out("matrix"), "cells.jsonl", "already holds a matrix")
     rays = parse_releases(args.ray)
     # the fields' paths are all an axis needs: the model's schema (not the documented one, which reads the
@@ -71,8 +78,11 @@ def plan(args):
         raise ScenarioError(f"name: {', '.join(dup)} used by more than one scenario")
     cells = expand(loaded, rays, axes, args.repeat)
     for c in cells:   # each cell's scenario as it will run, on its release, and where it runs
-        data, _ = for_release(c.data, c.ray)
         where = f"{os.path.basename(c.source)} [{c.config}]"
+        # the cell as written first (its --set values through the schema): the release's policy
+        # model below reads failure_config's numbers, so `max_failures=x` is one line, never exit 4
+        parse_scenario(c.data, source=where, base_dir=os.path.dirname(os.path.abspath(c.source)))
+        data, _ = for_release(c.data, c.ray)
         sc = parse_scenario(data, source=where, base_dir=os.path.dirname(os.path.abspath(c.source)))
         check_route(sc, args.allow_destructive, environment=False)
         c.na = release_problem(sc, c.ray)   # a feature the release lacks: the cell is N/A, not an error

@@ -36,6 +36,30 @@ def check_count(flag: str, value: int, high: int, low: int = 1) -> int:
     return value
 
 
+def check_number(flag: str, value: float, low: float, high: float) -> float:
+    """`value` of `flag` if it is a finite number in low..high; else ScenarioError naming the flag
+    (a NaN or an infinity from argparse's float() included)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ScenarioError(f"{flag}: {value} is not a finite number")
+    if not low <= value <= high:
+        raise ScenarioError(f"{flag}: {value:g}; allowed: {low:g} to {high:g}")
+    return value
+
+
+def check_file_option(flag: str, path: str) -> str:
+    """`path` of `flag` if it can be a file this command writes or locks (not a device, a folder,
+    /proc, /sys or /dev, no control character); else ScenarioError naming the flag."""
+    from ftharness.inputs import shown
+    from ftharness.safety import output_file_problem
+
+    why = output_file_problem(path)
+    if why:
+        raise ScenarioError(f"{flag} {shown(path)}: {why}")
+    return path
+
+
 def default_out(name: str) -> str:
     """results/<name>-<time>: the folder a command writes when --out is not given."""
     return os.path.join("results", f"{name}-{time.strftime('%Y%m%d-%H%M%S')}")

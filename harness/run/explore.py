@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -31,6 +30,9 @@ from typing import Any, Callable, Dict, List, Optional, Protocol
 import yaml
 
 from ftharness.errors import STOP_REQUESTED
+from ftharness.inputs import MAX_SOURCE_BYTES, read_bounded
+from ftharness.outputs import OutputRefused, make_folder, write_file
+from ftharness.safety import redact, redact_secrets
 from ftharness.scenarios import explore_strategies as es
 from ftharness.scenarios.schema import Scenario, parse_scenario
 
@@ -174,7 +176,8 @@ class Explorer:
     def __init__(self, base: Scenario, executor: Executor, out: str, budget_s: float, seed: int = 0,
                  max_faults: int = 2, clock: Callable[[], float] = time.monotonic,
                  say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
-                 ray_version: Optional[str] = None, cover_first: bool = True):
+                 ray_version: Optional[str] = None, cover_first: bool = True,
+                 earlier: Optional[tuple] = None):
         self.base, self.executor, self.out = base, executor, os.path.abspath(out)
         self.budget_s, self.seed, self.max_faults = float(budget_s), int(seed), int(max_faults)
         self.clock, self.say, self.ray_version = clock, say, ray_version
@@ -185,7 +188,9 @@ class Explorer:
         self.cache: Dict[str, Example] = {}
         self.first_found: Dict[str, tuple] = {}   # signature -> (seconds, examples run before)
         self.covered: Dict[tuple, int] = {}
-        self.earlier, self.earlier_findings = self._earlier()
+        # what earlier explores into OUT left (harness/run/explore_state.py: checked, data only);
+        # `earlier`: the same, read by the command before its cluster started
+        self.earlier, self.earlier_findings = earlier if earlier is not None else self._earlier()
         for e in self.earlier:      # a second explore into OUT runs no scenario the first one ran
             if e.get("purpose") == "search" and e.get("name"):
                 self.cache[e["name"]] = Example(**{k: v for k, v in e.items() if k in Example.__dataclass_fields__})
@@ -203,7 +208,7 @@ class Explorer:
         found are shrunk; the next one (seed + 1) looks for other gaps, the known ones passing."""
         import hypothesis.internal.conjecture.engine as engine
 
-        os.makedirs(os.path.join(self.out, DB_DIR), exist_ok=True)
+        make_folder(self.out, DB_DIR, 0o700)   # the one writer: no symlink followed out of OUT
         self.t0 = self.clock()
         found: Dict[str, Example] = self.cover_kinds() if self.cover_first else {}
         kept = engine.MAX_SHRINKING_SECONDS   # Hypothesis's own 300 s: the budget bounds shrinking here
@@ -349,6 +354,13 @@ class Explorer:
         phases = [es.phase_of(f, faults[i - 1] if i else None, self.every) for i, f in enumerate(faults)]
         self.say(f"explore [{index}] {purpose}: " + ", ".join(f"{f['kind']}@{p}" for f, p in zip(faults, phases))
                  + es.workload_text(workload or {}) + f"  ({self.remaining_s():.0f}s left)")
+        make_folder(self.out, "examples")
+        taken, n = folder, 1
+        while os.path.lexists(folder):   # an earlier session's that was never recorded (or something planted)
+            n += 1
+            folder = f"{taken}-{n}"
+            if n > 100:
+                raise OutputRefused(f"{taken}: already exists; explore writes each example into a new folder")
         t = self.clock()
         summary = self.executor.run(scenario, folder)
         summary = self._allowed_outcome(summary, expected, folder)
@@ -393,8 +405,8 @@ class Explorer:
         merged = dict(summary, **{k: judged[k] for k in ("verdict", "matches_expectation", "mismatches", "inconclusive",
                                                           "properties", "expected_properties", "unasked_failures")
                                   if k in judged})
-        with open(os.path.join(folder, "summary.json"), "w") as f:
-            json.dump(merged, f, indent=2, default=str)
+        write_file(self.out, os.path.join(os.path.relpath(folder, self.out), "summary.json"),
+                   json.dumps(redact(merged), indent=2, default=str), overwrite=True)
         return merged
 
     # -- after the search
@@ -414,16 +426,16 @@ class Explorer:
 
     def write_finding(self, data: Dict[str, Any], example: Example, status: str) -> str:
         folder = os.path.join(self.out, "findings")
-        os.makedirs(folder, exist_ok=True)
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", example.signature)[:60].strip("-") or "finding"
         data = dict(data, name=f"finding-{slug}-{example.name.split('-')[-1]}"[:100],
                     description=f"found by ftharness explore from {self.base.name} (seed {self.seed}); {status}: "
                                 f"{example.signature}")
         path = os.path.join(folder, f"{data['name']}.yaml")
-        with open(path, "w") as f:
-            f.write(f"# {status} finding of ftharness explore: {example.signature}\n"
-                    f"# replay: ftharness run {path}\n")
-            yaml.safe_dump(data, f, sort_keys=False)
+        # the one writer: no symlink followed, secrets redacted (the base's storage credentials,
+        # keys named like secrets in train_loop_config): a replay takes them from the environment
+        text = (f"# {status} finding of ftharness explore: {example.signature}\n"
+                f"# replay: ftharness run {path}\n" + yaml.safe_dump(redact_secrets(data), sort_keys=False))
+        write_file(self.out, os.path.join("findings", os.path.basename(path)), text, overwrite=True, secrets=True)
         self._copy_modules(folder)
         return path
 
@@ -434,30 +446,28 @@ class Explorer:
             if not ref or not self.base.base_dir:
                 continue
             src = os.path.join(self.base.base_dir, ref.partition(":")[0].split(".")[0] + ".py")
-            if os.path.isfile(src) and not os.path.exists(os.path.join(folder, os.path.basename(src))):
-                shutil.copy(src, folder)
+            dest = os.path.join(folder, os.path.basename(src))
+            if os.path.isfile(src) and not os.path.lexists(dest):
+                raw = read_bounded(src, MAX_SOURCE_BYTES)   # the one reader: a regular file, bounded
+                write_file(self.out, os.path.relpath(dest, self.out), raw)
 
     def _earlier(self):
-        """(the examples, the smallest failing schedules) of earlier explores into OUT."""
-        try:
-            with open(os.path.join(self.out, EXPLORE_FILE)) as f:
-                data = json.load(f)
-            examples = [e for e in data.get("examples") or [] if isinstance(e, dict)]
-            found = [(g["example"]["faults"], g["example"].get("workload") or {}) for g in data.get("findings") or []
-                     if isinstance(g, dict) and isinstance(g.get("example"), dict)]
-            return examples, found
-        except (OSError, ValueError, KeyError, TypeError):
-            return [], []
+        """(the examples, the smallest failing schedules) of earlier explores into OUT, each value
+        one the strategies could have drawn for this base (explore_state.load_state; a file that
+        holds anything else is refused in one line, StateRefused, exit 2)."""
+        from ftharness.harness.run.explore_state import load_state
+
+        return load_state(self.out, self.base, self.support, self.ray_version)
 
     def write(self, result: Exploration) -> None:
         """explore.json and explore.html (ftharness.reports.explore)."""
         from ftharness.reports.explore import write_explore_page
 
-        data = result.to_dict()
-        with open(os.path.join(self.out, EXPLORE_FILE), "w") as f:
-            json.dump(data, f, indent=2, default=str)
+        data = redact_secrets(json.loads(json.dumps(result.to_dict(), default=str)))
+        # the one writer: replaces an earlier session's explore.json (this exploration continues it)
+        write_file(self.out, EXPLORE_FILE, json.dumps(data, indent=2), overwrite=True)
         try:
-            write_explore_page(json.loads(json.dumps(data, default=str)), os.path.join(self.out, PAGE_FILE))
+            write_explore_page(data, os.path.join(self.out, PAGE_FILE))
         except Exception as e:  # noqa: BLE001 - the findings are decided; a page that fails is one warning
             self.say(f"ftharness: warning: explore.html not written ({type(e).__name__}: {e})")
 
@@ -514,6 +524,6 @@ class ClusterExecutor:
         with open(path) as f:
             data = yaml.safe_load(f)
         data.setdefault("expect", {})["outcome"] = outcome
-        with open(path, "w") as f:
-            yaml.safe_dump(data, f, sort_keys=False)
+        write_file(os.path.dirname(folder), os.path.join(os.path.basename(folder), "scenario.yaml"),
+                   yaml.safe_dump(data, sort_keys=False), overwrite=True)
         return rejudge(folder)

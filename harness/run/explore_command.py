@@ -72,6 +72,13 @@ def check_args(args):
 def cmd_explore(args) -> int:
     from ftharness.errors import ClusterError
     from ftharness.harness.run.arguments import refuse
+
+    try:   # Hypothesis drives the search: the `explore` extra (not every install has it)
+        import hypothesis  # noqa: F401
+    except ImportError:
+        print("ftharness: error: explore needs Hypothesis, which the core install leaves out: "
+              "pip install 'ftharness[explore]'", file=sys.stderr)
+        return 2
     from ftharness.scenarios import explore_strategies as es
 
     out = args.out
@@ -79,6 +86,11 @@ def cmd_explore(args) -> int:
         base, budget, out, target = check_args(args)
         support = es.supported(base)
         es.schedules(base, support, args.max_faults)   # no kind at all: one line, before a cluster starts
+        # an existing OUT is continued: what it holds is read and checked now, before a cluster starts
+        from ftharness.harness.run.explore_state import load_state
+
+        check_outputs(os.path.abspath(out))
+        earlier = load_state(os.path.abspath(out), base, support)
         print(f"explore {base.name}: {len(support.kinds)} fault kinds ({', '.join(support.kinds)}); "
               f"left out: {', '.join(support.left_out) or 'none'}; budget {budget:g}s, seed {args.seed}",
               file=sys.stderr, flush=True)
@@ -93,7 +105,7 @@ def cmd_explore(args) -> int:
         with open_cluster(base.cluster, target.address) as cluster:
             executor = ClusterExecutor(cluster, target.address, target.source, target.allow_destructive)
             result = Explorer(base, executor, out, budget, seed=args.seed, max_faults=args.max_faults,
-                              cover_first=not args.search_only).explore()
+                              cover_first=not args.search_only, earlier=earlier).explore()
     except (ScenarioError, ClusterError) as e:
         return refuse(e)
     except KeyboardInterrupt:
@@ -104,6 +116,30 @@ def cmd_explore(args) -> int:
     print(terminal_text(result.to_dict()))
     print(f"report: {os.path.join(os.path.abspath(out), 'explore.html')}")
     return result.exit_code()
+
+
+def check_outputs(out: str) -> None:
+    """What explore writes into OUT (ftharness.outputs, the one writer) is no symlink: one planted
+    there (explore.json, the page, findings/, examples/, the example database) is refused before
+    a cluster starts, as the writer would refuse it after the search."""
+    from ftharness.harness.run.explore import DB_DIR, EXPLORE_FILE, PAGE_FILE
+    from ftharness.outputs import OutputRefused, inside_problem
+
+    for name in (EXPLORE_FILE, PAGE_FILE, "findings", "examples", DB_DIR):
+        path = os.path.join(out, name)
+        why = inside_problem(out, path) if os.path.lexists(path) else None
+        if why:
+            raise OutputRefused(f"--out: {why}; choose a new --out")
+    for sub in ("findings", "examples"):
+        folder = os.path.join(out, sub)
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            with os.scandir(folder) as it:
+                for i, entry in enumerate(it):
+                    if entry.is_symlink():
+                        raise OutputRefused(f"--out: {entry.path}: a symlink; ftharness never writes through one; "
+                                            f"choose a new --out")
+                    if i > 100_000:
+                        break
 
 
 def _internal(exc: BaseException, out) -> int:

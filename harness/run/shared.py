@@ -77,8 +77,11 @@ def _own_version() -> str:
 
 
 def write_scenario(scenario: Scenario, path: str) -> None:
-    """The scenario as run (scenario.yaml), credentials redacted."""
-    data = redact(scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"}))
+    """The scenario as run (scenario.yaml), credentials redacted: URL credentials, and the value of
+    every key named like a secret anywhere in it, train_loop_config included (redact_secrets)."""
+    from ftharness.safety import redact_secrets
+
+    data = redact_secrets(scenario.model_dump(mode="json", exclude_none=True, exclude={"base_dir"}))
     with open(path, "w") as f:
         yaml.safe_dump(data, f, sort_keys=False)
 

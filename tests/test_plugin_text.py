@@ -1,0 +1,29 @@
+"""Issue 49, item 6 (the part outside the plugin loaders): a plugin's text (its kind's docstring,
+its names) is its author's, so `ftharness list` prints it with control characters escaped: a
+docstring holding terminal escape sequences cannot drive the operator's terminal. Pure: a child
+ftharness sees a toy distribution on PYTHONPATH."""
+
+import os
+import subprocess
+import sys
+
+from test_plugins import TOY, install
+
+ESCAPE = "\x1b]0;owned\x07\x1b[31m"
+
+
+def test_a_plugin_docstring_with_escape_sequences_is_printed_escaped(tmp_path):
+    folder = install(str(tmp_path / "plugin"))
+    module = os.path.join(folder, "ftharness_toy.py")
+    text = open(TOY).read().replace(
+        '"""Writes a small marker file into the run\'s storage folder: a toy fault kind."""',
+        f'"""Writes a marker {ESCAPE.encode("unicode_escape").decode()}red: a toy fault kind."""', 1)
+    assert ESCAPE.encode("unicode_escape").decode() in text
+    with open(module, "w") as f:
+        f.write(text)
+    r = subprocess.run([sys.executable, "-P", "-m", "ftharness", "list", "faults"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=folder), timeout=300)
+    assert r.returncode == 0, r.stderr
+    line = next(line for line in r.stdout.splitlines() if "touch_file" in line)
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout
+    assert "\\x1b]0;owned\\x07\\x1b[31m" in line, line
