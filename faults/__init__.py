@@ -123,7 +123,7 @@ def load_plugins(group: str = ENTRY_POINT_GROUP, taken: Iterable[str] = ()) -> T
     for ep in found:
         try:
             loaded = ep.load()
-        except Exception as e:  # noqa: BLE001 - a broken plugin is one warning, never a crash
+        except BaseException as e:  # noqa: BLE001 - a plugin's SystemExit or KeyboardInterrupt at import is its own: one warning
             problems.append(f"{group} entry point {ep.name} ({ep.value}): not loaded ({type(e).__name__}: {e})")
             continue
         for cls in loaded if isinstance(loaded, (list, tuple)) else [loaded]:

@@ -50,7 +50,7 @@ def load_plugins(group: str = ENTRY_POINT_GROUP, taken: Iterable[str] = ()) -> T
         where = f"{group} entry point {ep.name} ({ep.value})"
         try:
             prop = ep.load()
-        except Exception as e:  # noqa: BLE001 - a broken plugin is one warning, never a crash
+        except BaseException as e:  # noqa: BLE001 - a plugin's SystemExit or KeyboardInterrupt at import is its own: one warning
             problems.append(f"{where}: not loaded ({type(e).__name__}: {e})")
             continue
         why = (f"the name {ep.name!r} is taken" if ep.name in set(taken) | set(found) else
@@ -132,6 +132,9 @@ def run_checks(events: Events, context: Optional[PropertyContext] = None,
 
 def _run_one(name: str, events: Events, context: PropertyContext) -> CheckResult:
     try:
-        return CHECKS[name](events, context)
+        got = CHECKS[name](events, context)
     except Exception as e:  # noqa: BLE001 - a history we cannot judge is judged by nobody
         return not_judged(name, f"the check crashed ({type(e).__name__}: {str(e)[:200]})")
+    if not isinstance(got, CheckResult):   # (a plugin's check that returns something else: its own INCONCLUSIVE)
+        return not_judged(name, f"the check returned {type(got).__name__}, not a CheckResult")
+    return got
