@@ -126,3 +126,38 @@ def test_bisect_on_two_releases_finds_the_preemption_budget(tmp_path):
     sigs = {p["ray"]: p["signature"] for p in result["probes"]}
     assert sigs["2.57.1"][1] == "failed" and sigs["2.58.0"][1] == "succeeded"
     assert (out / "matrix.html").is_file() and (out / "cells.jsonl").is_file()
+
+
+def test_identical_patch_releases_are_skipped_and_said_so():
+    from ftharness.harness.matrix.bisect import collapse, skipped_lines
+
+    probed, skipped = collapse(EVERY)
+    # one release per minor (2.59.0's ray/train is 2.58.1's): 9 of 18 probed
+    assert probed == ["2.51.0", "2.52.0", "2.53.0", "2.54.0", "2.55.0", "2.56.0", "2.57.0", "2.58.0", "2.60.0"]
+    assert skipped["2.59.0"] == "ray/train identical to 2.58.0's" and skipped["2.51.2"].endswith("2.51.0's")
+    assert set(probed) | set(skipped) == set(EVERY) and not set(probed) & set(skipped)
+    lines = skipped_lines(skipped)
+    assert any(ln.startswith("bisect: skipped Ray 2.51.1, 2.51.2: ray/train identical to 2.51.0's") for ln in lines)
+    assert all("ftharness matrix" in ln for ln in lines)
+
+
+def test_a_ray_data_workload_probes_the_patches_whose_ray_data_changed():
+    from ftharness.harness.matrix.bisect import DATA_DIFFERS, collapse
+
+    probed, skipped = collapse(EVERY, uses_data=True)
+    for a, b in DATA_DIFFERS:
+        assert b in probed, b
+    assert "2.51.1" in skipped and "2.52.1" in skipped and "2.55.1" in skipped
+    assert skipped["2.52.1"] == "ray/train and ray/data identical to 2.52.0's"
+
+
+def test_skipping_keeps_the_range_ends_and_every_minor_boundary():
+    from ftharness.harness.matrix.bisect import SAME_TRAIN, collapse
+
+    probed, _ = collapse(parse_range("2.51.1..2.57.1"))
+    assert probed[0] == "2.51.1" and probed[-1] == "2.57.0"
+    assert all(a.rsplit(".", 1)[0] == b.rsplit(".", 1)[0] or (a, b) == ("2.58.1", "2.59.0") for a, b in SAME_TRAIN)
+    # the search over the probed releases finds the same boundary as over all of them
+    for first in ("2.53.0", "2.58.0", "2.60.0"):
+        probe, _ = fake(first)
+        assert search(collapse(EVERY)[0], probe, say=lambda m: None).boundary == first

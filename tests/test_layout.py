@@ -73,6 +73,8 @@ def modules():
     for folder, package in FOLDERS.items():
         base = os.path.join(ROOT, folder)
         for dirpath, _, files in os.walk(base):
+            if os.path.relpath(dirpath, ROOT).replace(os.sep, "/").startswith("scenarios/known/repro"):
+                continue   # standalone reproductions: they import only Ray and torch (tests/test_known_repros.py)
             for f in files:
                 if f.endswith(".py"):
                     rel = os.path.relpath(os.path.join(dirpath, f), base)[:-3].replace(os.sep, ".")

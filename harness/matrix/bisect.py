@@ -21,6 +21,53 @@ from ftharness import releases
 from ftharness.errors import ScenarioError
 
 Signature = Tuple[str, str, Tuple[Tuple[str, int], ...]]
+
+#: Consecutive releases whose Ray Train code is byte-identical: `diff -r` of python/ray/train
+#: (ray/train/v2 and the rest of ray/train) between the two wheels (`pip download ray==X --no-deps`),
+#: read for every consecutive pair of releases.ALL_RELEASES on 2026-12-06. Every patch release
+#: x.y.0 -> x.y.z is identical, and so is 2.58.1 -> 2.59.0; every minor boundary differs (2.51.2 ->
+#: 2.52.0: 584 changed lines under ray/train/v2, ..., 2.59.0 -> 2.60.0: 451). bisect probes one
+#: release of each run of identical ones (the oldest) and says which it skipped; `ftharness matrix`
+#: runs every release when Ray Core (C++, not compared here) is suspected.
+SAME_TRAIN = (("2.51.0", "2.51.1"), ("2.51.1", "2.51.2"), ("2.52.0", "2.52.1"), ("2.54.0", "2.54.1"),
+              ("2.55.0", "2.55.1"), ("2.56.0", "2.56.1"), ("2.57.0", "2.57.1"), ("2.58.0", "2.58.1"),
+              ("2.58.1", "2.59.0"))
+#: Of those, the pairs whose python/ray/data differs (changed lines under ray/data, same diff):
+#: a scenario whose workload reads a Ray Data dataset probes both releases of these.
+DATA_DIFFERS = {("2.54.0", "2.54.1"): 5, ("2.56.0", "2.56.1"): 147, ("2.57.0", "2.57.1"): 13,
+                ("2.58.0", "2.58.1"): 13, ("2.58.1", "2.59.0"): 3505}
+
+
+def collapse(versions: Sequence[str], uses_data: bool = False) -> Tuple[List[str], Dict[str, str]]:
+    """(releases to probe, {skipped release: why}): a release whose Ray Train code is identical to
+    the previous one in `versions` (SAME_TRAIN; for a Ray Data workload, its Ray Data code too) is
+    skipped and stands with the one probed before it. Ray Core (C++) may still differ: the sentence
+    of each skip says what was compared."""
+    same = set(SAME_TRAIN) - (set(DATA_DIFFERS) if uses_data else set())
+    probe: List[str] = []
+    skipped: Dict[str, str] = {}
+    for v in versions:
+        if probe and _joined(probe[-1], v, versions, same):
+            what = "ray/train and ray/data" if uses_data else "ray/train"
+            skipped[v] = f"{what} identical to {probe[-1]}'s"
+        else:
+            probe.append(v)
+    return probe, skipped
+
+
+def _joined(rep: str, v: str, versions: Sequence[str], same: set) -> bool:
+    """Every consecutive pair from `rep` to `v` in `versions` is identical."""
+    i, j = versions.index(rep), versions.index(v)
+    return all((versions[k], versions[k + 1]) in same for k in range(i, j))
+
+
+def skipped_lines(skipped: Dict[str, str]) -> List[str]:
+    """bisect's lines for the releases it does not probe, one per release probed in their stead."""
+    by: Dict[str, List[str]] = {}
+    for v, why in skipped.items():
+        by.setdefault(why, []).append(v)
+    return [f"bisect: skipped Ray {', '.join(vs)}: {why} (the diff of the wheels; harness/matrix/bisect.py "
+            f"SAME_TRAIN); `ftharness matrix` runs them all" for why, vs in by.items()]
 #: verdicts of a run that did not judge the scenario (no summary): such a probe stops the search
 NOT_RUN = ("REFUSED", "ERROR", "TIMEOUT", "NO ENV", "INTERRUPTED")
 

@@ -3,7 +3,9 @@ scenario's verdict, outcome or charged budgets change.
 
     ftharness bisect scenarios/known/spot-reclaim-defaults.yaml --ray 2.51.0..2.60.0 --repeat 2
 
-Each probe runs the scenario on one release as a matrix cell does (its cached
+A release whose Ray Train code is identical to the previous one's (bisect.SAME_TRAIN: every patch
+release, and 2.59.0 after 2.58.1; Ray Data's code too for a Ray Data workload) is not probed: the
+output names each release skipped and why. Each probe runs the scenario on one release as a matrix cell does (its cached
 environment, harness/matrix/envs.py; judged by its release's policy), `--repeat`
 times; the search (bisect.py) prints each probe and the boundary. The folder
 holds the same report as `matrix` for the probes it ran, and bisect.json.
@@ -38,7 +40,7 @@ def add_parser(sub) -> None:
 
 
 def plan(args):
-    """(scenario entry, releases, out folder): everything checked, nothing started."""
+    """(scenario entry, releases, out folder, uses Ray Data): everything checked, nothing started."""
     from ftharness.harness.matrix.axes import MAX_REPEAT
     from ftharness.harness.matrix.bisect import parse_range
     from ftharness.harness.run.arguments import check_count, check_new_out, default_out
@@ -48,7 +50,7 @@ def plan(args):
     check_count("--repeat", args.repeat, MAX_REPEAT)
     data, sc = read_scenario_file(args.scenario)
     out = check_new_out(args.out or default_out("bisect"), "cells.jsonl", "already holds a matrix or a bisect")
-    return (sc.name, args.scenario, data), versions, out
+    return (sc.name, args.scenario, data), versions, out, sc.workload.data == "ray_data"
 
 
 def probe_function(entry, repeat: int, opts):
@@ -74,23 +76,27 @@ def probe_function(entry, repeat: int, opts):
 
 
 def cmd_bisect(args) -> int:
-    from ftharness.harness.matrix.bisect import search
+    from ftharness.harness.matrix.bisect import collapse, search, skipped_lines
     from ftharness.harness.matrix.command import _report
     from ftharness.harness.matrix.runner import MatrixOptions
     from ftharness.harness.run.arguments import refuse
 
     try:
-        entry, versions, out = plan(args)
+        entry, versions, out, uses_data = plan(args)
     except ScenarioError as e:
         return refuse(e)
     print(f"bisect: {entry[0]} over Ray {versions[0]}..{versions[-1]} ({len(versions)} releases), "
           f"{args.repeat} run(s) per probe; results in {out}", flush=True)
+    # a release whose Ray Train code is identical to the previous one's is not probed (bisect.SAME_TRAIN)
+    probed, skipped = collapse(versions, uses_data)
+    for line in skipped_lines(skipped):
+        print(line, flush=True)
     quiet = lambda m: None   # noqa: E731 - the cells' own lines; bisect prints one line per probe
     opts = MatrixOptions(out_dir=out, allow_destructive=args.allow_destructive, cell_timeout_s=args.cell_timeout,
                          say=quiet, host_lock=args.host_lock)
     t0 = time.monotonic()
     try:
-        result = search(versions, probe_function(entry, args.repeat, opts), say=lambda m: print(m, flush=True))
+        result = search(probed, probe_function(entry, args.repeat, opts), say=lambda m: print(m, flush=True))
     except KeyboardInterrupt:
         print("ftharness: bisect interrupted; the runs that finished are in cells.jsonl", file=sys.stderr)
         _report(out)
@@ -103,6 +109,7 @@ def cmd_bisect(args) -> int:
         json.dump({"scenario": entry[0], "range": [versions[0], versions[-1]], "repeat": args.repeat,
                    "boundary": result.boundary, "last_same": result.last_same, "flaky": result.flaky,
                    "interval": result.interval, "seconds": round(wall, 1), "sentence": result.sentence(),
+                   "skipped": skipped,
                    "probes": [{"ray": p.ray, "signature": p.signature, "flaky": p.flaky,
                                "verdicts": [r.get("verdict") for r in p.rows], "seconds": round(p.seconds, 1)}
                               for p in result.probes]}, f, indent=2)

@@ -1,0 +1,192 @@
+#!/usr/bin/env python
+"""start-timeout-30s: a restart that waits 40 s for CPUs times out at 30 s and is charged to the controller.
+
+Standalone reproduction (Ray, torch and the standard library only) of the entry of the same id in
+scenarios/known_bugs.yaml. Three 1-CPU worker nodes and a 0-CPU head, two workers, Ray's default
+start timeout, FailureConfig(max_failures=1, controller_failure_limit=0). At step 3 a 1-CPU "blocker" actor is
+queued on each worker node with hard node affinity (one takes the spare CPU, two wait at their
+raylets and take the CPUs the old group frees); at step 4 rank 1 SIGKILLs its own
+process (guarded by a marker file, once). The restart's placement group then waits for CPUs the
+blockers hold for 40 s. Before 2.54 the start timeout is 30 s: WorkerGroupStartupTimeoutError,
+charged to controller_failure_limit (0), fit() raises. From 2.54 (60 s) the restart waits the 40 s
+out and fit() succeeds.
+
+    python start-timeout-30s.py [--expect affected|fixed]
+
+Exit 0: Ray behaved as the corpus says for this release (or as --expect says); 1: it did not.
+"""
+import argparse
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+
+import ray
+from ray.cluster_utils import Cluster
+
+ID = "start-timeout-30s"
+AFFECTED, FIXED = ("2.51.0", "2.53.0"), "2.54.0"
+# fast node-death detection, so a killed node's actors die with their cause (as Ray's own tests set it)
+FAST = {"health_check_initial_delay_ms": 1000, "health_check_period_ms": 500, "health_check_timeout_ms": 500,
+        "health_check_failure_threshold": 3, "timeout_ms_task_wait_for_death_info": 10000}
+
+
+def _v(s):
+    return tuple(int(x) for x in s.split(".")[:3])
+
+
+def expectation():
+    """--expect, else what the corpus says of the installed release ("n/a": the entry names no behaviour here)."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--expect", choices=("affected", "fixed"))
+    a = ap.parse_args()
+    if a.expect:
+        return a.expect
+    v = _v(ray.__version__)
+    if v < _v(AFFECTED[0]):
+        return "n/a"
+    return "fixed" if FIXED and v >= _v(FIXED) else "affected"
+
+
+def finish(expect, affected, saw, t0):
+    got = "affected" if affected else "fixed"
+    code = 0 if got == expect else 1
+    # one write starting on a line of its own (Ray Data's progress bars share the terminal)
+    print(f"\n{ID}: Ray {ray.__version__}: {saw}: the {got} behaviour, expected {expect}: exit {code} "
+          f"({time.monotonic() - t0:.0f} s)", flush=True)
+    return code
+
+
+def not_applicable(t0, why):
+    print(f"\n{ID}: Ray {ray.__version__}: not applicable ({why}): exit 2 ({time.monotonic() - t0:.0f} s)", flush=True)
+    return 2
+
+
+def log(d, **kw):
+    with open(os.path.join(d, "events.jsonl"), "a") as f:
+        f.write(json.dumps(kw) + "\n")
+
+
+def events(d, ev=None):
+    p = os.path.join(d, "events.jsonl")
+    out = [json.loads(x) for x in open(p)] if os.path.exists(p) else []
+    return [e for e in out if ev is None or e["ev"] == ev]
+
+
+def wait_for(cond, timeout, what):
+    t = time.monotonic()
+    while not cond():
+        if time.monotonic() - t > timeout:
+            raise TimeoutError(what)
+        time.sleep(0.2)
+
+
+def start_cluster(worker_nodes, env=None):
+    """A 0-CPU head (it keeps the driver and the controller) and `worker_nodes` (add_node kwargs)."""
+    os.environ.update(env or {})
+    cluster = Cluster(initialize_head=True,
+                      head_node_args={"num_cpus": 0, "resources": {"head": 1}, "_system_config": FAST})
+    nodes = [cluster.add_node(**kw) for kw in worker_nodes]
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address)
+    return cluster, nodes
+
+
+def save_and_report(rank, step, metrics=None, files=None):
+    """Every rank reports; rank 0 attaches a checkpoint holding state.json (and `files`)."""
+    import ray.train
+
+    with tempfile.TemporaryDirectory() as tmp:
+        json.dump({"step": step}, open(os.path.join(tmp, "state.json"), "w"))
+        for name, data in (files or {}).items():
+            open(os.path.join(tmp, name), "wb").write(data)
+        ck = ray.train.Checkpoint.from_directory(tmp) if rank == 0 else None
+        ray.train.report(dict(metrics or {}, step=step), checkpoint=ck)
+
+
+def restored_step():
+    import ray.train
+
+    ck = ray.train.get_checkpoint()
+    if not ck:
+        return 0
+    with ck.as_directory() as p:
+        return json.load(open(os.path.join(p, "state.json")))["step"]
+
+
+
+@ray.remote(num_cpus=1)
+class Blocker:
+    def ping(self):
+        return os.getpid()
+
+
+def pinned(cls, node):
+    """A 1-CPU blocker queued at `node`'s raylet (hard node affinity): it takes the CPU the moment
+    the node frees it, before the GCS can place the restart's placement group there."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return cls.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False)).remote()
+
+
+def train_loop(config):
+    import ray.train
+
+    d, rank = config["dir"], ray.train.get_context().get_world_rank()
+    start = restored_step()
+    log(d, ev="start", rank=rank, pid=os.getpid(), start=start)
+    for step in range(start + 1, 11):
+        time.sleep(0.3)
+        log(d, ev="step", rank=rank, step=step)
+        if rank == 1 and step == 4 and not os.path.exists(os.path.join(d, "killed")):
+            wait_for(lambda: os.path.exists(os.path.join(d, "blocked")), 60, "blockers")
+            open(os.path.join(d, "killed"), "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
+        save_and_report(rank, step) if step % 2 == 0 else ray.train.report({"step": step})
+
+
+@ray.remote(num_cpus=0, resources={"head": 0.001})
+def run_fit(d):
+    from ray.train import FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    trainer = TorchTrainer(train_loop, train_loop_config={"dir": d}, scaling_config=ScalingConfig(num_workers=2),
+                           run_config=RunConfig(name="repro", storage_path=os.path.join(d, "storage"),
+                                                failure_config=FailureConfig(max_failures=1,
+                                                                             controller_failure_limit=0)))
+    try:
+        trainer.fit()
+        return {"ok": True}
+    except Exception as e:  # what fit() raised is the observation
+        return {"ok": False, "error": type(e).__name__, "text": str(e)[:400]}
+
+
+def main():
+    expect, t0, d = expectation(), time.monotonic(), tempfile.mkdtemp(prefix="repro-")
+    cluster, nodes = start_cluster([{"num_cpus": 1}] * 3)
+    try:
+        ref = run_fit.remote(d)
+        wait_for(lambda: any(e["step"] >= 3 for e in events(d, "step")), 300, "step 3")
+        blockers = [pinned(Blocker, n) for n in nodes]
+        ray.get(blockers[0].ping.remote(), timeout=60)      # the spare CPU is taken
+        open(os.path.join(d, "blocked"), "w").close()
+        wait_for(lambda: os.path.exists(os.path.join(d, "killed")), 120, "rank 1's death")
+        ray.get([b.ping.remote() for b in blockers], timeout=60)   # the freed CPUs are taken too
+        t_block = time.monotonic()
+        time.sleep(40)
+        for b in blockers:
+            ray.kill(b)
+        held = time.monotonic() - t_block
+        res = ray.get(ref, timeout=300)
+        saw = f"every free CPU held {held:.0f} s after rank 1 died; fit() " + (
+            "succeeded" if res["ok"] else f"raised {res['error']}: {res['text'][:160]!r}")
+        return finish(expect, not res["ok"], saw, t0)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
