@@ -145,7 +145,9 @@ def test_the_summary_records_the_jobs_error_and_validates(tmp_path):
 
 # ------------------------------------------------------------------ a real run
 @pytest.mark.slow
-def test_a_real_run_of_the_broken_job_says_so_first(tmp_path):
+@pytest.mark.full   # (per merge, the recorded run above is judged; this records it again, about a minute)
+@pytest.mark.ftharness_exclusive   # `ftharness run` starts its own cluster: the shared one stops first
+def test_a_real_run_of_the_broken_job_says_so_first(ftharness_exclusive, tmp_path):
     """The job run again on an embedded cluster (under the host's Ray lock in CI): the terminal's
     verdict line names the missing file and job.py:9, exit 3, and JUnit's message leads with it."""
     job = tmp_path / "job"
