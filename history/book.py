@@ -50,6 +50,7 @@ KINDS: Dict[str, tuple] = {
     "fault_healed": ("injector", "a fault was healed"),
     "fault_skipped": ("injector", "a fault could not be done; why"),
     "fault_action": ("injector", "a follow-up of a fault: a preempted node dies, a replacement joins"),
+    "train_leftovers": ("harness", "Ray Train actors and placement groups still alive after the last fit() returned"),
     "landing_hold": ("injector", "workers held at the end of training were released; what was waited for"),
     "history_end": ("history", "the history was closed: events per emitter, digest of every line before"),
 }

@@ -25,6 +25,10 @@ EVENT_TRIGGERS = {
                               lambda e: e.get("checkpoint"), False),
     "attempt_started": ("worker_group_started", lambda e: True,
                         lambda e: (e.get("fit_index"), e.get("attempt_id")), False),
+    # a worker group about to start: its placement group is being scheduled (a fault here hits
+    # the controller before any worker of the attempt runs)
+    "attempt_scheduling": ("attempt_start", lambda e: True,
+                           lambda e: (e.get("fit_index"), e.get("attempt_id")), False),
     "restored": ("worker_start", lambda e: bool(e.get("restored_checkpoint")),
                  lambda e: (e.get("fit_index"), e.get("attempt_id")), True),
 }

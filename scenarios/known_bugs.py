@@ -57,6 +57,9 @@ class KnownBug:
     related: List[Dict[str, str]] = field(default_factory=list)
     repro: str = ""
     report: str = ""
+    #: a regression: the first release of the good behaviour the entry broke (its scripts then expect
+    #: "fixed" from here to first_affected); "" when the behaviour did not exist before first_affected
+    unaffected_from: str = ""
 
     def affects(self, version: str) -> bool:
         v = releases.parse(version)
@@ -79,7 +82,8 @@ class KnownBug:
         """What the standalone reproduction must see on `version`: affected, fixed, or None (before the entry)."""
         v = releases.parse(version)
         if v < releases.parse(self.first_affected):
-            return None
+            good = self.unaffected_from and v >= releases.parse(self.unaffected_from)
+            return "fixed" if good else None
         return "affected" if self.affects(version) else "fixed"
 
     @property
@@ -101,12 +105,17 @@ def load(path: str = CORPUS) -> List[KnownBug]:
                            up["ref"], up["title"], first, last or first, b.get("fixed"),
                            b["status"], list(b.get("evidence") or []), b.get("on_affected", ""), b.get("on_fixed", ""),
                            up["quote"], up.get("fixed_by", ""), up.get("fixed_by_title", ""), up.get("note", ""),
-                           [dict(r) for r in up.get("related") or []], b["repro"], b.get("report", ""))
+                           [dict(r) for r in up.get("related") or []], b["repro"], b.get("report", ""),
+                           str(b.get("unaffected_from") or ""))
         except (KeyError, TypeError) as e:
             raise ScenarioError(f"{where}: missing {e}") from None
-        for v in (bug.first_affected, bug.last_affected, *([bug.fixed] if bug.fixed else [])):
+        for v in (bug.first_affected, bug.last_affected, *([bug.fixed] if bug.fixed else []),
+                  *([bug.unaffected_from] if bug.unaffected_from else [])):
             if v not in releases.ALL_RELEASES:
                 raise ScenarioError(f"{where}: {v} is not a release of {releases.RANGE_TEXT}")
+        if bug.unaffected_from and releases.parse(bug.unaffected_from) >= releases.parse(bug.first_affected):
+            raise ScenarioError(f"{where}: unaffected_from {bug.unaffected_from} must come before the first "
+                                f"affected release {bug.first_affected}")
         if bug.kind not in KINDS or bug.status not in STATUSES:
             raise ScenarioError(f"{where}: kind must be one of {KINDS}, status one of {STATUSES}")
         problem = _kind_problem(bug)
@@ -172,6 +181,15 @@ def fix_text(b: KnownBug) -> str:
                 f" (fixed in {b.fixed}, no PR found)" if b.kind == "unreported" and b.fixed else "")
 
 
+def _at(rel: str) -> str:
+    """A corpus path as its reader can open it: as written where it resolves from here (a
+    checkout), else the file the installed package holds (a wheel keeps scenarios/ inside it)."""
+    if not rel.startswith("scenarios/") or os.path.exists(rel):
+        return rel
+    installed = os.path.join(os.path.dirname(os.path.abspath(__file__)), rel[len("scenarios/"):])
+    return installed if os.path.exists(installed) else rel
+
+
 def listing(version: Optional[str]) -> List[str]:
     """`ftharness list known --ray VERSION`: the entries that affect the release: kind, reference, quote."""
     version = version or releases.installed()
@@ -179,11 +197,11 @@ def listing(version: Optional[str]) -> List[str]:
         raise ScenarioError(f"--ray: {version or 'none installed'} is not a supported release; allowed: "
                             f"{releases.ALL_RELEASES[0]} to {releases.ALL_RELEASES[-1]} ({releases.RANGE_TEXT})")
     bugs = [b for b in load() if b.affects(version)]
-    lines = [f"known on Ray {version}: {len(bugs)} (scenarios/known_bugs.yaml)"]
+    lines = [f"known on Ray {version}: {len(bugs)} ({_at('scenarios/known_bugs.yaml')})"]
     for b in bugs:
         lines.append(f"  {b.id:<36} [{b.kind}] {fix_text(b)}")
         lines.append(f"  {'':<36} {b.summary}")
         lines.append(f"  {'':<36} upstream: {b.upstream_ref}: {b.upstream_title}")
         lines.append(f"  {'':<36} quote: \"{b.upstream_quote}\"")
-        lines.append(f"  {'':<36} scenario: {b.scenario}; standalone: python {b.repro}")
+        lines.append(f"  {'':<36} scenario: {_at(b.scenario)}; standalone: python {_at(b.repro)}")
     return lines

@@ -98,9 +98,9 @@ def test_user_job_histories_without_rows_or_workload_pass(plan):
 def test_fault_free_run_explains_itself():
     syn = generate(Plan(WorkloadConfig(steps=6, batch_size=4, checkpoint_every=2)))
     results = run_checks(syn.events, syn.context)
-    nothing = ("recovers", "bounded_lost_work", "monotonic_counters")
+    nothing = ("recovers", "bounded_lost_work", "monotonic_counters", "no_leftovers")
     assert all(r.passed and not r.findings for n, r in results.items() if n not in nothing)
-    # nothing to recover from, no restart, no counter declared: absence is no pass
+    # nothing to recover from, no restart, no counter declared, no leftover sample: absence is no pass
     assert all(results[n].status == "not_judged" for n in nothing)
     assert "attempt 1: 1-6" in results["exactly_once_restore"].explanation
 
@@ -406,7 +406,7 @@ def test_every_property_module_is_registered_in_order():
     assert set(props.REGISTRY) == modules
     assert props.PROPERTIES == tuple(CHECKS) == ("exactly_once_restore", "budget_accounting", "shard_reassignment",
                                                  "no_zombie_writes", "recovers", "bounded_lost_work",
-                                                 "monotonic_counters")
+                                                 "monotonic_counters", "no_leftovers")
     for name, module in props.REGISTRY.items():
         assert module.__name__ == f"ftharness.scenarios.properties.{name}" and CHECKS[name] is module.check
         assert callable(module.applies)

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ftharness.reports.junit import write_junit
-from ftharness.scenarios.properties import PROPERTIES
+from ftharness.scenarios.properties import OPT_IN, PROPERTIES
 from test_reports_cli import kill, make_results, unland
 
 XSD = os.path.join(os.path.dirname(__file__), "data", "junit-10.xsd")
@@ -154,8 +154,9 @@ def test_junit_has_a_suite_per_scenario_and_a_case_per_property_shown(suite, tmp
     suites = {ts.get("name"): ts for ts in root.findall("testsuite")}
     assert sorted(suites) == ["kill", "out-of-budget", "pinned", "slow", "surprise"]
     cases = cases_of(root)
-    assert {n for (c, n) in cases if c == "kill"} == {"verdict", *PROPERTIES}
-    assert all(status(cases[("kill", n)]) == "ok" for n in ("verdict", *PROPERTIES))
+    shown = [p for p in PROPERTIES if p not in OPT_IN]   # an opt-in property not asked is not shown
+    assert {n for (c, n) in cases if c == "kill"} == {"verdict", *shown}
+    assert all(status(cases[("kill", n)]) == "ok" for n in ("verdict", *shown))
     assert status(cases[("out-of-budget", "verdict")]) == "ok"
     assert status(cases[("surprise", "verdict")]) == "failure"
     assert "outcome failed (expected succeeded)" in cases[("surprise", "verdict")].find("failure").text

@@ -578,6 +578,49 @@ def a_counter_that_is_no_number(run):
     run.one("run_end")["metrics"]["count"] = "many"   # fit()'s result: the last checkpointed report's metrics
 
 
+def _leftovers(run, actors=(), groups=()):
+    """The runner's train_leftovers sample after the last fit() returned (harness/run/leftovers.py)."""
+    run.expect_also("no_leftovers")
+    end = run.all("run_end")[-1]
+    run.events.append({"kind": "train_leftovers", "source": "harness", "run": end.get("run"),
+                       "fit_index": end.get("fit_index"), "t": end["t"] + 2.0, "waited_s": 2.0, "settle_s": 15.0,
+                       "actors": [{"class_name": c, "pid": 4242, "actor_id": "ab" * 8} for c in actors],
+                       "placement_groups": [{"state": g, "bundles": 2} for g in groups],
+                       "emitter": end.get("emitter"), "seq": end["seq"] + 10_000})
+
+
+@mutation("no_leftovers", PASS, *ALL)
+def nothing_left_after_fit(run):
+    _leftovers(run)
+
+
+@mutation("no_leftovers", FAIL, *RAY)
+def a_cleaner_outlives_its_controller(run):
+    _leftovers(run, actors=["PlacementGroupCleaner"])
+
+
+@mutation("no_leftovers", FAIL, *RAY)
+def a_placement_group_left_pending(run):
+    _leftovers(run, groups=["PENDING"])
+
+
+@mutation("no_leftovers", FAIL, "kill-worker")
+def a_worker_left_running(run):
+    _leftovers(run, actors=["RayTrainWorker", "RayTrainWorker"])
+
+
+@mutation("no_leftovers", INCONCLUSIVE, *ALL)
+def no_leftover_sample_taken(run):
+    run.expect_also("no_leftovers")
+
+
+@mutation("no_leftovers", INCONCLUSIVE, "kill-worker")
+def the_sample_came_before_fit_returned(run):
+    _leftovers(run)
+    sample, end = run.events.pop(), run.all("run_end")[-1]
+    run.events.insert(run.events.index(end), dict(sample, t=end["t"] - 1.0))
+
+
 # --------------------------------------------------------------- the release a history was recorded on
 def _recorded_on(run, version):
     """The history as a run on `version` records it: that release's FailureConfig fields only."""
@@ -663,7 +706,7 @@ def a_failure_without_a_time_is_no_landing(run):
 
 
 def _judge(mutation, tmp_path):
-    from ftharness.harness.frontends.cli import judge_folder   # what `ftharness check DIR` judges with
+    from ftharness.harness.frontends.cli_results import judge_folder   # what `ftharness check DIR` judges with
 
     run = Run(mutation.source)
     mutation.edit(run)

@@ -20,7 +20,7 @@ from ftharness.reports.cli import add_subcommands
 from ftharness.reports.compare import bootstrap_median_diff, compare, write_compare
 from ftharness.history.records import read_history, sealed_lines
 from ftharness.scenarios.verdict import evaluate
-from ftharness.scenarios.properties import PROPERTIES
+from ftharness.scenarios.properties import OPT_IN, PROPERTIES
 from ftharness.scenarios.schema import parse_scenario
 from ftharness.scenarios.synthetic import FAULTS, Fault, Plan, generate
 
@@ -43,7 +43,8 @@ def make_results(folder, name, faults=(), failure_config=None, expect=None, edit
                                "faults": [{"kind": FAULTS[f.cls][0], "at": {"step": f.after_steps},
                                            "target": {"rank": 1}} for f in faults],
                                "workload": {"steps": STEPS, "batch_size": 4, "checkpoint_every": 2},
-                               "expect": expect or {"properties": list(PROPERTIES), "monotonic": ["step", "count"]}})
+                               "expect": expect or {"properties": [p for p in PROPERTIES if p not in OPT_IN],
+                                                     "monotonic": ["step", "count"]}})
     ctx = syn.context
     for e in syn.events:   # the scenario's faults, as the injector records what it was asked
         if e.get("kind") == "fault_injected":

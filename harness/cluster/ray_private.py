@@ -4,8 +4,8 @@ Everything ftharness needs from Ray beyond its public API is wrapped here, so a
 Ray upgrade is one file's work: GCS actor and node tables, node drains, the Train
 controller/worker callback bases, the worker's TrainFnUtils (to observe
 `report`/`get_checkpoint` of any train function), and Ray Train's own failure
-classification. Facts about Ray 2.60 behind each wrapper are in
-`shared/ray-train-v2-faults.md`.
+classification. The releases' behaviour behind each wrapper is in docs/ray-releases.md
+and docs/ray-seen.md.
 
 Every supported release (2.51 to 2.60, ftharness.releases) imports this
 module: what a release lacks is detected by feature (an import that fails, an
@@ -79,7 +79,7 @@ def train_worker_actors() -> List[Dict[str, Any]]:
 
 #: the actors one Ray Train V2 fit() creates (2.51-2.60); none outlives a finished fit() by design
 TRAIN_RUN_CLASSES = (TRAIN_CONTROLLER_CLASS, TRAIN_WORKER_CLASS, "SynchronizationActor", "DatasetManager",
-                     "PreemptionWatcher")
+                     "PreemptionWatcher", "PlacementGroupCleaner")
 
 
 def train_run_actors() -> List[Dict[str, Any]]:

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from ftharness.history.model import History, as_history
 from ftharness.scenarios import forked_checks as forked
 from ftharness.scenarios.properties import (bounded_lost_work, budget_accounting, exactly_once_restore,
-                                  monotonic_counters, no_zombie_writes, recovers, shard_reassignment)
+                                  monotonic_counters, no_leftovers, no_zombie_writes, recovers, shard_reassignment)
 from ftharness.scenarios.properties.base import Check, CheckResult, Events, Facts, PropertyContext, always, not_judged
 
 #: property name -> its module, in the order summaries list them
@@ -27,6 +27,7 @@ REGISTRY = {
     "recovers": recovers,
     "bounded_lost_work": bounded_lost_work,
     "monotonic_counters": monotonic_counters,
+    "no_leftovers": no_leftovers,
 }
 #: the entry-point group third-party properties are registered under (docs/plugins.md)
 ENTRY_POINT_GROUP = "ftharness.properties"
@@ -88,8 +89,11 @@ PLUGINS = tuple(_PLUGINS)
 #: property name -> its check, in the same order
 CHECKS: Dict[str, Check] = {name: module.check for name, module in REGISTRY.items()}
 PROPERTIES = tuple(REGISTRY)
+#: built-in properties judged only where a scenario names them (their `applies` is never true):
+#: their evidence costs the run time, so it is recorded only when asked for
+OPT_IN = ("no_leftovers",)
 
-__all__ = ["CHECKS", "PROPERTIES", "REGISTRY", "CheckResult", "Facts", "applicable", "not_judged", "run_checks"]
+__all__ = ["CHECKS", "OPT_IN", "PROPERTIES", "REGISTRY", "CheckResult", "Facts", "applicable", "not_judged", "run_checks"]
 
 
 def applicable(facts: Facts) -> List[str]:

@@ -15,7 +15,6 @@ Exit 0: Ray behaved as the corpus says for this release (or as --expect says); 1
 import argparse
 import json
 import os
-import signal
 import sys
 import tempfile
 import time
