@@ -10,7 +10,7 @@ an attempt that already ended, a preempted node that dies after training
 finished, a checkpoint damaged that nobody reads again test nothing. Each kind
 says in `landing(view)`, a pure function over the history, what evidence shows
 that it took effect; `judge_landing` applies it. A fault without that evidence
-makes the run INCONCLUSIVE (design.md), never PASS.
+makes the run INCONCLUSIVE (docs/verdicts.md), never PASS.
 
 Attribution (`Fault.attribute`, the shared rule): a fault lands only through a
 failure of the attempt it hit (the victim's `attempt_id` and `pid`, recorded at
@@ -24,30 +24,38 @@ Each kind also owns its spec: a pydantic model (`Spec`) with `kind:
 Literal[...]`, the trigger `at`, a `target` where the kind needs one, and its
 own arguments with their defaults. The scenario language (ftharness.scenarios.schema)
 takes the union of those models from the registry in faults/__init__.py.
+
+The spec models are `specs.py`'s, what a fault may use when it acts is `context.py`'s, and the
+landing and a fault's view of the history are `landing.py`'s; this module keeps the `Fault` base
+and the judging of a landing, and re-exports their names: plugins import all of them from here
+(docs/plugins.md).
 """
 
 from __future__ import annotations
 
-import ipaddress
 from abc import ABC, abstractmethod
-import os
-import random
-import re
-from dataclasses import dataclass, field
-from typing import (Any, Callable, Dict, FrozenSet, List, Literal, Mapping, NamedTuple, Optional, Protocol, Sequence,
-                    Tuple, TypedDict, get_args)
+from typing import Any, Dict, FrozenSet, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel
 
-from ftharness.faults.capabilities import NODE_INDEX, ClusterHandle, NodeAgents
-from ftharness.faults.targets import TargetError, resolve_node, same_ip, selector_of, target_of
 from ftharness.errors import FaultSkipped
-from ftharness.history.causal import fault_time
-from ftharness.history.columns import non_steps
-from ftharness.history.triggers import EVENT_TRIGGERS
+from ftharness.faults.capabilities import NODE_INDEX
+from ftharness.faults.context import (FaultContext, Member, Record, Schedule, WorkerSide, join_storage, node_id_of,
+                                      resolve_storage)
+from ftharness.faults.landing import (DEFAULT_HEALTH_CHECK_S, LANDED, MISSED, PENDING, TOL_BEFORE_S, EventIndex,
+                                      FaultView, Landing, _num, _seq, _short, describe_failure,
+                                      with_error_before_failure)
+from ftharness.faults.specs import TARGET_KEYS, TRIGGER_EVENTS, At, FaultSpecBase, Strict, Target, TargetedSpec
+from ftharness.faults.targets import TargetError, resolve_node, same_ip, selector_of, target_of
 
-#: the events a trigger `at: {event: ...}` may name (those the history's trigger book fires on)
-TRIGGER_EVENTS = tuple(EVENT_TRIGGERS)
+#: every name this module held before its split: plugins, the kinds and the layers above import them from here
+__all__ = ["TRIGGER_EVENTS", "FAILURE_CLASSES", "CERTAIN", "MAYBE", "UNKNOWN", "_Undeclared", "UNDECLARED",
+           "FailureClaim", "Strict", "At", "TARGET_KEYS", "Target", "FaultSpecBase", "TargetedSpec", "Schedule",
+           "Record", "Member", "WorkerSide", "FaultContext", "resolve_storage", "join_storage", "LANDED", "PENDING",
+           "MISSED", "TOL_BEFORE_S", "DEFAULT_HEALTH_CHECK_S", "_num", "_seq", "_short", "Landing", "EventIndex",
+           "FaultView", "with_error_before_failure", "GRACEFUL_IS_RAY_ONLY", "describe_failure", "Fault", "node_id_of",
+           "spec_record", "_shown", "_hit_text", "judge_landing", "_judge"]
+
 
 #: the failure classes a kind may declare it causes (ftharness.scenarios.policy_model.CLASSES: a
 #: test holds the two equal; faults/ sits below the scenarios and cannot import them)
@@ -82,456 +90,8 @@ class FailureClaim(NamedTuple):
         return self.certainty != UNKNOWN
 
 
-class Strict(BaseModel):
-    """A part of a scenario: unknown keys are refused, and `true` is no number,
-    "3" no integer, NaN and infinities no durations."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
-
-
-class At(Strict):
-    """When a fault fires: exactly one of `step`, `time_s` (seconds after training
-    started) or `event` (its `nth` occurrence); `rank` narrows a step to one rank.
-    A worker event holds the emitting worker until the fault is done; `hold: false`
-    lets it run on (a partitioned worker could never hear its release)."""
-
-    step: Optional[int] = Field(None, ge=1)
-    rank: Optional[int] = Field(None, ge=0)
-    time_s: Optional[float] = Field(None, ge=0)
-    event: Optional[Literal[TRIGGER_EVENTS]] = None  # type: ignore[valid-type]
-    nth: int = Field(1, ge=1)
-    hold: bool = True
-
-    @model_validator(mode="after")
-    def _one(self):
-        given = [k for k in ("step", "time_s", "event") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ValueError("needs exactly one of step, time_s, event")
-        if self.rank is not None and self.step is None:
-            raise ValueError("rank only goes with step")
-        if not self.hold and self.time_s is not None:
-            raise ValueError("hold only goes with step or event (a time trigger holds nobody)")
-        return self
-
-
-#: the keys of a target, in the order messages list them
-TARGET_KEYS = ("rank", "node", "node_id", "ip", "label", "random")
-
-
-class Target(Strict):
-    """What a fault hits, resolved when it fires: a worker `rank`, a worker `node`
-    (0-based, head excluded), a node by Ray's `node_id` (8 or more hex digits of
-    it), `ip` (the raylet's address) or `label` ({key: value} Ray node labels,
-    all matching), or `random: true` (a random rank). A node given by id, IP or
-    label must be exactly one live worker node (faults/targets.py)."""
-
-    rank: Optional[int] = Field(None, ge=0)
-    node: Optional[int] = Field(None, ge=0)
-    node_id: Optional[str] = None
-    ip: Optional[str] = None
-    label: Optional[Dict[str, str]] = None
-    random: Optional[bool] = None
-
-    @field_validator("node_id")
-    @classmethod
-    def _node_id(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and not re.fullmatch(r"[0-9a-fA-F]{8,56}", v):
-            raise ValueError(f"node_id: must be 8 to 56 hex digits of a Ray node id (got {v[:60]!r})")
-        return None if v is None else v.lower()
-
-    @field_validator("ip")
-    @classmethod
-    def _ip(cls, v: Optional[str]) -> Optional[str]:
-        if v is None:
-            return v
-        try:
-            return str(ipaddress.ip_address(v.strip()))
-        except ValueError:
-            raise ValueError(f"ip: must be an IP address such as 10.0.0.5 (got {v[:60]!r})") from None
-
-    @field_validator("label", mode="before")
-    @classmethod
-    def _label(cls, v: Any) -> Any:
-        if isinstance(v, dict):  # YAML gives `{rack: 3}` an integer; Ray's labels are strings
-            return {k: str(x) if isinstance(x, int) and not isinstance(x, bool) else x for k, x in v.items()}
-        return v
-
-    @field_validator("label")
-    @classmethod
-    def _label_pairs(cls, v: Optional[Dict[str, str]]) -> Optional[Dict[str, str]]:
-        if v is not None and (not v or any(not k for k in v)):
-            raise ValueError("label: must be a mapping of one or more Ray node labels, such as {zone: us-east-1a}")
-        return v
-
-    @model_validator(mode="after")
-    def _one(self):
-        given = [k for k in TARGET_KEYS[:-1] if getattr(self, k) is not None] + (["random"] if self.random else [])
-        if len(given) != 1:
-            raise ValueError(f"needs exactly one of {', '.join(TARGET_KEYS)}")
-        return self
-
-    @property
-    def names_node(self) -> bool:
-        """The target names a node (by index, id, IP or label), not a rank."""
-        return any(getattr(self, k) is not None for k in ("node", "node_id", "ip", "label"))
-
-
-class FaultSpecBase(Strict):
-    """The spec of one fault kind. A subclass narrows `kind` to its Literal and
-    adds its own arguments (None: the fault's own default applies)."""
-
-    kind: str
-    at: At
-
-    @classmethod
-    def kind_name(cls) -> str:
-        """The kind this model is the spec of (its `kind` literal)."""
-        return (get_args(cls.model_fields["kind"].annotation) or ("",))[0]
-
-    @classmethod
-    def arguments(cls) -> List[str]:
-        """The kind's own arguments (besides kind, at and target)."""
-        return [n for n in cls.model_fields if n not in ("kind", "at", "target")]
-
-    def get(self, name: str, default: Any = None) -> Any:
-        """`spec.get("notice_s")`, as plugins written against the dict spec of ftharness 0.2 read it
-        (a fault now keeps its validated model: read `spec.notice_s`); warns once per call site."""
-        import warnings
-
-        warnings.warn("a fault's spec is its validated model: read spec.<argument>, not spec.get(...)",
-                      DeprecationWarning, stacklevel=2)
-        value = getattr(self, name, default)
-        if hasattr(value, "model_dump"):   # (a nested model, e.g. `at` or `target`, as the dict it was)
-            return value.model_dump(exclude_none=True)
-        return default if value is None else value
-
-    @model_validator(mode="before")
-    @classmethod
-    def _own_keys(cls, data: Any) -> Any:
-        """Name a key that is not the kind's, and a missing target, in the kind's own words."""
-        if isinstance(data, dict):
-            for name in data:
-                if name not in cls.model_fields:
-                    raise ValueError(f"{name}: not an argument of {cls.kind_name()} "
-                                     f"(allowed: {', '.join(cls.arguments()) or 'none'})")
-            target = cls.model_fields.get("target")
-            if target is not None and target.is_required() and "target" not in data:
-                raise ValueError(f"target: {cls.kind_name()} needs a target "
-                                 f"({', '.join(TARGET_KEYS[:-1])} or random)")
-        return data
-
-
-class TargetedSpec(FaultSpecBase):
-    """A fault kind that hits a worker or a node: `target` is required."""
-
-    target: Target
-
-
-class Schedule(Protocol):
-    """Run `fn` `delay_s` from now on the injector's main thread; `kind` is the event its
-    result is recorded as ("none": not recorded)."""
-
-    def __call__(self, delay_s: float, fn: Callable[[], Dict[str, Any]], label: str,
-                 kind: str = "fault_action") -> None: ...
-
-
-class Record(Protocol):
-    """Record a `fault_action` now."""
-
-    def __call__(self, label: str, detail: Dict[str, Any]) -> None: ...
-
-
-class Member(TypedDict, total=False):
-    """One worker of the current group, as the history book lists it."""
-
-    rank: int
-    node_id: str
-    pid: int
-    actor_id: str
-    attempt_id: str
-
-
-class WorkerSide(Protocol):
-    """What a fault that `runs_in` the worker may use there (harness/job/instrument.py's
-    WorkerRecorder; the torchrun worker's side): the rank, its device, and the two actions
-    a train function cannot do by raising alone."""
-
-    rank: int
-    device: Any
-
-    def raise_cuda_error(self, how: str) -> None: ...
-
-    def stall(self, duration_s: Optional[float]) -> None: ...
-
-
-@dataclass
-class FaultContext:
-    """What a fault may use; built by the injector for each injection. It acts on the
-    cluster only through `cluster` (a ClusterHandle: ask `can(capability)` before using
-    what a capability brings), `agents`, and `ops`."""
-
-    cluster: ClusterHandle             # EmbeddedCluster, ExistingCluster or the torchrun Launcher
-    agents: Optional[NodeAgents]       # harness/cluster/agents.py's Agents (torchrun: ProcessAgents)
-    members: List[Member]              # current worker group: rank, node_id, pid, actor_id
-    storage_dir: str                   # <storage_path>/<run name>: the run's own storage (on storage_fs)
-    history_path: str
-    event: Dict[str, Any] = field(default_factory=dict)  # the event that fired the trigger
-    rng: random.Random = field(default_factory=random.Random)
-    schedule: Optional[Schedule] = None   # run fn later on the main thread
-    record: Optional[Record] = None       # record a fault_action now
-    ops: Any = None                    # Ray operations (the module ftharness.harness.cluster.ray_private),
-                                       # handed in so that faults never import the cluster layer
-    storage_fs: Any = None             # the pyarrow filesystem storage_dir is a path on (None: local disk)
-
-    def can(self, capability: str) -> bool:
-        """Whether the cluster offers `capability` (faults/capabilities.py)."""
-        return capability in self.cluster.capabilities
-
-    def storage(self):
-        """(filesystem, path): the run's own storage folder as a path on its pyarrow filesystem."""
-        return resolve_storage(self.storage_dir, self.storage_fs)
-
-    def member(self, rank: int) -> Dict[str, Any]:
-        for m in self.members:
-            if m["rank"] == rank:
-                return m
-        raise FaultSkipped(f"rank {rank} is not in the current worker group "
-                           f"(ranks {sorted(m['rank'] for m in self.members)})")
-
-
-def resolve_storage(path: str, fs: Any = None):
-    """(pyarrow filesystem, path on it) for a storage path: on `fs` when given, else a URI
-    (s3://, gs://, ...) resolved as Ray Train resolves it, else a path on local disk."""
-    import pyarrow.fs as pafs
-
-    if fs is not None:
-        return fs, path
-    if "://" in path:
-        return pafs.FileSystem.from_uri(path)
-    return pafs.LocalFileSystem(), path
-
-
-def join_storage(path: str, name: str) -> str:
-    """`name` under a storage path: a local path, or a URI whose query string (S3 options such
-    as `?endpoint_override=...`) stays at the end."""
-    if "://" not in path:
-        return os.path.join(path, name)
-    from urllib.parse import urlsplit, urlunsplit
-
-    u = urlsplit(path)
-    return urlunsplit(u._replace(path=u.path.rstrip("/") + "/" + name))
-
-
-LANDED, PENDING, MISSED = "landed", "pending", "missed"
-#: seconds a failure may seem to come before the fault that caused it (two processes' clocks)
-TOL_BEFORE_S = 2.0
-#: Ray Train's RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S default: a hang's window where none was recorded
-DEFAULT_HEALTH_CHECK_S = 600.0
-
-
-def _num(v: Any, default: float = 0.0) -> float:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
-
-
-def _seq(e: Dict[str, Any]) -> int:
-    v = e.get("seq")
-    return v if isinstance(v, int) and not isinstance(v, bool) else 0
-
-
-def _short(v: Any) -> str:
-    """An attempt or node id as messages show it."""
-    return str(v)[:12] if v is not None else "none"
-
-
-@dataclass
-class Landing:
-    """Whether a fault took effect, and the events that show it."""
-
-    status: str                        # landed | pending (could still) | missed
-    evidence: str
-    budget: Optional[str] = None       # where Ray must charge the failure it caused (None: no claim)
-    failure_seq: Optional[int] = None  # that failure
-
-
-class EventIndex:
-    """The events that fault views read, grouped in one pass (by `fault` and by
-    `kind`, each group in the order of `events`), so that the views of all the
-    faults of a run share it instead of each scanning the history."""
-
-    KINDS = ("run_start", "run_end", "failure", "attempt_start", "worker_group_started", "worker_group_shutdown")
-
-    def __init__(self, events: List[Dict[str, Any]]):
-        self.events = events
-        self.by_fault: Dict[Any, List[Dict[str, Any]]] = {}
-        self.by_kind: Dict[str, List[Dict[str, Any]]] = {k: [] for k in self.KINDS}
-        for e in non_steps(events):   # (stored steps have no fault)
-            fault, kind = e.get("fault"), e.get("kind")
-            if fault is not None:
-                try:
-                    self.by_fault.setdefault(fault, []).append(e)
-                except TypeError:   # unhashable: equal to no fault index
-                    pass
-            if type(kind) is str and kind in self.by_kind:
-                self.by_kind[kind].append(e)
-
-    def of_fault(self, index: int) -> List[Dict[str, Any]]:
-        return self.by_fault.get(index, [])
-
-
-class FaultView:
-    """One fault's events within a history (pure; what `landing` reads).
-    `shared`: an EventIndex of `events`, built once for many views."""
-
-    def __init__(self, index: int, events: List[Dict[str, Any]], shared: Optional[EventIndex] = None):
-        self.index = index
-        self.events = events
-        self._ix = shared if shared is not None else EventIndex(events)
-        mine = self._ix.of_fault(index)
-        self.injected = next((e for e in mine if e.get("kind") == "fault_injected"), None)
-        self.skipped = next((e for e in mine if e.get("kind") == "fault_skipped"), None)
-        self.actions = [e for e in mine if e.get("kind") == "fault_action"]
-        self.healed = [e for e in mine if e.get("kind") == "fault_healed"]
-
-    @property
-    def hit(self) -> Dict[str, Any]:
-        hit = (self.injected or {}).get("target_hit")
-        return hit if isinstance(hit, dict) else {}
-
-    @property
-    def t_done(self) -> float:
-        """When the fault was done, as the causal model reads it: `t_done` where it agrees with the
-        event's own time, else that time (ftharness.history.causal.fault_time)."""
-        e = self.injected or {}
-        done = fault_time(e)
-        return done if done is not None else _num(e.get("t_done"), _num(e.get("t")))
-
-    def recorded_window(self) -> Optional[float]:
-        """The window the injector recorded for this fault (None: an older history)."""
-        w = (self.injected or {}).get("window_s")
-        return float(w) if isinstance(w, (int, float)) and not isinstance(w, bool) and w > 0 else None
-
-    @property
-    def victim_attempt(self) -> Optional[str]:
-        """The attempt id recorded at injection: in `target_hit` (injector), or on the
-        event itself (a crash_worker, recorded by the worker)."""
-        aid = self.hit.get("attempt_id") or (self.injected or {}).get("attempt_id")
-        return aid if isinstance(aid, str) and aid else None
-
-    def group_of(self, attempt_id: Any, before_seq: int) -> Optional[Dict[str, Any]]:
-        """The worker_group_started of `attempt_id` before `before_seq` (the last one)."""
-        started = [e for e in self._ix.by_kind["worker_group_started"]
-                   if e.get("attempt_id") == attempt_id and _seq(e) < before_seq]
-        return started[-1] if started else None
-
-    def attempts_started(self, after_seq: int, before_seq: float) -> List[Dict[str, Any]]:
-        """The attempt_start events between the two seqs (the controller began scheduling them)."""
-        return [e for e in self._ix.by_kind["attempt_start"] if after_seq < _seq(e) < before_seq]
-
-    def group_started_after(self, attempt_id: Any, after_seq: int) -> Optional[Dict[str, Any]]:
-        """The first worker_group_started of `attempt_id` after `after_seq`."""
-        return next((e for e in self._ix.by_kind["worker_group_started"]
-                     if e.get("attempt_id") == attempt_id and _seq(e) > after_seq), None)
-
-    def shutdown_of(self, attempt_id: Any, after_seq: int, before_seq: float = float("inf")):
-        """The worker_group_shutdown of `attempt_id` between the two seqs, if any."""
-        return next((e for e in self._ix.by_kind["worker_group_shutdown"]
-                     if e.get("attempt_id") == attempt_id and after_seq < _seq(e) < before_seq), None)
-
-    def running_attempt(self, before_seq: int) -> Optional[str]:
-        """The attempt whose worker group ran at `before_seq` (started, not shut down)."""
-        started = [e for e in self._ix.by_kind["worker_group_started"] if _seq(e) < before_seq]
-        if not started:
-            return None
-        aid = started[-1].get("attempt_id")
-        return None if self.shutdown_of(aid, 0, before_seq) is not None else aid
-
-    @property
-    def seq(self) -> int:
-        return int((self.injected or {}).get("seq") or 0)
-
-    def fit_end(self, after_seq: int) -> Optional[Dict[str, Any]]:
-        """The run_end of the fit() running at `after_seq`."""
-        return next((e for e in self._ix.by_kind["run_end"] if e.get("seq", 0) > after_seq), None)
-
-    def failures_after(self, after_seq: int) -> List[Dict[str, Any]]:
-        """Failure decisions after `after_seq`, up to the end of that fit()."""
-        end = self.fit_end(after_seq)
-        stop = end.get("seq", 0) if end else float("inf")
-        return [e for e in self._ix.by_kind["failure"] if after_seq < e.get("seq", 0) < stop]
-
-    def before_fault(self, e: Dict[str, Any]) -> bool:
-        """Whether `e` happened before this fault was done. The history appends in arrival order,
-        so a controller's event may arrive before the injector's record of the fault that caused
-        it (a loaded injector writes late): an event that arrived before that record is before the
-        fault unless its own clock reads at or after the fault's; one that arrived later is after."""
-        if _seq(e) > self.seq:
-            return False
-        t, done = e.get("t"), self.t_done
-        if isinstance(t, (int, float)) and not isinstance(t, bool) and isinstance(done, (int, float)) and done:
-            return t < done
-        return True
-
-    def failures_since_fault(self) -> List[Dict[str, Any]]:
-        """Failure decisions of this fault's fit() that did not happen before it: after its record,
-        or recorded earlier with a clock at or after the fault (see `before_fault`), in arrival order."""
-        starts = [_seq(e) for e in self._ix.by_kind["run_start"] if _seq(e) < self.seq]
-        first = starts[-1] if starts else 0
-        early = [e for e in self._ix.by_kind["failure"] if first < _seq(e) < self.seq and not self.before_fault(e)]
-        return early + self.failures_after(self.seq)
-
-    def shut_before_fault(self, attempt_id: Any) -> Optional[Dict[str, Any]]:
-        """The worker_group_shutdown of `attempt_id` that happened before this fault (`before_fault`)."""
-        return next((e for e in self._ix.by_kind["worker_group_shutdown"]
-                     if e.get("attempt_id") == attempt_id and _seq(e) < self.seq and self.before_fault(e)), None)
-
-    def live_attempt_of(self, pid: Any, before_seq: int) -> Optional[str]:
-        """The attempt id whose worker group held `pid` and had not shut down at `before_seq`."""
-        started = [e for e in self._ix.by_kind["worker_group_started"]
-                   if e.get("seq", 0) < before_seq and any(w.get("pid") == pid for w in e.get("workers") or [])]
-        if not started:
-            return None
-        aid = started[-1].get("attempt_id")
-        ended = any(e.get("attempt_id") == aid and e.get("seq", 0) < before_seq
-                    for e in self._ix.by_kind["worker_group_shutdown"])
-        return None if ended else aid
-
-    def ranks_on(self, node_id: Any, before_seq: int) -> List[int]:
-        """Ranks of the attempt running at `before_seq` that sat on `node_id`."""
-        started = [e for e in self._ix.by_kind["worker_group_started"] if e.get("seq", 0) < before_seq]
-        if not started:
-            return []
-        aid = started[-1].get("attempt_id")
-        if any(e.get("attempt_id") == aid and e.get("seq", 0) < before_seq
-               for e in self._ix.by_kind["worker_group_shutdown"]):
-            return []
-        return sorted(w.get("rank") for w in started[-1].get("workers") or [] if w.get("node_id") == node_id)
-
-
-def with_error_before_failure(landing: Landing, view: FaultView) -> Landing:
-    """A landed stall (a hung worker, a paused node) with what ended it appended: the first
-    worker error between the fault and the failure decision. Under torchrun, where nothing
-    health-checks workers, that is another rank's collective timing out; under Ray there is
-    usually none (the controller's health check ends the stall)."""
-    if landing.status != LANDED or landing.failure_seq is None:
-        return landing
-    err = next((e for e in non_steps(view.events) if e.get("kind") == "worker_error"
-                and view.seq < (e.get("seq") or 0) < landing.failure_seq), None)
-    if err is None:
-        return landing
-    after = float(err.get("t") or 0) - float((view.injected or {}).get("t_done") or err.get("t") or 0)
-    text = " ".join(str(err.get("error") or "").split())[:160]
-    return Landing(landing.status, f"{landing.evidence}; what ended it: rank {err.get('rank')} raised "
-                                   f"{err.get('error_type')} {after:.1f} s after the fault ({text})",
-                   landing.budget, landing.failure_seq)
-
-
 #: `graceful: true` (kill_worker, kill_node): Ray's own stop, which a torchrun run has no door to
 GRACEFUL_IS_RAY_ONLY = {"graceful": ("ray.kill / a raylet's SIGTERM", "is a SIGKILL")}
-
-
-def describe_failure(f: Dict[str, Any]) -> str:
-    return (f"failure seq {f.get('seq')} ({f.get('error_type')}, charged to {f.get('budget')}, "
-            f"{f.get('decision')})")
 
 
 class Fault(ABC):
@@ -931,20 +491,6 @@ class Fault(ABC):
             except TargetError as e:
                 raise FaultSkipped(str(e)) from None
         return self.victim(ctx)["node_id"]
-
-
-def node_id_of(ctx: FaultContext, index: int) -> str:
-    """Node id of the scenario's worker node `index` (0-based, head excluded)."""
-    cluster = ctx.cluster
-    if ctx.can(NODE_INDEX):
-        if index in cluster.worker_node_indices():
-            return cluster.node_id(index)
-        raise FaultSkipped(f"node {index} is not a live worker node "
-                           f"(nodes {cluster.worker_node_indices()})")
-    nodes = [n for n in cluster.nodes() if not n.is_head and n.alive]
-    if index >= len(nodes):
-        raise FaultSkipped(f"node {index} does not exist ({len(nodes)} live worker nodes)")
-    return nodes[index].node_id
 
 
 def spec_record(value: Any) -> Any:

@@ -217,9 +217,8 @@ FIELD_MAP: Dict[str, Dict[str, Entry]] = {
         "cur": R("state-chain", "restart", "recovers", "bounded_lost_work"),
         "error_type": R("recovers", partial="only whether it is set (a state carrying an error opens an outage)"),
         "error": Free(TEXT),
-        "worker_failures": R("landing:collective_hang",
-                             partial="only which ranks failed; the exception types are shown, not judged"),
-        "worker_failures.*": R("landing:collective_hang"),
+        "worker_failures": R("landing:collective_hang", "verdict"),
+        "worker_failures.*": R("landing:collective_hang", "verdict"),
         "controller_failure": R("failure-detail"),
         "reason": Free(TEXT + " (why a torchrun agent restarted without a failure)"),
     },
@@ -449,6 +448,20 @@ FIELD_MAP: Dict[str, Dict[str, Entry]] = {
         "t_requested": R("fault-times"),
         "t_done": R("fault-times"),
     },
+    "train_leftovers": {
+        "fit_index": Free("the sample is taken after the last fit() only; no_leftovers places it by seq after the "
+                          "last run_end"),
+        "waited_s": Free("how long the sample polled before nothing was left or settle_s passed: shown in the "
+                         "summary only"),
+        "settle_s": Free("the wait the sample allowed (harness/run/leftovers.py SETTLE_S): shown in each violation"),
+        "actors": R("no_leftovers"),
+        "actors[].class_name": R("no_leftovers"),
+        "actors[].pid": Free("named in the violation's text so a person can find the process"),
+        "actors[].actor_id": Free("Ray's id of a leftover actor, for a person: the class says what was left"),
+        "placement_groups": R("no_leftovers"),
+        "placement_groups[].state": R("no_leftovers"),
+        "placement_groups[].bundles": Free("the size of a leftover placement group, for a person"),
+    },
     "landing_hold": {
         "held_s": Free("how long the injector held the returning job: informational, the faults' landings are "
                        "judged from their own evidence"),
@@ -557,7 +570,7 @@ def partially_read() -> List[Tuple[str, str, Read]]:
 #: verdict's check_context (what the properties get besides the events: the final state, the workload)
 PROPERTY_SHARED = ("scenarios/properties/base.py", "history/model.py", "scenarios/verdict.py")
 FAMILY_MODULES = {
-    INTEGRITY: ("history/records.py",),
+    INTEGRITY: ("history/records.py", "history/integrity.py"),
     VERDICT: ("scenarios/verdict.py", "reports/judgement.py"),
     AGREEMENT: ("history/agreement.py", "reports/judgement.py"),
     LANDING_ANY: ("faults/base.py",),

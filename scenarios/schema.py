@@ -1,4 +1,4 @@
-"""The scenario file contract (design.md) and its validation.
+"""The scenario file contract (docs/scenarios.md) and its validation.
 
 `load_scenario(path)` returns a validated `Scenario` or raises `ScenarioError`
 whose message is one line naming the field and what is allowed. Nothing is
@@ -13,24 +13,24 @@ from typing import Any, Dict, Optional, Tuple
 from pydantic import ValidationError
 
 from ftharness.errors import ScenarioError
-# the contract's parts, one job a module (scenarios/spec/); re-exported: callers import them from here
+# the contract's parts, one job a module (scenarios/language/); re-exported: callers import them from here
 from ftharness.faults import FAULT_KINDS, REGISTRY, FaultSpec
-from ftharness.scenarios.spec.cluster import ClusterSpec, address_form_problem, ray_client_refusal
-from ftharness.scenarios.spec.expect import ExpectSpec, PinnedViolation
-from ftharness.scenarios.spec.failure_config import FailureConfigSpec
-from ftharness.scenarios.spec.json_schema import FIELD_DOCS, SCHEMA_ID, field_docs, scenario_json_schema
-from ftharness.scenarios.spec.messages import MAX_MESSAGE, one_line, scenario_error
-from ftharness.scenarios.spec.release_rules import adapt_to_release, release_problem, require_release
-from ftharness.scenarios.spec.scenario import Scenario
-from ftharness.scenarios.spec.torchrun_rules import (
+from ftharness.scenarios.language.cluster import ClusterSpec, address_form_problem, ray_client_refusal
+from ftharness.scenarios.language.expect import ExpectSpec, PinnedViolation
+from ftharness.scenarios.language.failure_config import FailureConfigSpec
+from ftharness.scenarios.language.json_schema import FIELD_DOCS, SCHEMA_ID, field_docs, scenario_json_schema
+from ftharness.scenarios.language.messages import MAX_MESSAGE, one_line, scenario_error
+from ftharness.scenarios.language.release_rules import adapt_to_release, release_problem, require_release
+from ftharness.scenarios.language.scenario import Scenario
+from ftharness.scenarios.language.torchrun_rules import (
     TORCHRUN_COLLECTIVE_TIMEOUT_S, TORCHRUN_FAULTS, TORCHRUN_REFUSED, torchrun_problem)
-from ftharness.scenarios.spec.validation_errors import (
+from ftharness.scenarios.language.validation_errors import (
     MAX_ERRORS, format_validation_error, validation_problems)
-from ftharness.scenarios.spec.workload import WorkloadSpec, working_dir_problem
-from ftharness.scenarios.spec.yaml_reader import (
+from ftharness.scenarios.language.workload import WorkloadSpec, working_dir_problem
+from ftharness.scenarios.language.yaml_reader import (
     MAX_DEPTH, MAX_FILE_BYTES, MAX_ITEMS, MAX_NODES, MAX_NUMBER_CHARS, MAX_SCALAR, load_yaml_text)
 
-#: the scenario language's entry: its own functions, and the parts of scenarios/spec/ that callers
+#: the scenario language's entry: its own functions, and the parts of scenarios/language/ that callers
 #: import from here
 __all__ = [
     "parse_scenario", "load_scenario", "read_scenario_file", "default_scenario_path", "scenario_data",
@@ -95,7 +95,7 @@ def read_scenario_file(path: str) -> Tuple[Dict[str, Any], Scenario]:
         raise ScenarioError(one_line(f"{shown}: no such scenario file"))
     raw = read_bounded(path, MAX_FILE_BYTES, shown, "more than a scenario may hold")
     data = load_yaml_text(raw, shown)
-    return data, parse_scenario(data, source=_shown_path(os.path.basename(path)),
+    return data, parse_scenario(data, source=shown,
                                 base_dir=os.path.dirname(os.path.abspath(path)))
 
 

@@ -23,7 +23,7 @@ from ftharness.faults import REGISTRY, failure_of
 from ftharness.faults.node import KillNode, PreemptNode
 from ftharness.faults.process import CrashWorker, KillWorker
 from ftharness.scenarios.policy_model import expected_outcome
-from ftharness.scenarios.properties import PROPERTIES
+from ftharness.scenarios.properties import OPT_IN, PROPERTIES
 
 #: fault kinds quick enough for generated runs (each declares the failure class it causes:
 #: `failure_class_of`)
@@ -71,7 +71,7 @@ def scenario_dicts(draw, max_faults: int = 2) -> Dict[str, Any]:
     restarted = any(d.decision == "RETRY" for d in model.decisions)
     # lost work needs a restart; monotonic counters need two reports to compare, which a run
     # that raised at its first fault may never make
-    props = [p for p in PROPERTIES if (p != "recovers" or model.outcome == "succeeded")
+    props = [p for p in PROPERTIES if p not in OPT_IN and (p != "recovers" or model.outcome == "succeeded")
              and (p != "bounded_lost_work" or restarted)
              and (p != "monotonic_counters" or restarted or model.outcome == "succeeded")]
     body = {

@@ -17,7 +17,7 @@ from ftharness.history.model import History, as_history, charged
 from ftharness.history.records import gc_paused
 from ftharness.scenarios.job_error import evidence_text, job_error
 from ftharness.scenarios.policy_model import TORCHRUN_BUDGET
-from ftharness.scenarios.properties import PROPERTIES, Facts, applicable, run_checks
+from ftharness.scenarios.properties import OPT_IN, PROPERTIES, Facts, applicable, run_checks
 from ftharness.scenarios.properties.base import PropertyContext
 from ftharness.scenarios.run_summary import RunSummary
 from ftharness.scenarios.reference_data import WorkloadConfig, expected_accumulators, expected_accumulators_ray_data
@@ -86,7 +86,7 @@ def final_state(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[
 
 
 PASS, FAIL, INCONCLUSIVE, ERROR = "PASS", "FAIL", "INCONCLUSIVE", "ERROR"
-#: exit codes (design.md): 2 = could not run (bad input, no cluster, refused); 4 = ftharness itself broke
+#: exit codes (docs/verdicts.md): 2 = could not run (bad input, no cluster, refused); 4 = ftharness itself broke
 EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 EXIT_CODES = {PASS: EXIT_PASS, FAIL: EXIT_FAIL, INCONCLUSIVE: EXIT_INCONCLUSIVE, ERROR: EXIT_INTERNAL}
 
@@ -234,9 +234,12 @@ def _recorded_workload(scenario: Scenario, start: Dict[str, Any], outcome, event
 def run_properties(scenario, events, outcome, state, faults=None, model=None,
                    facts_=None) -> Dict[str, Dict[str, Any]]:
     """Every property over the history (`model`: its History, `facts_`: `recorded(events)`,
-    when already known)."""
+    when already known), less the opt-in ones the scenario does not judge (their evidence is
+    recorded only when asked for: shown, they would only say it is missing)."""
     context = check_context(scenario, events, outcome, state, faults, facts_)
-    results = run_checks(events if model is None else model, context, list(PROPERTIES))
+    asked = set(scenario.expect.properties or []) | {v.property for v in scenario.expect.violations}
+    names = [p for p in PROPERTIES if p not in OPT_IN or p in asked]
+    results = run_checks(events if model is None else model, context, names)
     return {name: {"status": r.status, "passed": r.passed, "explanation": r.explanation,
                    "findings": list(r.findings), "violations": list(r.violations),
                    "standing": list(getattr(r, "standing", []))}
@@ -291,7 +294,7 @@ def pin_problems(scenario: Scenario, props: Dict[str, Dict[str, Any]]) -> Tuple[
 def evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[str, Any],
              history_problems: Optional[List[str]] = None,
              fault_specs: Optional[List[Dict[str, Any]]] = None) -> RunSummary:
-    """The verdict of a run (design.md): PASS only on complete evidence.
+    """The verdict of a run (docs/verdicts.md): PASS only on complete evidence.
 
     - FAIL: a property expected to hold was violated, a pinned violation did not
       occur as pinned, or (with every fault landed and a complete history) the
@@ -342,6 +345,11 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
         cause = outcome.get("error_cause")
         raised = f"{outcome.get('error_type')}" + (f" (its constructor raised {cause})" if cause else "")
         outcome_mismatch.append(f"error_type {raised} (expected {want})")
+    for key, check in (("charged", charged_mismatches), ("worker_failure_types", worker_failure_mismatches)):
+        lines = _safe(lambda evs: check(scenario, evs), events, None)
+        if lines is None:
+            unknown.append(f"expect.{key}: the history could not be read for it")
+        outcome_mismatch += lines or []
     for name in expected:
         verdict = props[name]
         if verdict["status"] == "failed":
@@ -400,6 +408,42 @@ def _evaluate(scenario: Scenario, events: List[Dict[str, Any]], outcome: Dict[st
     }
 
 
+def charged_mismatches(scenario: Scenario, events: Iterable[Dict[str, Any]]) -> List[str]:
+    """`expect.charged` against the failures the history charged to each budget (the summary's
+    `budgets`): one line per budget whose count differs."""
+    want = scenario.expect.charged or {}
+    used = budgets_used(events) if want else {}
+    return [f"charged {b} {used.get(b, 0)} (expected {n})" for b, n in sorted(want.items()) if used.get(b, 0) != n]
+
+
+def last_worker_failures(events: Iterable[Dict[str, Any]]) -> Optional[Dict[str, str]]:
+    """{rank: exception class} of the last controller state that names worker failures
+    (`controller_state.worker_failures`, the error's own `worker_failures`); None when none does."""
+    last = None
+    for e in non_steps(events):
+        failures = e.get("worker_failures") if e.get("kind") == "controller_state" else None
+        if isinstance(failures, dict) and failures:
+            last = {str(k): str(v) for k, v in failures.items()}
+    return last
+
+
+def worker_failure_mismatches(scenario: Scenario, events: Iterable[Dict[str, Any]]) -> List[str]:
+    """`expect.worker_failure_types` against the last recorded worker failures: one line per rank
+    that failed with another class, or not at all."""
+    want = scenario.expect.worker_failure_types or {}
+    if not want:
+        return []
+    got = last_worker_failures(events)
+    if got is None:
+        return [f"worker_failure_types: no worker failure recorded (expected {_types_text(want)})"]
+    return [f"worker_failure_types rank {r} {got.get(r, 'did not fail')} (expected {cls})"
+            for r, cls in sorted(want.items(), key=lambda kv: int(kv[0])) if got.get(r) != cls]
+
+
+def _types_text(types: Dict[str, str]) -> str:
+    return ", ".join(f"rank {r} {c}" for r, c in sorted(types.items(), key=lambda kv: int(kv[0])))
+
+
 def declared(scenario: Scenario, facts_: Dict[str, Any],
              fault_specs: Optional[List[Dict[str, Any]]] = None) -> causal.Declared:
     """What the causal model may take as given: the scenario (its faults as the run injected them,
@@ -411,11 +455,21 @@ def declared(scenario: Scenario, facts_: Dict[str, Any],
     w = scenario.workload
     reference = w.kind == "reference"
     return causal.Declared(runtime=w.runtime, fault_specs=tuple(specs or ()), reference=reference,
-                           health_check_timeout_s=profiles.health_check_timeout_s(profile),
+                           health_check_timeout_s=_health_check_timeout_s(scenario, profile),
                            num_workers=tuple(w.num_workers) if isinstance(w.num_workers, (tuple, list)) else w.num_workers,
                            checkpoint_every=w.checkpoint_every if reference else None,
                            steps=w.steps if reference and w.duration_s is None else None,
                            kinds=kind_facts(), echoes=tuple(echoes_of(s) for s in (specs or ())))
+
+
+def _health_check_timeout_s(scenario: Scenario, profile: Optional[str]) -> float:
+    """How long Ray Train waits for a hung worker: the scenario's own cluster.train_env setting,
+    else its profile's (or the release's default)."""
+    own = scenario.cluster.train_env.get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S")
+    try:
+        return float(own) if own is not None else profiles.health_check_timeout_s(profile)
+    except (TypeError, ValueError):
+        return profiles.health_check_timeout_s(profile)
 
 
 def _health_wait(scenario: Scenario) -> float:

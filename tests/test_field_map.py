@@ -351,14 +351,29 @@ def _property_module(name: str):
 DECLARED_BY_KINDS = {"fault-spec"}
 
 
+def with_parts(mods: Iterable[str]) -> Tuple[str, ...]:
+    """`mods`, each of history/causal.py and history/model.py followed by the modules it is split into
+    (history/causal_*.py: the causal model's steps; history/model_*.py: the history model's parts):
+    a rule of one part may read a fact another part gathered (a drain, a death, a group); faults/base.py
+    is followed by the modules it is split into (the landing view, the spec models, the context)."""
+    out: List[str] = []
+    for m in mods:
+        out.append(m)
+        if m in ("history/causal.py", "history/model.py"):
+            out += sorted(os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, m[:-3] + "_*.py")))
+        if m == "faults/base.py":
+            out += ["faults/landing.py", "faults/specs.py", "faults/context.py"]
+    return tuple(dict.fromkeys(out))
+
+
 def rule_modules(rule: str) -> Tuple[str, ...]:
     from ftharness.faults import FAULT_KINDS
 
     codes = model_codes()
     if rule in codes:
         kinds = tuple(sorted({m for m in map(_landing_module, FAULT_KINDS) if m})) if rule in DECLARED_BY_KINDS else ()
-        return codes[rule] + ("history/causal.py",) + kinds
-    return F.modules_of(rule, _landing_module, _property_module)
+        return with_parts(codes[rule] + ("history/causal.py",) + kinds)
+    return with_parts(F.modules_of(rule, _landing_module, _property_module))
 
 
 def test_each_rule_named_reads_the_field():

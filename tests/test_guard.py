@@ -232,7 +232,7 @@ def test_error_lines_are_redacted_and_whole_line_capped(tmp_path):
 
 
 def test_check_escapes_control_characters():
-    from ftharness.harness.frontends.cli import _safe
+    from ftharness.harness.frontends.cli_shared import _safe
 
     assert _safe("evil\x1b]0;pwned\x07\r\nnext") == "evil\\x1b]0;pwned\\x07\\x0d next"
 

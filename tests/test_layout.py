@@ -28,7 +28,7 @@ LAYERS = [
     ("kinds", ("ftharness.faults", "ftharness.scenarios.properties", "ftharness.scenarios.forked_checks",
                "ftharness.scenarios.reference_data", "ftharness.scenarios.policy_model")),
     ("simulator", ("ftharness.scenarios.simulator",)),
-    ("language", ("ftharness.scenarios.schema", "ftharness.scenarios.spec", "ftharness.scenarios.strategies", "ftharness.scenarios.synthetic", "ftharness.scenarios.soak",
+    ("language", ("ftharness.scenarios.schema", "ftharness.scenarios.language", "ftharness.scenarios.strategies", "ftharness.scenarios.synthetic", "ftharness.scenarios.soak",
                   "ftharness.scenarios.known_bugs", "ftharness.scenarios.explore_strategies")),
     ("verdict", ("ftharness.scenarios.verdict", "ftharness.scenarios.run_summary", "ftharness.scenarios.job_error")),
     ("cluster", ("ftharness.harness.cluster",)),
@@ -397,3 +397,146 @@ def test_the_kind_name_finder_finds_planted_ones(tmp_path):
                        '    return k == "kill_worker" or k in ("preempt_node", "not_a_kind")\n')
     assert kind_literals(str(planted), {"kill_worker", "kill_node", "preempt_node"}) == [
         (5, "kill_worker"), (5, "preempt_node")]
+
+
+# ------------------------------------------------------------------ one reader (issue 49 item 1)
+#: the folders of the package scanned for raw readers; scenarios/known/repro/ holds standalone
+#: scripts (plain Ray, no ftharness), and ftharness/inputs.py is the one reader itself
+READER_FOLDERS = ("ftharness", "history", "faults", "scenarios", "reports", "harness")
+READER_EXEMPT = ("ftharness/inputs.py", "scenarios/known/repro/")
+#: calls that read a file by themselves (a read mode of open/fdopen/tarfile.open, a loader given a file)
+READ_CALLS = {"json.load", "yaml.safe_load", "yaml.load", "yaml.full_load", "yaml.unsafe_load", "pickle.load",
+              "marshal.load", "tomllib.load", "zipfile.ZipFile", "io.open", "codecs.open"}
+READ_METHODS = {"read_text", "read_bytes", "open_input_stream", "open_input_file"}
+#: (file, function) -> reason: readers of files ftharness wrote itself (in this run, this process or
+#: the job it started), of its own package data, or of /proc entries of its own processes; everything
+#: a user or a handed folder gives goes through ftharness/inputs.py (read_input and its kinds)
+RAW_READERS_ALLOWED = {
+    ("harness/job/digests.py", "file_hashes"): "a checkpoint folder the job itself just wrote",
+    ("harness/job/instrument.py", "read_markers"): "the markers the job wrote into its own checkpoint",
+    ("harness/cluster/log_capture.py", "copy_to"): "Ray's logs of the cluster this run started, copied bounded "
+                                                   "(LOG_FILE_BYTES)",
+    ("harness/torchrun/storage.py", "*"): "checkpoint files a torchrun worker of this run wrote",
+    ("harness/torchrun/worker.py", "main"): "the spec file the launcher wrote for this worker (same run)",
+    ("harness/cluster/reaper.py", "*"): "/proc/PID/stat of processes this run started",
+    ("harness/cluster/ns_node.py", "*"): "/proc/PID/cmdline of processes this run started",
+    ("harness/run/submit.py", "unpack"): "the results tar the submitted job printed; extracted with tarfile's "
+                                         "data filter (no link or path out of OUT)",
+    ("scenarios/forked_checks.py", "*"): "this process's own pipe to its forked check, and /proc/self",
+    ("scenarios/known_bugs.py", "*"): "the package's own data files (scenarios/known/*.yaml, *.json)",
+    ("scenarios/language/yaml_reader.py", "load_yaml_text"): "parses bytes the one reader already bounded",
+    ("history/book.py", "*"): "the history file this process is writing",
+    ("history/split.py", "*"): "its own pipe, and history.jsonl after can_split found it a regular file "
+                                "(not under /proc, /sys or /dev) and the reader bounded its lines",
+    ("history/spool.py", "*"): "spool files opened O_NOFOLLOW|O_NONBLOCK, each line bounded",
+    ("faults/storage.py", "*"): "the run's own storage, through its fault-injecting filesystem",
+    ("faults/checkpoint.py", "*"): "the run's own checkpoints, which the fault corrupts",
+}
+
+
+def _call_name(func) -> str:
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if isinstance(func, ast.Name):
+        parts.append(func.id)
+    return ".".join(reversed(parts))
+
+
+def _mode(call: ast.Call, position: int):
+    for kw in call.keywords:
+        if kw.arg == "mode":
+            return kw.value.value if isinstance(kw.value, ast.Constant) else None
+    if len(call.args) > position:
+        arg = call.args[position]
+        return arg.value if isinstance(arg, ast.Constant) else None
+    return "r"
+
+
+def _reads(call: ast.Call) -> bool:
+    name = _call_name(call.func)
+    if name in READ_CALLS:
+        return True
+    if name in ("open", "os.fdopen", "tarfile.open"):
+        mode = _mode(call, 1)
+        return not (isinstance(mode, str) and any(c in mode for c in "wax+"))
+    return isinstance(call.func, ast.Attribute) and call.func.attr in READ_METHODS
+
+
+def raw_readers(root: str, folders=READER_FOLDERS, exempt=READER_EXEMPT):
+    """(file, function, line) of every call that opens or loads a file itself, outside the one reader."""
+    found = []
+    for folder in folders:
+        for base, dirs, files in os.walk(os.path.join(root, folder)):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for name in files:
+                if not name.endswith(".py"):
+                    continue
+                path = os.path.join(base, name)
+                rel = os.path.relpath(path, root).replace(os.sep, "/")
+                if any(rel == e or (e.endswith("/") and rel.startswith(e)) for e in exempt):
+                    continue
+                tree = ast.parse(open(path).read(), filename=rel)
+                for node in ast.walk(tree):
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        for call in ast.walk(node):
+                            if isinstance(call, ast.Call) and _reads(call):
+                                found.append((rel, node.name, call.lineno))
+                for call in [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                          ast.ClassDef))]:
+                    for c in ast.walk(call):
+                        if isinstance(c, ast.Call) and _reads(c):
+                            found.append((rel, "<module>", c.lineno))
+    return sorted(set(found))
+
+
+def _not_allowed(found):
+    return [f for f in found if (f[0], f[1]) not in RAW_READERS_ALLOWED and (f[0], "*") not in RAW_READERS_ALLOWED]
+
+
+def test_every_file_from_outside_is_read_through_the_one_reader():
+    """A new `open(`/`json.load`/`yaml.safe_load`/`read_text` in the package outside ftharness/inputs.py
+    fails here: read it through ftharness.inputs.read_input (a kind of KINDS), or, for a file ftharness
+    wrote itself, add it to RAW_READERS_ALLOWED with the reason."""
+    bad = _not_allowed(raw_readers(ROOT))
+    assert not bad, "raw readers outside ftharness/inputs.py: " + ", ".join(f"{f}:{ln} in {fn}" for f, fn, ln in bad)
+
+
+def test_every_allowed_raw_reader_still_exists():
+    """An entry of RAW_READERS_ALLOWED whose reader is gone is removed, so the list stays the list."""
+    found = raw_readers(ROOT)
+    have = {(f, fn) for f, fn, _ in found} | {(f, "*") for f, _, _ in found}
+    assert sorted(k for k in RAW_READERS_ALLOWED if k not in have) == []
+
+
+def test_the_raw_reader_finder_finds_planted_ones(tmp_path):
+    pkg = tmp_path / "reports"
+    pkg.mkdir()
+    (pkg / "planted.py").write_text(
+        "import json, yaml, os\n"
+        "def a(p):\n    return json.load(open(p))\n"
+        "def b(p):\n    with open(p, 'rb') as f:\n        return f.read()\n"
+        "def c(p):\n    return yaml.safe_load(open(p, mode='r'))\n"
+        "def d(p):\n    return p.read_text()\n"
+        "def e(p):\n    with open(p, 'w') as f:\n        f.write('x')\n"   # a writer: not found
+        "def f(fd):\n    return os.fdopen(fd, 'rb').read()\n")
+    found = {(fn, ln) for _, fn, ln in raw_readers(str(tmp_path), folders=("reports",))}
+    assert {fn for fn, _ in found} == {"a", "b", "c", "d", "f"}
+
+
+#: files the project's authors have beside the repository and its users do not
+PRIVATE_DOCS = ("design.md", "ray-train-v2-faults.md")
+
+
+def test_no_module_cites_a_file_users_do_not_have():
+    """Docstrings and comments send a reader to docs/ (what ships), never to the authors' own notes."""
+    cited = []
+    for folder in ("ftharness", "harness", "history", "faults", "scenarios", "reports"):
+        for dirpath, _, files in os.walk(os.path.join(ROOT, folder)):
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(dirpath, name)
+                    text = open(path, encoding="utf-8").read()
+                    cited += [f"{os.path.relpath(path, ROOT)}: {doc}" for doc in PRIVATE_DOCS if doc in text]
+    assert not cited, "cites a file users do not have: " + "; ".join(cited)

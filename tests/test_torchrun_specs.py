@@ -420,8 +420,8 @@ def test_cli_run_of_a_torchrun_scenario_refuses_address_and_ignores_ray_address(
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")   # a Ray cluster of someone else's: not ours to read
     monkeypatch.setattr("ftharness.harness.run.torchrun_runner.run_torchrun",
                         lambda sc, options: started.append(options.address) or {"verdict": "PASS"})
-    monkeypatch.setattr("ftharness.harness.frontends.cli.print_summary", lambda *a: None)
-    monkeypatch.setattr("ftharness.harness.frontends.cli.write_reports", lambda *a: None)
+    monkeypatch.setattr("ftharness.harness.frontends.cli_run.print_summary", lambda *a: None)   # where cmd_run looks it up
+    monkeypatch.setattr("ftharness.harness.frontends.cli_run.write_reports", lambda *a: None)
     assert cli_main(["run", str(path), "--out", str(tmp_path / "o")]) == 0 and started == [None]
 
 

@@ -451,7 +451,7 @@ def test_seen_6_a_failure_nobody_asked_for_is_shown(tmp_path, capsys):
     assert any("model: cadence" in u for u in s["inconclusive"]) and not s["mismatches"]
     assert [u["property"] for u in s["unasked_failures"]] == ["bounded_lost_work"]
     assert "no checkpoint was ever reported" in s["unasked_failures"][0]["explanation"]
-    from ftharness.harness.frontends.cli import print_summary
+    from ftharness.harness.frontends.cli_shared import print_summary
     print_summary(dict(s, wall_time_s=1.0), str(tmp_path))
     assert "WARNING bounded_lost_work: failed, but the scenario did not ask for it" in capsys.readouterr().out
 

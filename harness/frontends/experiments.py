@@ -15,7 +15,11 @@ from typing import Any, Dict, List, Optional
 
 from ftharness.errors import ScenarioError
 
-from ftharness.harness.run.collect import is_experiment_file, looks_like_experiment, read_experiment as read  # noqa: F401 - re-exported
+from ftharness.harness.run.collect import is_experiment_file, looks_like_experiment, read_experiment as read
+
+#: what the CLI asks of an experiment file; the recognisers live in harness/run/collect.py (a suite collects too)
+__all__ = ["control_of", "control_scenario", "problems", "validate_actions", "is_experiment_file",
+           "looks_like_experiment", "CONTROL_MODULE"]
 
 CONTROL_MODULE = "ftharness.harness.frontends.ctk.control"
 #: what Chaos Toolkit requires of every experiment (chaoslib.experiment.ensure_experiment_is_valid)

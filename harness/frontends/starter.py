@@ -54,7 +54,9 @@ USER_WORKLOAD = """\
 workload:
   entrypoint: {train}    # module:function, looked up in this folder first, then where Python finds it
   num_workers: 2
-  # train_loop_config: {{epochs: 4}}    # the config your train function is called with"""
+  # train_loop_config: {{epochs: 4}}    # the config your train function is called with
+  # files: [configs/train.yaml]    # data your job reads, shipped beside its code: workers run in Ray's own
+  #                                # folder, so open them relative to Path(__file__).parent"""
 
 REFERENCE_WORKLOAD = """\
 workload:    # ftharness's reference DDP job; `ftharness init --train module:function` runs yours

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 
 from ftharness.errors import ScenarioError
 
@@ -50,13 +49,14 @@ def add_parser(sub) -> None:
 
 def check_args(args):
     """(base scenario, budget seconds, out folder, route): refused in one line before anything starts."""
-    from ftharness.harness.run.arguments import check_count, check_new_out, default_out
+    from ftharness.harness.run.arguments import check_count, check_new_out, check_seed, default_out
     from ftharness.harness.run.guard import check_route
     from ftharness.harness.run.preflight import preflight
     from ftharness.scenarios.schema import default_scenario_path, load_scenario, require_release
 
     budget = parse_budget(args.budget)
     check_count("--max-faults", args.max_faults, MAX_FAULTS_LIMIT)
+    check_seed("--seed", args.seed)
     base = load_scenario(args.scenario or default_scenario_path())
     if base.workload.runtime != "ray_train":
         raise ScenarioError(f"workload.runtime: explore runs on Ray Train (ray_train); {base.workload.runtime} "
@@ -70,49 +70,41 @@ def check_args(args):
 
 
 def cmd_explore(args) -> int:
-    from ftharness.errors import ClusterError
-    from ftharness.harness.run.arguments import refuse
+    """Explore (its errors: cli.main's one handling)."""
+    import importlib
 
     try:   # Hypothesis drives the search: the `explore` extra (not every install has it)
-        import hypothesis  # noqa: F401
+        importlib.import_module("hypothesis")
     except ImportError:
         print("ftharness: error: explore needs Hypothesis, which the core install leaves out: "
               "pip install 'ftharness[explore]'", file=sys.stderr)
         return 2
     from ftharness.scenarios import explore_strategies as es
 
-    out = args.out
-    try:
-        base, budget, out, target = check_args(args)
-        support = es.supported(base)
-        es.schedules(base, support, args.max_faults)   # no kind at all: one line, before a cluster starts
-        # an existing OUT is continued: what it holds is read and checked now, before a cluster starts
-        from ftharness.harness.run.explore_state import load_state
+    base, budget, out, target = check_args(args)
+    args.out = out   # an internal error's traceback goes into it (cli.main, the CLI's one error handling)
+    support = es.supported(base)
+    es.schedules(base, support, args.max_faults)   # no kind at all: one line, before a cluster starts
+    # an existing OUT is continued: what it holds is read and checked now, before a cluster starts
+    from ftharness.harness.run.explore_state import load_state
 
-        check_outputs(os.path.abspath(out))
-        earlier = load_state(os.path.abspath(out), base, support)
-        print(f"explore {base.name}: {len(support.kinds)} fault kinds ({', '.join(support.kinds)}); "
-              f"left out: {', '.join(support.left_out) or 'none'}; budget {budget:g}s, seed {args.seed}",
-              file=sys.stderr, flush=True)
-        if args.verbose:
-            os.environ["FTHARNESS_VERBOSE"] = "1"
-        # Ray Train and the cluster code: once the input is good
-        from ftharness.harness.cluster.handles import keep_logs, open_cluster
-        from ftharness.harness.run.explore import ClusterExecutor, Explorer
-        from ftharness.reports.explore import terminal_text
+    check_outputs(os.path.abspath(out))
+    earlier = load_state(os.path.abspath(out), base, support)
+    print(f"explore {base.name}: {len(support.kinds)} fault kinds ({', '.join(support.kinds)}); "
+          f"left out: {', '.join(support.left_out) or 'none'}; budget {budget:g}s, seed {args.seed}",
+          file=sys.stderr, flush=True)
+    if args.verbose:
+        os.environ["FTHARNESS_VERBOSE"] = "1"
+    # Ray Train and the cluster code: once the input is good
+    from ftharness.harness.cluster.handles import keep_logs, open_cluster
+    from ftharness.harness.run.explore import ClusterExecutor, Explorer
+    from ftharness.reports.explore import terminal_text
 
-        keep_logs(os.path.abspath(out))
-        with open_cluster(base.cluster, target.address) as cluster:
-            executor = ClusterExecutor(cluster, target.address, target.source, target.allow_destructive)
-            result = Explorer(base, executor, out, budget, seed=args.seed, max_faults=args.max_faults,
-                              cover_first=not args.search_only, earlier=earlier).explore()
-    except (ScenarioError, ClusterError) as e:
-        return refuse(e)
-    except KeyboardInterrupt:
-        print("ftharness: interrupted; cluster torn down", file=sys.stderr)
-        return 130
-    except Exception as e:  # noqa: BLE001 - ftharness's own bug: one line, traceback kept
-        return _internal(e, out)
+    keep_logs(os.path.abspath(out))
+    with open_cluster(base.cluster, target.address) as cluster:
+        executor = ClusterExecutor(cluster, target.address, target.source, target.allow_destructive)
+        result = Explorer(base, executor, out, budget, seed=args.seed, max_faults=args.max_faults,
+                          cover_first=not args.search_only, earlier=earlier).explore()
     print(terminal_text(result.to_dict()))
     print(f"report: {os.path.join(os.path.abspath(out), 'explore.html')}")
     return result.exit_code()
@@ -140,20 +132,3 @@ def check_outputs(out: str) -> None:
                                             f"choose a new --out")
                     if i > 100_000:
                         break
-
-
-def _internal(exc: BaseException, out) -> int:
-    """One line; the traceback in OUT/error.txt; exit 4."""
-    from ftharness.scenarios.schema import one_line
-
-    path = "(not written)"
-    if isinstance(out, str):
-        try:
-            os.makedirs(out, exist_ok=True)
-            path = os.path.join(out, "error.txt")
-            with open(path, "w") as f:
-                f.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-        except OSError:
-            path = "(not written)"
-    print(one_line(f"ftharness: internal error: {type(exc).__name__}: {exc}; traceback in {path}"), file=sys.stderr)
-    return 4

@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+import math
+from typing import Dict, Literal, Optional, Union
 
 from pydantic import Field, field_validator
 
@@ -34,6 +35,28 @@ def address_form_problem(address: str) -> Optional[str]:
     return None
 
 
+#: the prefix every `cluster.train_env` name must have: Ray Train's own settings, nothing else
+TRAIN_ENV_PREFIX = "RAY_TRAIN_"
+#: most entries, longest name and longest value `cluster.train_env` takes
+MAX_TRAIN_ENV, MAX_ENV_NAME, MAX_ENV_VALUE = 32, 100, 200
+
+
+def train_env_problem(name: object, value: object) -> Optional[str]:
+    """Why `name: value` cannot be a `cluster.train_env` entry (one line, led by `train_env` or by the
+    name, as the scenario loader places it); None when it can."""
+    n = str(name)
+    if not isinstance(name, str) or not n.startswith(TRAIN_ENV_PREFIX) or len(n) > MAX_ENV_NAME \
+            or not all(c.isascii() and (c.isupper() or c.isdigit() or c == "_") for c in n):
+        return (f"train_env: {n[:40]!r} is not a Ray Train setting; allowed: names of upper-case letters, digits "
+                f"and _ starting with {TRAIN_ENV_PREFIX} (at most {MAX_ENV_NAME} characters)")
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)) \
+            or (isinstance(value, float) and not math.isfinite(value)) \
+            or len(str(value)) > MAX_ENV_VALUE or any(c in str(value) for c in "\x00\n\r"):
+        return (f"{n}: {str(value)[:40]!r} is not allowed; allowed: a string of at most "
+                f"{MAX_ENV_VALUE} characters on one line, or a finite number")
+    return None
+
+
 class ClusterSpec(_Strict):
     """The cluster a run uses: an embedded one on this host, or an existing one by `address`."""
 
@@ -48,6 +71,23 @@ class ClusterSpec(_Strict):
     #: `shared`: every node in the host's network namespace; `namespaces`: each worker node a
     #: host of its own (network namespace, own IP on a bridge), so network faults are real
     network: Literal["shared", "namespaces"] = "shared"
+    #: Ray Train environment variables (RAY_TRAIN_*) the run sets in the driver before fit(), over the
+    #: profile's; Ray Train passes those it propagates to the controller and the workers
+    train_env: Dict[str, Union[str, int, float]] = Field(default_factory=dict, max_length=MAX_TRAIN_ENV)
+
+    @field_validator("train_env", mode="before")
+    @classmethod
+    def _train_settings(cls, v):
+        for name, value in (v.items() if isinstance(v, dict) else ()):
+            why = train_env_problem(name, value)
+            if why:
+                raise ValueError(why)
+        return v
+
+    def train_env_text(self) -> Dict[str, str]:
+        """`train_env` as the environment holds it (every value a string: -1 -> '-1', 0.5 -> '0.5')."""
+        return {k: v if isinstance(v, str) else f"{v:g}" if isinstance(v, float) else str(v)
+                for k, v in self.train_env.items()}
 
     @field_validator("address")
     @classmethod

@@ -9,7 +9,7 @@ import functools
 import re
 from typing import Any, Dict, List
 
-from ftharness.scenarios.spec.scenario import Scenario
+from ftharness.scenarios.language.scenario import Scenario
 
 
 #: the published schema's identity, for editors (yaml-language-server: $schema=...) and catalogs
@@ -156,7 +156,7 @@ FIELD_DOCS = {
     "PreemptNodeSpec.notice_s": "Seconds of notice the drain gives before its deadline (default 3).",
     "PreemptNodeSpec.kill_offset_s": "Seconds after the deadline the node dies (negative: before it).",
     "StarveResourcesSpec.duration_s": "Seconds every worker CPU stays taken; default: until the run ends.",
-    "StorageErrorsSpec.duration_s": "Seconds the storage errors last; default: until the run ends.",
+    "StorageErrorsSpec.duration_s": "Seconds the storage errors last, counted from the first one returned to the job; default: until the run ends.",
     "StorageErrorsSpec.ops": "Storage operations that fail: write (default), read, delete, list, mkdir, move.",
     "StorageErrorsSpec.path_glob": "Only paths matching this glob fail (default: every path of the run's storage).",
     "StorageErrorsSpec.error_rate": "Share of matching operations that fail, 0 to 1 (default 1.0).",

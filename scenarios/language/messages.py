@@ -18,7 +18,7 @@ def scenario_error(first: str, problems: Optional[List[str]] = None, total: Opti
     return err
 
 
-MAX_MESSAGE = 300
+MAX_MESSAGE = 400
 
 
 def one_line(text: str, limit: int = MAX_MESSAGE) -> str:

@@ -10,8 +10,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from ftharness import releases
 from ftharness.errors import ScenarioError
 from ftharness.faults import REGISTRY
-from ftharness.scenarios.spec.messages import one_line
-from ftharness.scenarios.spec.scenario import Scenario
+from ftharness.scenarios.language.messages import one_line
+from ftharness.scenarios.language.scenario import Scenario
 
 
 def release_problem(sc: Scenario, ray_version: Optional[str]) -> Optional[str]:

@@ -12,11 +12,11 @@ from pydantic.json_schema import SkipJsonSchema
 
 from ftharness.faults import REGISTRY, FaultSpec, cpu_refusal
 from ftharness.faults.base import Strict as _Strict
-from ftharness.scenarios.spec.cluster import ClusterSpec
-from ftharness.scenarios.spec.expect import ExpectSpec
-from ftharness.scenarios.spec.failure_config import FailureConfigSpec
-from ftharness.scenarios.spec.torchrun_rules import torchrun_problem
-from ftharness.scenarios.spec.workload import WorkloadSpec, working_dir_problem
+from ftharness.scenarios.language.cluster import ClusterSpec
+from ftharness.scenarios.language.expect import ExpectSpec
+from ftharness.scenarios.language.failure_config import FailureConfigSpec
+from ftharness.scenarios.language.torchrun_rules import torchrun_problem
+from ftharness.scenarios.language.workload import WorkloadSpec, working_dir_problem
 
 
 class Scenario(_Strict):

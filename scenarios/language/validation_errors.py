@@ -4,13 +4,14 @@ key, and one line for the two members of a union field (num_workers, use_gpu).""
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any, Dict, List, Tuple
 
 from pydantic import ValidationError
 
 from ftharness.faults import FAULT_KINDS
-from ftharness.scenarios.spec.scenario import Scenario
+from ftharness.scenarios.language.scenario import Scenario
 
 MAX_ERRORS = 10             # errors `validate` lists per file
 
@@ -74,7 +75,6 @@ def _model_at(loc: Tuple[Any, ...]):
 
 def _unknown_key(err: Dict[str, Any], loc: str) -> str:
     """`loc: unknown key; did you mean X? allowed: a, b, c`."""
-    import difflib
 
     model = _model_at(tuple(err.get("loc", ())))
     fault = model is not None and model.__module__.startswith("ftharness.faults")   # its kind is the tag
@@ -94,6 +94,9 @@ def _format_one(err: Dict[str, Any]) -> str:
         got = repr(err["input"].get("kind")) if isinstance(err.get("input"), dict) else ""
         got = got if len(got) <= 40 else got[:37] + "..."
         what = f"unknown fault kind {got}" if kind == "union_tag_invalid" else "a fault needs a kind"
+        if kind == "union_tag_invalid":   # neither built in nor added by an installed plugin
+            close = difflib.get_close_matches(str(err["input"].get("kind")), FAULT_KINDS, n=1, cutoff=0.6)
+            what += f" (did you mean {close[0]}?)" if close else " (none built in or from a plugin)"
         return f"{loc}.kind: {what}; allowed: {', '.join(FAULT_KINDS)}"
     if kind == "extra_forbidden":
         return _unknown_key(err, loc)

@@ -5,7 +5,7 @@ code root inside the scenario's folder (it is uploaded to the cluster)."""
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Literal, Optional, Tuple, Union
+from typing import Any, Dict, List, Literal, Optional, Tuple, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -29,6 +29,16 @@ class WorkloadSpec(_Strict):
     #: all of it ships to the workers (and with `run --submit`), less virtualenvs, .git, caches and
     #: results; without it the modules and packages of the scenario's folder that the job imports ship
     working_dir: Optional[str] = Field(None, min_length=1, max_length=200)
+    #: data files the job reads at run time, shipped to the workers with its code: paths or globs
+    #: (`configs/*.yaml`, `data/**/*.csv`, a folder) relative to the scenario's folder and inside the
+    #: code root, landing at the same place relative to the code; resolve them in the job against
+    #: `Path(__file__).parent` of a module beside them (the workers run in Ray Train's own run folder)
+    files: List[str] = Field(default_factory=list, max_length=100)
+    #: names (or name globs: `*.ckpt`, `scratch`) never shipped, besides the default list
+    #: (virtualenvs, .git, caches, results, credential files such as .netrc, .ssh, id_rsa, .aws, *.pem)
+    ship_exclude: List[str] = Field(default_factory=list, max_length=100)
+    #: names of the default list shipped anyway (a package called `build`, a `secrets.py` module)
+    ship_include: List[str] = Field(default_factory=list, max_length=100)
     #: the column of the datasets that holds each row's id: rows read through get_dataset_shard are
     #: then recorded and shard_reassignment judges the job
     row_id: Optional[str] = Field(None, min_length=1, max_length=200)
@@ -84,6 +94,26 @@ class WorkloadSpec(_Strict):
             raise ValueError("at most 4096 workers")
         return v
 
+    @field_validator("files")
+    @classmethod
+    def _files(cls, v):
+        for p in v:
+            parts = p.replace("\\", "/").split("/")
+            if not p or len(p) > 200 or "\x00" in p:
+                raise ValueError(f"{p[:80]!r}: allowed: a path or glob of 1 to 200 characters")
+            if os.path.isabs(p) or p.startswith("~") or ".." in parts:
+                raise ValueError(f"{p[:80]!r} leaves the scenario's folder; allowed: a path or glob inside it, "
+                                 f"written relative to it (no '..', not absolute, at most 200 characters)")
+        return v
+
+    @field_validator("ship_exclude", "ship_include")
+    @classmethod
+    def _names(cls, v):
+        for p in v:
+            if not p or len(p) > 100 or "/" in p or "\\" in p or "\x00" in p:
+                raise ValueError(f"{p[:80]!r}: allowed: a file or folder name or a name glob (no '/', at most 100 characters)")
+        return v
+
     @model_validator(mode="after")
     def _entrypoint(self):
         if self.entrypoint and self.kind == "reference":
@@ -105,6 +135,12 @@ class WorkloadSpec(_Strict):
               or self.row_id is not None):
             raise ValueError("trainer, datasets, dataset_config, row_id: only for an entrypoint workload "
                              "(the reference workload is a torch job with its own rows)")
+        if self.kind == "reference" and (self.files or self.ship_exclude or self.ship_include):
+            raise ValueError("files, ship_exclude, ship_include: only for an entrypoint workload "
+                             "(the reference workload ships no code)")
+        both = sorted(set(self.ship_exclude) & set(self.ship_include))
+        if both:
+            raise ValueError(f"ship_include: {both[0]!r} is in ship_exclude too; allowed: one of the two")
         if self.storage_shared and self.storage_path and "://" in self.storage_path \
                 and not self.storage_path.lower().startswith("file://"):
             raise ValueError("storage_shared: declares a local storage_path a shared mount; "

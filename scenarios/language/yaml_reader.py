@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from ftharness.errors import ScenarioError
-from ftharness.scenarios.spec.messages import one_line
+from ftharness.scenarios.language.messages import one_line
 
 
 MAX_FILE_BYTES = 256 * 1024  # a scenario is a page of YAML, not a data file (100 faults are ~10 KiB)

@@ -24,7 +24,7 @@ from ftharness.faults.node import PreemptNode
 from ftharness.faults.process import KillWorker
 from ftharness.history.model import PARTS
 
-#: Ray Train's RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S (ray-train-v2-faults.md)
+#: Ray Train's RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S (docs/ray-releases.md)
 STARTUP_TIMEOUT_S = 60.0
 #: which measured kind stands in for a kind that was not measured (each kind's `recovers_like`); the
 #: causes that are no fault kind (rates.py: a controller failure, a resize) borrow the registry's first,

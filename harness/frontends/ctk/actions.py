@@ -1,6 +1,6 @@
 """Chaos Toolkit actions: every ftharness fault kind, injected now into the run
 the `ftharness.harness.frontends.ctk.control` control started. Arguments are the fault's own
-(design.md's table); each returns what the history recorded for it.
+(docs/chaostoolkit.md's table); each returns what the history recorded for it.
 
     {"type": "action", "name": "preempt-a-node",
      "provider": {"type": "python", "module": "ftharness.harness.frontends.ctk.actions", "func": "preempt_node",

@@ -13,7 +13,7 @@ def journal_verdict(journal: Dict[str, Any]) -> Dict[str, Any]:
         reasons.append(f"experiment status {journal.get('status')}")
     if journal.get("deviated"):
         reasons.append("the steady-state hypothesis deviated")
-    after = journal.get("steady_states", {}).get("after") or {}
+    after = (journal.get("steady_states") or {}).get("after") or {}   # null in a journal: none recorded
     if after and not after.get("steady_state_met", True):
         reasons.append("the steady state was not met after the method")
     fth = journal.get("ftharness") or {}
