@@ -20,8 +20,12 @@ The fault lands when at least one error (or, for a latency-only fault, one
 delay) was actually returned to the job, counted under this injection's own
 control id (`id` in target_hit, hits of other injections are apart), on an
 operation the scenario named (`ops`); the injector records the first one as it
-happens, and the heal the totals. Window: while the control file is in place
-(from the injection to the heal), which is when the chaos filesystem acts.
+happens, and the heal the totals. Window: while the control file is in place,
+which is when the chaos filesystem acts: from the injection (every operation
+reads the control file, so the job's next one sees it) until `duration_s` after
+the first error (or delay) returned to the job, or the run's end. An armed fault
+waits for the job's next matching operation however long it takes; one armed
+after the job's last checkpoint, which no save can follow, is said so at once.
 """
 
 from __future__ import annotations
@@ -34,13 +38,14 @@ import random
 import secrets
 import threading
 import time
-from typing import Any, Dict, List, Literal, Optional
+from typing import Any, Dict, List, Literal, Optional, Tuple
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 from pydantic import Field
 
 from ftharness.faults.base import LANDED, MISSED, PENDING, Fault, FaultContext, FaultSpecBase, FaultView, Landing
+from ftharness.history.columns import non_steps
 
 CONTROL_FILE = ".ftharness-storage-chaos.json"
 HITS_DIR = ".ftharness-storage-chaos.hits"
@@ -80,8 +85,6 @@ class ChaosFileSystemHandler(pafs.FileSystemHandler):
         self.root = storage_root
         self.fs = inner if inner is not None else pafs.LocalFileSystem()
         self.token = secrets.token_hex(4)      # this instance's hits file (one per process and copy)
-        self._cache: Optional[Dict[str, Any]] = None
-        self._cache_t = 0.0
         self._counts: Dict[str, Dict[str, Any]] = {}
         self._made: set = set()               # hits folders this instance created
         self._lock = threading.Lock()
@@ -91,32 +94,33 @@ class ChaosFileSystemHandler(pafs.FileSystemHandler):
 
     # -- chaos
     def _control(self) -> Optional[Dict[str, Any]]:
-        now = time.time()
-        if now - self._cache_t > 0.1:
-            try:
-                control = json.loads(read_bytes(self.fs, _join(self.root, CONTROL_FILE)))
-                self._cache = control if isinstance(control, dict) else None
-            except Exception:  # noqa: BLE001 - no control file (or none readable): no chaos
-                self._cache = None
-            self._cache_t = now
-        return self._cache
+        """The control file as it is now, read for every operation: the first operation after an
+        injection sees it. (A 0.1 s cache outlived a whole 10-step torchrun job, so a fault armed at
+        its trigger's gate let the job's next writes through and landed only by timing.)"""
+        try:
+            control = json.loads(read_bytes(self.fs, _join(self.root, CONTROL_FILE)))
+        except Exception:  # noqa: BLE001 - no control file (or none readable): no chaos
+            return None
+        return control if isinstance(control, dict) else None
 
     def _own(self, path: str) -> bool:
         return path.endswith(CONTROL_FILE) or HITS_DIR in path
 
-    def _hit(self, op: str, path: str) -> bool:
-        """Apply latency; True if this operation is to fail."""
+    def _hit(self, op: str, path: str) -> Optional[Dict[str, Any]]:
+        """Apply latency; the control in force if this operation is to fail, else None."""
+        if self._own(path):
+            return None
         c = self._control()
-        if not c or op not in c.get("ops", []) or self._own(path):
-            return False
+        if not c or op not in c.get("ops", []):
+            return None
         if c.get("path_glob") and not fnmatch.fnmatch(path, c["path_glob"]):
-            return False
+            return None
         if c.get("latency_s"):
             time.sleep(float(c["latency_s"]))
         fail = random.random() < float(c.get("error_rate") or 0.0)
         if fail or c.get("latency_s"):
             self._log_hit(str(c.get("id") or "0"), op, path, fail)
-        return fail
+        return c if fail else None
 
     def _log_hit(self, control_id: str, op: str, path: str, error: bool) -> None:
         """Count an error or delay handed to Ray in this instance's hits file: the fault's landing evidence."""
@@ -143,9 +147,10 @@ class ChaosFileSystemHandler(pafs.FileSystemHandler):
             raise OSError(f"ftharness storage_errors: injected {op} error on {path}")
 
     def _open_for_write(self, path, open_real):
-        if not self._hit("write", path):
+        c = self._hit("write", path)
+        if c is None:
             return open_real()
-        if (self._control() or {}).get("partial"):
+        if c.get("partial"):
             return pa.PythonFile(_TornWriter(open_real(), path), mode="w")
         raise OSError(f"ftharness storage_errors: injected write error on {path}")
 
@@ -194,8 +199,9 @@ class ChaosFileSystemHandler(pafs.FileSystemHandler):
         self.fs.move(src, dest)
 
     def copy_file(self, src, dest):
-        if self._hit("write", dest):
-            if (self._control() or {}).get("partial"):
+        c = self._hit("write", dest)
+        if c is not None:
+            if c.get("partial"):
                 with self.fs.open_input_stream(src) as f:
                     data = f.read()
                 with self.fs.open_output_stream(dest) as out:
@@ -279,8 +285,8 @@ def _or(value: Any, default: Any) -> Any:
 
 class StorageErrorsSpec(FaultSpecBase):
     """Operations `ops` (default: write) on paths matching `path_glob` fail at `error_rate`
-    (default 1.0) and/or wait `latency_s` first, for `duration_s` (default: until the run ends);
-    `partial: true` leaves a torn file behind a failing write."""
+    (default 1.0) and/or wait `latency_s` first, for `duration_s` from the first one returned to
+    the job (default: until the run ends); `partial: true` leaves a torn file behind a failing write."""
 
     kind: Literal["storage_errors"]
     duration_s: Optional[float] = Field(None, gt=0)
@@ -313,8 +319,13 @@ class StorageErrors(Fault):
         """Read errors alone show only when a restart reads the checkpoint storage."""
         return spec.ops == ["read"]
 
+    #: the window opens at the job's first matching operation, not at the injection (`_poll`)
+    heals_after_duration = False
+
     _on = False
     _control_id = "0"
+    _reached = False
+    _close_at: Optional[float] = None
 
     @staticmethod
     def storage_of(ctx: FaultContext):
@@ -330,17 +341,40 @@ class StorageErrors(Fault):
         fs, root = self.storage_of(ctx)
         return read_hits(fs, root, self._control_id)
 
-    def _watch(self, ctx: FaultContext) -> None:
-        """Record the first error (or delay) handed to Ray, as it happens."""
-        def poll() -> Dict[str, Any]:
-            hits = self.hits(ctx)
-            if hits["errors_returned"] or (hits["delays"] and not self.spec.error_rate):
-                ctx.record(f"storage fault {self.index} reached the job", hits)
-            elif self._on:
-                ctx.schedule(POLL_S, poll, "storage: watch for hits", kind="none")
-            return {}
+    def _reached_job(self, hits: Dict[str, Any]) -> bool:
+        """An error (or, for a latency-only fault, a delay) was handed to the job."""
+        return bool(hits.get("errors_returned") or (hits.get("delays") and not self.spec.error_rate))
 
-        ctx.schedule(POLL_S, poll, "storage: watch for hits", kind="none")
+    def _poll(self, ctx: FaultContext) -> Dict[str, Any]:
+        """Record the first error (or delay) handed to the job as it happens, and close the window
+        `duration_s` after it: until then the fault stays armed, waiting for the job's next matching
+        operation (a window counted from the injection closed, on a fast job, before any came)."""
+        if not self._on:
+            return {}
+        hits = self.hits(ctx)
+        if not self._reached and self._reached_job(hits):
+            self._reached = True
+            ctx.record(f"storage fault {self.index} reached the job", hits)
+            if self.duration_s:
+                self._close_at = time.time() + float(self.duration_s)
+        if self._close_at is not None and time.time() >= self._close_at:
+            ctx.schedule(0.0, lambda: self._disarm(ctx, f" {self.duration_s} s after the job's first "
+                                                         f"matching operation"), f"heal fault {self.index}", kind="fault_healed")
+        elif not self._reached or self._close_at is not None:
+            ctx.schedule(POLL_S, lambda: self._poll(ctx), "storage: watch for hits", kind="none")
+        return {}
+
+    def _disarm(self, ctx: FaultContext, when: str) -> Dict[str, Any]:
+        """Remove the control file; what the job was handed, for the heal's record (`when`: text)."""
+        if not self._on:
+            return {"how": "already healed"}
+        self._on = False
+        fs, _ = self.storage_of(ctx)
+        try:
+            fs.delete_file(self.control_path(ctx))
+        except FileNotFoundError:
+            pass
+        return {"how": f"control file removed{when}", **self.hits(ctx)}
 
     def landing(self, view: FaultView) -> Landing:
         what = f"storage_errors on {view.hit.get('ops')} from seq {view.seq}"
@@ -362,7 +396,9 @@ class StorageErrors(Fault):
                                    f"{first.get('path')} (seq {e.get('seq')})")
         if wrong:
             return Landing(MISSED, f"{what}, but {wrong[0]}")
-        return Landing(PENDING, f"{what}; no operation of the job's matched, no error was returned")
+        why, never = after_arming(view, ops)
+        return Landing(MISSED if never else PENDING,
+                       f"{what}; no operation of the job's matched, no error was returned{why}")
 
     def inject(self, ctx: FaultContext) -> Dict[str, Any]:
         self._control_id = f"{self.index}-{secrets.token_hex(3)}"   # this injection's hits, apart from others'
@@ -372,15 +408,42 @@ class StorageErrors(Fault):
         fs, _ = self.storage_of(ctx)
         path = self.control_path(ctx)
         write_atomic(fs, path, json.dumps(control).encode())  # the run may not have written anything yet
-        self._on = True
-        self._watch(ctx)
+        self._on, self._reached, self._close_at = True, False, None
+        ctx.schedule(POLL_S, lambda: self._poll(ctx), "storage: watch for hits", kind="none")
         return {"path": path, "filesystem": fs.type_name, **control}
 
     def heal(self, ctx: FaultContext) -> Optional[Dict[str, Any]]:
-        self._on = False
-        fs, _ = self.storage_of(ctx)
-        try:
-            fs.delete_file(self.control_path(ctx))
-        except FileNotFoundError:
-            pass
-        return {"how": "control file removed", **self.hits(ctx)}
+        """The run ended (or a rollback came) with the window open; None if it had closed."""
+        if not self._on:
+            return None
+        return self._disarm(ctx, "")
+
+
+#: the operations only a checkpoint's save makes (its upload or commit)
+SAVE_OPS = frozenset({"write", "mkdir", "move"})
+
+
+def after_arming(view: FaultView, ops: List[str]) -> Tuple[str, bool]:
+    """Why no operation matched, from the history (pure): (", because ...", whether none can come).
+    A fault on the operations of a save is hopeless once armed after the job's last checkpoint
+    (the final step's, registered before it): said at once, so the landing hold need not wait."""
+    later, last, steps = [], None, None
+    for e in non_steps(view.events):
+        kind, seq = e.get("kind"), e.get("seq") if isinstance(e.get("seq"), int) else 0
+        if kind == "run_start" and seq < view.seq:
+            steps = (e.get("workload") or {}).get("steps") if isinstance(e.get("workload"), dict) else None
+        elif kind == "checkpoint_registered":
+            if seq > view.seq:
+                later.append(e)
+            else:
+                last = e
+    if not ops or not set(ops) <= SAVE_OPS:
+        return "", False
+    if later:
+        return (f", though the job registered {len(later)} checkpoint(s) after it was armed (the first at step "
+                f"{later[0].get('step')}, seq {later[0].get('seq')}): none of their operations met its ops, "
+                f"path_glob and error_rate"), False
+    if last is not None and steps is not None and last.get("step") == steps:
+        return (f": it was armed after the job registered its last checkpoint (step {steps}, seq "
+                f"{last.get('seq')}), so no checkpoint write can follow its trigger"), True
+    return ": the job registered no checkpoint after it was armed", False
