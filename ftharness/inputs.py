@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from typing import Any, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ftharness.errors import InputError, ScenarioError
 
@@ -236,15 +236,122 @@ def read_json_bounded(path: str, cap: int = MAX_JSON_BYTES, what: str = "", max_
     or a device), with its objects and arrays counted on the bytes before it is parsed (64 MiB of
     `[{},...]` would take gigabytes), its values counted the same way (its commas), and its
     nesting bounded. Every problem is one InputRefused line."""
-    import json
-
     label = what or shown(path)
-    raw = read_bounded(path, cap, label)
-    containers = raw.count(b"{") + raw.count(b"[")
-    if containers > max_containers:
+    return json_value(read_bounded(path, cap, label), label, max_depth, max_containers, max_items)
+
+
+# ------------------------------------------------------------------ one reader, a schema per kind
+class FileKind:
+    """What one kind of input file may be: its format (json, jsonl, yaml, text), its size, its
+    nesting and value counts (JSON), the type of its top-level value and the keys it must hold.
+    `allowed` is the clause every refusal of such a file ends with."""
+
+    __slots__ = ("name", "fmt", "max_bytes", "top", "required", "max_depth", "max_containers", "max_items")
+
+    def __init__(self, name: str, fmt: str, max_bytes: int, top: Optional[type] = None,
+                 required: Tuple[str, ...] = (), max_depth: int = MAX_JSON_DEPTH,
+                 max_containers: int = MAX_JSON_CONTAINERS, max_items: int = MAX_JSON_ITEMS):
+        self.name, self.fmt, self.max_bytes, self.top, self.required = name, fmt, max_bytes, top, required
+        self.max_depth, self.max_containers, self.max_items = max_depth, max_containers, max_items
+
+    @property
+    def allowed(self) -> str:
+        what = {dict: "an object", list: "a list", None: "a value"}[self.top] if self.fmt != "jsonl" \
+            else "one JSON object a line"
+        keys = f" with {', '.join(self.required)}" if self.required else ""
+        depth = f", nested at most {self.max_depth} deep" if self.fmt in ("json", "jsonl") else ""
+        return f"allowed: {self.name}, a regular {self.fmt.upper()} file of at most {self.max_bytes} bytes{depth}, " \
+               f"holding {what}{keys}"
+
+
+#: every kind of file ftharness reads that it did not just write itself (docs/safety.md): a kind's
+#: caps are those of the largest such file ftharness writes, with room to spare
+KINDS: Dict[str, FileKind] = {
+    "json": FileKind("a JSON file of a results folder", "json", MAX_JSON_BYTES),
+    "summary": FileKind("a run's summary.json", "json", MAX_JSON_BYTES, dict),
+    "journal": FileKind("a Chaos Toolkit journal", "json", MAX_JSON_BYTES, dict),
+    "skipped": FileKind("a suite's skipped.json", "json", 4 << 20, list),
+    "cells": FileKind("a matrix's cells.jsonl", "jsonl", MAX_JSON_BYTES, dict, ("cell",)),
+    "scenario_copy": FileKind("a results folder's scenario.yaml", "yaml", MAX_SCENARIO_BYTES, dict),
+    "sources_list": FileKind("a SOURCES.txt of results folders", "text", 1 << 20),
+    "source": FileKind("a Python module", "text", MAX_SOURCE_BYTES),
+}
+
+
+def read_input(path: str, kind: str, what: str = "", parse_yaml: Optional[Callable[[bytes, str], Any]] = None) -> Any:
+    """The content of the file `path` of kind `kind` (KINDS): parsed JSON (json), a list of objects
+    (jsonl), parsed YAML (yaml: `parse_yaml`, the caller's bounded loader, scenarios/language/yaml_reader.py's
+    load_yaml_text, which this layer does not import) or text. Only a regular file
+    (never a FIFO, a device, a file under /proc, /sys or /dev), at most the kind's bytes, nesting,
+    objects and values, of the kind's top-level type and keys. Every problem is one InputRefused
+    line naming the file and what is allowed (a route prints it and exits 2)."""
+    spec = KINDS[kind]
+    label = what or shown(path)
+    try:
+        raw = read_bounded(path, spec.max_bytes, label)
+        value = _parse(raw, spec, label, parse_yaml)
+    except InputRefused as e:
+        raise InputRefused(f"{one_clause(str(e))}; {spec.allowed}") from None
+    _check_shape(value, spec, label)
+    return value
+
+
+def one_clause(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _parse(raw: bytes, spec: FileKind, label: str, parse_yaml: Optional[Callable[[bytes, str], Any]]) -> Any:
+    if spec.fmt == "text":
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputRefused(f"{label}: not UTF-8 text (byte {e.start})") from None
+    if spec.fmt == "yaml":
+        if parse_yaml is None:
+            raise TypeError(f"read_input: a {spec.name} needs the caller's parse_yaml")
+        try:
+            return parse_yaml(raw, label)
+        except ScenarioError as e:
+            raise InputRefused(str(e)) from None
+    if spec.fmt == "json":
+        return json_value(raw, label, spec.max_depth, spec.max_containers, spec.max_items)
+    rows = []
+    counted(raw, label, spec.max_containers, spec.max_items)
+    for i, line in enumerate(raw.split(b"\n"), 1):
+        if line.strip():
+            rows.append(json_value(line, f"{label} line {i}", spec.max_depth, spec.max_containers,
+                                   spec.max_items))
+    return rows
+
+
+def _check_shape(value: Any, spec: FileKind, label: str) -> None:
+    items = value if spec.fmt == "jsonl" else [value]
+    for i, item in enumerate(items, 1):
+        where = f"{label} entry {i}" if spec.fmt == "jsonl" else label
+        if spec.top is not None and not isinstance(item, spec.top):
+            expected = {dict: "object", list: "list"}.get(spec.top, spec.top.__name__)
+            raise InputRefused(f"{where}: not a JSON {expected} (a {type(item).__name__}); {spec.allowed}")
+        missing = [k for k in spec.required if k not in item]
+        if missing:
+            raise InputRefused(f"{where}: no {', '.join(missing)}; {spec.allowed}")
+
+
+def counted(raw: bytes, label: str, max_containers: int = MAX_JSON_CONTAINERS, max_items: int = MAX_JSON_ITEMS) -> None:
+    """Refuse JSON bytes holding more objects and arrays, or values, than a file ftharness writes
+    (counted on the bytes: parsing 64 MiB of `[{},...]` would take gigabytes)."""
+    if raw.count(b"{") + raw.count(b"[") > max_containers:
         raise InputRefused(f"{label}: more than {max_containers} objects and arrays; not a file ftharness wrote")
     if raw.count(b",") > max_items:
         raise InputRefused(f"{label}: more than {max_items} values; not a file ftharness wrote")
+
+
+def json_value(raw: bytes, label: str, max_depth: int = MAX_JSON_DEPTH, max_containers: int = MAX_JSON_CONTAINERS,
+               max_items: int = MAX_JSON_ITEMS) -> Any:
+    """JSON bytes parsed within the counts (`counted`) and nesting bounds; InputRefused otherwise."""
+    import json
+
+    counted(raw, label, max_containers, max_items)
     try:
         value = json.loads(raw.decode("utf-8"))
     except RecursionError:

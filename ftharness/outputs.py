@@ -138,6 +138,36 @@ def created_here(path: str) -> bool:
     return (st.st_dev, st.st_ino) in _CREATED
 
 
+#: entries of an existing output folder looked at for planted links (a long exploration's OUT holds
+#: tens of thousands); a folder with more is refused rather than half-checked
+MAX_OUT_ENTRIES = 200_000
+
+
+def planted_link_problem(root: str, limit: int = MAX_OUT_ENTRIES) -> Optional[str]:
+    """Why the existing folder `root`, that a command is about to write into (`run --out`, a
+    continued explore, a matrix or bisect folder), is no place to write: a symlink below it whose
+    target (resolved) lies outside it. A run's own writes (scenario.yaml, summary.json, logs/ at
+    teardown) and Ray's (storage/) are plain opens that would follow it out of the folder, after a
+    cluster started: this refuses it before. None when `root` is absent or holds no such link;
+    `root` itself may be a link (the folder the user named). Reads no file."""
+    if not os.path.isdir(root):
+        return None
+    base = os.path.realpath(root)
+    seen = 0
+    for folder, dirs, files in os.walk(root):   # links to folders are listed, not followed
+        for name in dirs + files:
+            seen += 1
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                real = os.path.realpath(path)
+                if real != base and not real.startswith(base.rstrip(os.sep) + os.sep):
+                    return (f"{shown(path)}: a symlink out of the folder (to {shown(real, 60)}); ftharness never "
+                            f"writes through one: remove it or choose a new folder")
+        if seen > limit:
+            return f"{shown(root)}: more than {limit} entries; choose a new folder"
+    return None
+
+
 def inside_problem(root: str, path: str) -> Optional[str]:
     """Why `path` is no place below `root` this writer writes (a symlink on the way, outside); None if it is."""
     rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))

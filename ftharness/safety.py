@@ -107,7 +107,7 @@ def _common_problem(path: Any) -> str | None:
         return f"{len(path)} characters, longer than a path ftharness writes ({MAX_PATH})"
     if any(c in path for c in "\x00\n\r") or _CONTROL.search(path):
         return "holds a control character (newline, NUL, escape)"
-    if any(len(part.encode()) > 255 for part in path.split(os.sep)):
+    if any(len(os.fsencode(part)) > 255 for part in path.split(os.sep)):
         return "has a component longer than 255 bytes"
     real = os.path.realpath(path)
     if any(real == s or real.startswith(s + os.sep) for s in _SYSTEM):
@@ -146,6 +146,8 @@ def output_file_problem(path: Any) -> str | None:
     why = _common_problem(path)
     if why:
         return why
+    if os.path.islink(path):   # a planted link (to ~/.bashrc): the plain open of a report would follow it
+        return "is a symlink; ftharness writes only files it creates (remove it, or give another path)"
     if os.path.lexists(path):
         st = os.stat(path) if os.path.exists(path) else os.lstat(path)
         if stat.S_ISDIR(st.st_mode):

@@ -15,7 +15,10 @@ from typing import Dict, List, Optional, Sequence
 import yaml
 
 from ftharness.errors import FtharnessError
-from ftharness.scenarios.verdict import EXIT_CANNOT_RUN, EXIT_FAIL, EXIT_PASS as EXIT_OK
+
+#: scenarios/verdict.py's exit codes; not imported from there at start: it loads the plugins
+#: (ftharness.faults), which `--version` and `doctor` must not (tests/test_fuzz_plugin_loading.py)
+EXIT_OK, EXIT_FAIL, EXIT_CANNOT_RUN = 0, 1, 2
 
 
 #: what a damaged (hand-edited, truncated, hostile) results folder makes the report code raise
@@ -31,7 +34,7 @@ def damaged(paths: Sequence[str], done: str, e: BaseException) -> str:
 def _fail(msg: str) -> int:
     """One line of at most 300 characters (prefix included), credentials redacted, exit 2."""
     from ftharness.safety import printable, redact
-    from ftharness.scenarios.schema import one_line
+    from ftharness.scenarios.language.messages import one_line
 
     print(one_line(f"ftharness: error: {printable(redact(str(msg)))}"), file=sys.stderr)
     return EXIT_CANNOT_RUN
@@ -44,6 +47,10 @@ def output_problem(out: Optional[str], flag: str, folder: bool = True) -> Option
     if out is None:
         return None
     why = (output_dir_problem if folder else output_file_problem)(out)
+    if not why and folder:   # issue 49: an existing folder (--force) with a link out of it is not written through
+        from ftharness.outputs import planted_link_problem
+
+        why = planted_link_problem(out)
     return f"{flag} {out[:120]}: {why}" if why else None
 
 

@@ -228,18 +228,15 @@ def _is_results(path: str) -> bool:
 def read_results(path: str) -> Tuple[Dict[str, Any], List[Event]]:
     """(summary, events) of a folder; a missing file reads as empty, so a run
     that crashed before writing its summary still loads. summary.json is read
-    through the one bounded reader (ftharness.inputs.read_bounded: a regular file,
-    not under /proc, /sys or /dev, at most MAX_JSON_BYTES); a file it refuses, or
-    one that is not a JSON object, raises ValueError (InputRefused: one line)."""
-    from ftharness.history.records import MAX_JSON_BYTES
-    from ftharness.inputs import read_bounded
+    through the one reader (ftharness.inputs.read_input, kind summary: a regular
+    file, not under /proc, /sys or /dev, bounded in size, nesting and values, a
+    JSON object); a file it refuses raises ValueError (InputRefused: one line)."""
+    from ftharness.inputs import read_input
 
     summary_path = os.path.join(path, SUMMARY_FILE)
     summary = {}
-    if os.path.exists(summary_path):
-        summary = json.loads(read_bounded(summary_path, MAX_JSON_BYTES).decode("utf-8"))
-        if not isinstance(summary, dict):
-            raise ValueError(f"{summary_path}: not a JSON object (a {type(summary).__name__}), not a run's summary")
+    if os.path.exists(summary_path):   # the one reader, kind summary: bounded, an object, or one line
+        summary = read_input(summary_path, "summary")
     events = read_events(path) if os.path.isfile(os.path.join(path, HISTORY_FILE)) else []
     return summary, events
 

@@ -48,20 +48,19 @@ def scenario_history_mismatch(scenario, events: List[Dict[str, Any]]) -> Optiona
 
 def scenario_data(results: str) -> Dict[str, Any]:
     """The folder's scenario.yaml as plain YAML ({} without a readable one), read as a
-    scenario is (ftharness.inputs.read_bounded: a regular file, not under /proc, /sys or
-    /dev, never waited on, at most MAX_SCENARIO_BYTES; then the scenario loader with its
-    depth and size limits), so a hostile file in a handed folder is never read whole."""
-    from ftharness.inputs import MAX_SCENARIO_BYTES, read_bounded, shown
+    scenario is (ftharness.inputs.read_input, kind scenario_copy: a regular file, not under
+    /proc, /sys or /dev, never waited on, at most MAX_SCENARIO_BYTES; then the scenario
+    loader with its depth and size limits), so a hostile file in a handed folder is never read whole."""
+    from ftharness.inputs import read_input
     from ftharness.scenarios.schema import load_yaml_text
 
     path = os.path.join(results, SCENARIO_FILE)
     if not os.path.exists(path):
         return {}
     try:
-        data = load_yaml_text(read_bounded(path, MAX_SCENARIO_BYTES, shown(path)), shown(path))
+        return read_input(path, "scenario_copy", parse_yaml=load_yaml_text)
     except ScenarioError:   # refused by the reader or the loader (InputRefused is one)
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def expectations(results: str) -> Dict[str, Any]:

@@ -30,16 +30,16 @@ PARTS = ("detection_s", "teardown_s", "scheduling_s", "restore_s", "first_step_s
 
 def read_rows(folder: str) -> List[Dict[str, Any]]:
     """The rows of `folder`/cells.jsonl; the last line of a cell wins (a rerun replaces it).
-    Read through the one bounded reader (ftharness.inputs.read_bounded, at most
-    MAX_JSON_BYTES): InputRefused (one line) for a file it does not read."""
-    from ftharness.inputs import MAX_JSON_BYTES, read_bounded
+    Read through the one reader (ftharness.inputs.read_input, kind cells: bounded, one object
+    with a `cell` a line): InputRefused (one line) for a file it does not read."""
+    from ftharness.inputs import InputRefused, read_input, shown
 
     rows: Dict[str, Dict[str, Any]] = {}
-    for line in read_bounded(os.path.join(folder, "cells.jsonl"), MAX_JSON_BYTES).decode("utf-8").splitlines():
-        line = line.strip()
-        if line:
-            row = json.loads(line)
-            rows[row["cell"]] = row
+    path = os.path.join(folder, "cells.jsonl")
+    for row in read_input(path, "cells"):
+        if not isinstance(row["cell"], str):
+            raise InputRefused(f"{shown(path)}: a cell named by a {type(row['cell']).__name__}, not a string")
+        rows[row["cell"]] = row
     return list(rows.values())
 
 

@@ -7,7 +7,7 @@ pandas imported once), with everything that would start a cluster, build an envi
 or write a report replaced by a sentinel (exit 0, "would start"). The parent bounds each
 child's wall time (a hang is killed and counted), reads its peak memory from wait4, and
 checks the contract: an exit of 0, 1, 2 or 3 (4 is an internal error), no traceback, every
-stderr line at most 300 characters, one line for an exit 2 (validate: one per error).
+stderr line at most MAX_MESSAGE (400) characters, one line for an exit 2 (validate: one per error).
 Route-specific promises are checked too and counted as `violations`: validate never runs
 the scenario's module, a refused matrix writes nothing, a handed summary.json never aims a
 resumed run's storage outside its folder, a secret never reaches the terminal, a renamed
@@ -42,7 +42,7 @@ CATALOG = os.path.join(REPO, "scenarios", "catalog", "kill-worker.yaml")
 HANG_S = 30.0
 MEMORY_LIMIT_KB = 1 << 20   # 1 GiB of growth over the warm parent
 SECRET = "wJalrXUt/nFEMI+K7MDENG@bPxRfi"   # a secret with '/', '+' and '@'
-MAX_LINE = 300
+MAX_LINE = 400   # scenarios/language/messages.py MAX_MESSAGE: one error line, prefix included
 
 
 class WouldStart(BaseException):

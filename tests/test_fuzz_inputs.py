@@ -4,7 +4,7 @@ would start a cluster or a long computation replaced by a sentinel), through the
 `main` in this process.
 
 Every case must end with an allowed exit (2 for bad input; 0, 1 or 3 where the input is
-good or judged; never 4), no traceback, every stderr line at most 300 characters, one
+good or judged; never 4), no traceback, every stderr line at most MAX_MESSAGE (400) characters, one
 stderr line for an exit 2 (`validate` lists one line per error), within a time bound and
 with bounded growth of this process's peak memory.
 
@@ -30,8 +30,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import REPO
+from ftharness.scenarios.language.messages import MAX_MESSAGE
 
-MAX_LINE = 300
+MAX_LINE = MAX_MESSAGE   # one error line, prefix included
 DATA = os.path.join(REPO, "tests", "data", "kill-worker")
 SCENARIO_BUDGET = {"pure": 150, "full": 1000}
 RESULTS_BUDGET = {"pure": 60, "full": 600}

@@ -43,12 +43,27 @@ def plan(args):
     """(scenario entry, releases, out folder, uses Ray Data): everything checked, nothing started."""
     from ftharness.harness.matrix.axes import MAX_REPEAT
     from ftharness.harness.matrix.bisect import parse_range
-    from ftharness.harness.run.arguments import check_count, check_new_out, default_out
-    from ftharness.scenarios.schema import read_scenario_file
+    from ftharness.harness.matrix.command import MAX_CELL_TIMEOUT_S
+    from ftharness.harness.run.arguments import (check_count, check_file_option, check_new_out, check_number,
+                                                 default_out)
 
+    # the numeric and file options first, in the argument layer, as `matrix` checks them (before the
+    # scenario modules, which load the plugins, are imported)
+    check_number("--cell-timeout", args.cell_timeout, 1.0, MAX_CELL_TIMEOUT_S)
+    if args.host_lock is not None:
+        check_file_option("--host-lock", args.host_lock)
     versions = parse_range(args.ray)
     check_count("--repeat", args.repeat, MAX_REPEAT)
+    from ftharness.harness.run.guard import check_route
+    from ftharness.scenarios.schema import read_scenario_file
+
     data, sc = read_scenario_file(args.scenario)
+    # the guard every route calls: a cluster.address is refused without --allow-destructive, as
+    # `matrix` and `validate` refuse it (the probes' cells do not inherit RAY_ADDRESS: no source)
+    check_route(sc, args.allow_destructive, environment=False)
+    from ftharness.harness.run.preflight import preflight
+
+    preflight(sc, static=True)   # what `validate` proves, as `matrix` proves it for every cell
     out = check_new_out(args.out or default_out("bisect"), "cells.jsonl", "already holds a matrix or a bisect")
     return (sc.name, args.scenario, data), versions, out, sc.workload.data == "ray_data"
 
@@ -76,15 +91,15 @@ def probe_function(entry, repeat: int, opts):
 
 
 def cmd_bisect(args) -> int:
-    from ftharness.harness.matrix.bisect import collapse, search, skipped_lines
-    from ftharness.harness.matrix.command import _report
-    from ftharness.harness.matrix.runner import MatrixOptions
     from ftharness.harness.run.arguments import refuse
 
     try:
         entry, versions, out, uses_data = plan(args)
     except ScenarioError as e:
         return refuse(e)
+    from ftharness.harness.matrix.bisect import collapse, search, skipped_lines   # once the input is good
+    from ftharness.harness.matrix.command import _report
+    from ftharness.harness.matrix.runner import MatrixOptions
     print(f"bisect: {entry[0]} over Ray {versions[0]}..{versions[-1]} ({len(versions)} releases), "
           f"{args.repeat} run(s) per probe; results in {out}", flush=True)
     # a release whose Ray Train code is identical to the previous one's is not probed (bisect.SAME_TRAIN)

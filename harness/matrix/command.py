@@ -77,6 +77,9 @@ def plan(args):
     if dup:
         raise ScenarioError(f"name: {', '.join(dup)} used by more than one scenario")
     cells = expand(loaded, rays, axes, args.repeat)
+    from ftharness.harness.run.preflight import preflight
+
+    proved = set()
     for c in cells:   # each cell's scenario as it will run, on its release, and where it runs
         where = f"{os.path.basename(c.source)} [{c.config}]"
         # the cell as written first (its --set values through the schema): the release's policy
@@ -85,6 +88,10 @@ def plan(args):
         data, _ = for_release(c.data, c.ray)
         sc = parse_scenario(data, source=where, base_dir=os.path.dirname(os.path.abspath(c.source)))
         check_route(sc, args.allow_destructive, environment=False)
+        key = (c.source, sc.workload.model_dump_json())
+        if key not in proved:   # what `validate` proves (issue 49: a dry run took 57 files it refuses)
+            preflight(sc, static=True)
+            proved.add(key)
         c.na = release_problem(sc, c.ray)   # a feature the release lacks: the cell is N/A, not an error
     return cells, out
 

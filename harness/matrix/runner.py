@@ -6,7 +6,8 @@ so every cell goes through the same route, guard and judgement as a single
 run, and starts and stops its own embedded cluster: one cluster at a time.
 The matrix folder holds, per cell, the scenario as it ran (`cells/<id>/scenario.yaml`,
 credentials redacted: a cell whose scenario carries some runs from a private copy
-that is deleted when the cell ends), its notes, its log and its results folder, and
+that is deleted when the cell ends) with the job's modules and declared files beside it
+(a replay's folder, as an explore finding's), its notes, its log and its results folder, and
 `cells.jsonl`, one line per finished cell, so an interrupted matrix keeps what
 it measured and `--resume`-free reruns are cheap to compare.
 """
@@ -61,6 +62,7 @@ def run_cell(cell: Cell, python: str, opts: MatrixOptions) -> Dict[str, Any]:
     results = os.path.join(folder, "run")
     home = os.path.dirname(os.path.abspath(cell.source))
     env = cell_environment()
+    cell_code(folder, data, cell.source, opts.say)
     with cell_scenario(folder, data) as scenario_file, host_lock(opts.host_lock, opts.say):
         # the cell's copy of the scenario lives in the matrix folder: --scenario-dir names the folder its
         # entrypoint modules are looked up in, as in a single run (only while they are imported, never
@@ -101,6 +103,41 @@ def cell_scenario(folder: str, data: Dict[str, Any]):
         yield path
     finally:
         shutil.rmtree(private, ignore_errors=True)
+
+
+#: what a cell's folder holds of its own: the job's files of these names are not copied beside it
+CELL_OWN = ("scenario.yaml", "log.txt", "run")
+
+
+def cell_code(folder: str, data: Dict[str, Any], source: str, say: Callable[[str], None]) -> None:
+    """The job's modules and declared files (`workload.files`) beside the cell's scenario.yaml,
+    laid out as the scenario's folder, by the copy explore findings and `run --submit` get
+    (usercode.ship, replay), so `ftharness run cells/<id>/scenario.yaml` replays the cell with
+    them. The job is imported here first, so the neighbours it imports are known. The cell runs
+    from the scenario's folder either way: a copy that is refused is one warning."""
+    from ftharness.errors import ScenarioError
+    from ftharness.harness.run.submit import resolve_job
+    from ftharness.harness.run.usercode import ship
+    from ftharness.scenarios.schema import parse_scenario
+
+    tmp = tempfile.mkdtemp(prefix="ftharness-cell-code-")
+    try:
+        sc = parse_scenario(data, source=source, base_dir=os.path.dirname(os.path.abspath(source)))
+        if sc.workload.kind == "reference":
+            return
+        with contextlib.suppress(ScenarioError):   # a job that does not import: its cell says why
+            resolve_job(sc)
+        staged = os.path.join(tmp, "code")
+        ship(sc, staged, replay=True)
+        for name in sorted(os.listdir(staged)):
+            if name in CELL_OWN or os.path.lexists(os.path.join(folder, name)):
+                say(f"matrix:   warning: {name} of the job not copied beside the cell (the cell's folder has its own)")
+                continue
+            shutil.move(os.path.join(staged, name), os.path.join(folder, name))
+    except (ScenarioError, OSError) as e:
+        say(f"matrix:   warning: the job's code and files not copied beside the cell ({e})")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -146,11 +183,16 @@ def _run_locked(cell: Cell, cmd, env, home, folder, results, notes, opts: Matrix
     return row
 
 
-def _last_error_line(path: str) -> str:
+def _last_error_line(path: str, tail: int = 1 << 20) -> str:
+    """The last error line of a cell's log, from its last `tail` bytes (through the one reader:
+    a regular file only, never waited on)."""
+    from ftharness.inputs import InputRefused, open_input
+
     try:
-        with open(path, errors="replace") as f:
-            lines = [ln.strip() for ln in f if ln.strip()]
-    except OSError:
+        with open_input(path) as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - tail))
+            lines = [ln.strip() for ln in f.read(tail).decode("utf-8", "replace").splitlines() if ln.strip()]
+    except (OSError, InputRefused):
         return ""
     errors = [ln for ln in lines if ln.startswith("ftharness:") or "Check failed" in ln]
     return (errors or lines or [""])[-1][:300]

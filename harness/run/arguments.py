@@ -16,14 +16,17 @@ import time
 from typing import Any
 
 from ftharness.errors import ScenarioError
-from ftharness.scenarios.verdict import EXIT_CANNOT_RUN
+
+#: scenarios/verdict.py's code for bad input; not imported from there: it loads the plugins
+#: (ftharness.faults), and a refused argument uses no kind (tests/test_fuzz_plugin_loading.py)
+EXIT_CANNOT_RUN = 2
 
 
 def refuse(msg: Any) -> int:
     """Print `msg` as the one error line (control characters escaped, credentials redacted,
     at most one_line's length); return 2, the exit code for bad input."""
     from ftharness.safety import printable, redact
-    from ftharness.scenarios.schema import one_line
+    from ftharness.scenarios.language.messages import one_line
 
     print(one_line(f"ftharness: error: {printable(redact(str(msg)))}"), file=sys.stderr)
     return EXIT_CANNOT_RUN
@@ -34,6 +37,15 @@ def check_count(flag: str, value: int, high: int, low: int = 1) -> int:
     if not low <= value <= high:
         raise ScenarioError(f"{flag}: {value}; allowed: {low} to {high}")
     return value
+
+
+#: the largest seed a command takes (--seed of soak, explore, plan): what every generator it feeds accepts
+MAX_SEED = 2**64 - 1
+
+
+def check_seed(flag: str, value: int) -> int:
+    """`value` of `flag` if it is a seed 0..MAX_SEED; else ScenarioError naming the flag."""
+    return check_count(flag, value, MAX_SEED, 0)
 
 
 def check_number(flag: str, value: float, low: float, high: float) -> float:
@@ -77,5 +89,10 @@ def check_new_out(out: str, marker: str, holds: str, flag: str = "--out") -> str
         raise ScenarioError(f"{flag} {shown(out)}: {why}")
     if os.path.exists(os.path.join(out, marker)):
         raise ScenarioError(f"{flag} {shown(out)}: {holds}; choose another folder")
+    from ftharness.outputs import planted_link_problem   # issue 49: a planted link out of OUT
+
+    why = planted_link_problem(out)
+    if why:
+        raise ScenarioError(f"{flag}: {why}")
     return out
 

@@ -51,7 +51,7 @@ def read_experiment(path: str) -> Any:
     when it cannot be read (the scenario reader then says why, in its own words)."""
     from ftharness.inputs import read_bounded
     from ftharness.scenarios.schema import load_yaml_text
-    from ftharness.scenarios.spec.yaml_reader import MAX_FILE_BYTES
+    from ftharness.scenarios.language.yaml_reader import MAX_FILE_BYTES
 
     try:
         return load_yaml_text(read_bounded(path, MAX_FILE_BYTES, path, "more than a scenario may hold"), path)

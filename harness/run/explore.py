@@ -30,11 +30,12 @@ from typing import Any, Callable, Dict, List, Optional, Protocol
 import yaml
 
 from ftharness.errors import STOP_REQUESTED
-from ftharness.inputs import MAX_SOURCE_BYTES, read_bounded
+from ftharness.inputs import read_bounded
 from ftharness.outputs import OutputRefused, make_folder, write_file
 from ftharness.safety import redact, redact_secrets
 from ftharness.scenarios import explore_strategies as es
 from ftharness.scenarios.schema import Scenario, parse_scenario
+from ftharness.harness.run.explore_ledger import MAX_SKIPS_SHOWN, Ledger, covered, parts
 
 EXPLORE_FILE, PAGE_FILE = "explore.json", "explore.html"
 DB_DIR = ".hypothesis"
@@ -135,6 +136,7 @@ class Exploration:
     earlier: List[Dict[str, Any]] = field(default_factory=list)   # examples of earlier sessions
     stopped: Optional[str] = None    # why the search ended before its budget (StopExploring)
     first_pass: int = 0              # examples of the coverage pass (every kind once) before the search
+    spending: Dict[str, Any] = field(default_factory=dict)   # Explorer.spending: examples per gap, skips
 
     def counts(self) -> Dict[str, int]:
         runs = [e for e in self.examples if e.purpose == "search"]
@@ -201,6 +203,9 @@ class Explorer:
         self.stopped: Optional[str] = None          # set by StopExploring: no more examples
         self.cover_first = cover_first
         self.first_pass = 0                         # examples the coverage pass ran
+        self.ledger = Ledger()                      # confirmed gaps, and the candidates skipped for them
+        self.gaps: Dict[str, FoundGap] = {}         # signature -> its finding, once repeated
+        self._courses: Dict[str, "es.Course"] = {}
 
     # -- the search
     def explore(self) -> Exploration:
@@ -218,30 +223,36 @@ class Explorer:
                 new = self.search_round(round_, {ex.gap for ex in found.values()})
                 for sig, ex in new.items():
                     found.setdefault(sig, ex)
+                for ex in distinct(new).values():   # repeated now: a confirmed gap gates the next rounds
+                    self.settle(ex)
                 if not new or self.stopped or self.remaining_s() <= self.reserve_s():
                     break
         finally:
             engine.MAX_SHRINKING_SECONDS = kept
-        findings = [self.confirm(ex) for ex in distinct(found).values()]
+        findings = [self.settle(ex) for ex in distinct(found).values()]
         result = Exploration(self.base.name, self.seed, self.budget_s, self.max_faults, list(self.support.kinds),
                              dict(self.support.left_out), self.examples, findings,
                              round(self.clock() - self.t0, 3), self.out, self.session, self.earlier, self.stopped,
-                             self.first_pass)
+                             self.first_pass, self.spending(findings))
         self.write(result)
         return result
 
     def cover_kinds(self) -> Dict[str, Example]:
         """Before the search: every supported kind once in its simplest schedule
         (`es.first_schedules`), so that no kind waits on Hypothesis's draw. What fails here is
-        at most two faults already; it is confirmed with the search's findings, and the search
-        looks for other gaps."""
+        at most two faults already, and the search looks for other gaps. One that a single fault
+        token shows is repeated at once, so that the rest of the pass skips the kinds that could
+        only show it again (`Ledger`); the others are confirmed with the search's findings."""
         found: Dict[str, Example] = {}
         for faults, workload in es.first_schedules(self.base, self.support):
             if self.stopped or self.remaining_s() <= self.reserve_s():
                 break
             expected = es.expectation(self.fc, faults, self.ray_version)
+            if self.gate(faults, expected, workload, "coverage pass"):
+                continue
+            ran = len(self.examples)
             try:
-                example = self.execute(faults, expected, workload)
+                example = self.execute(faults, expected, workload, "coverage")
             except Exception as e:  # noqa: BLE001 - the cluster's or ftharness's, never the schedule's
                 if STOP_REQUESTED.is_set():
                     raise KeyboardInterrupt("signal") from None
@@ -250,16 +261,21 @@ class Explorer:
                 break
             if example is None:
                 break
-            self.first_pass += 1
+            self.first_pass += len(self.examples) > ran   # run now (an earlier session's is no example of this one)
             if example.status == "FAIL" and example.signature:
+                new = (example.signature not in found and example.signature not in self.gaps
+                       and not self.ledger.known(example.gap))   # (known gaps, on another workload: learned)
                 found.setdefault(example.signature, example)
+                if new and len(self.course_of(example.faults, example.workload).tokens) == 1:
+                    self.settle(example)
         self.shrink_until = None
         return found
 
     def search_round(self, round_: int, known: set) -> Dict[str, Example]:
         """One Hypothesis run over the schedules; returns the smallest example of each new signature."""
-        from hypothesis import HealthCheck, Phase, Verbosity, example, given, seed, settings, target
+        from hypothesis import HealthCheck, Phase, Verbosity, example, given, reject, seed, settings, target
         from hypothesis.database import DirectoryBasedExampleDatabase
+        from hypothesis.errors import Unsatisfiable
 
         strategy = es.schedules(self.base, self.support, self.max_faults)
         workloads = es.workloads(self.base)
@@ -277,15 +293,17 @@ class Explorer:
             if self.stopped or self.remaining_s() <= self.reserve_s():
                 return      # the budget is spent: Hypothesis's remaining examples pass at once
             expected = es.expectation(self.fc, faults, self.ray_version)
+            if self.gate(faults, expected, workload, "search"):
+                reject()    # not run: it could only show a confirmed gap again; Hypothesis draws another
             target(es.guide(expected, faults, self.covered, self.every), label="model: budget edges, new kind x phase")
             try:
-                example = self.execute(faults, expected, workload)
+                example = self.execute(faults, expected, workload, "shrink" if hypothesis_phase() == "shrink" else "search")
             except Exception as e:  # noqa: BLE001 - the cluster's or ftharness's, never the schedule's
                 if STOP_REQUESTED.is_set():     # an interrupt that came out of Ray's call as an error
                     raise KeyboardInterrupt("signal") from None
                 first = (str(e).strip().splitlines() or [""])[0][:240]
                 raise StopExploring(f"{type(e).__name__}: {first}") from e
-            if example is not None and example.status == "FAIL" and example.gap not in known:
+            if example is not None and example.status == "FAIL" and not covered(example.gap, known):
                 # one kind of failure per gap whatever the workload, so that shrinking takes a
                 # drawn workload back to the base's when the gap shows there too
                 err = finding_type(example.gap)(f"{example.signature} ({example.name})")
@@ -298,11 +316,13 @@ class Explorer:
         minimal: Dict[str, Example] = {}
         try:
             explore_schedules()
+        except Unsatisfiable:   # every candidate of the round could only show a confirmed gap again
+            return minimal
         except StopExploring as e:
             self.stopped = str(e)
             self.say(f"explore: stopped: {self.stopped}")
             for ex in self.examples:   # what this round found before the stop: reported, not shrunk
-                if ex.status == "FAIL" and ex.purpose == "search" and ex.gap not in known:
+                if ex.status == "FAIL" and ex.purpose == "search" and not covered(ex.gap, known):
                     kept = minimal.get(ex.signature)
                     if kept is None or len(ex.faults) < len(kept.faults):
                         minimal[ex.signature] = ex
@@ -324,11 +344,12 @@ class Explorer:
         """Time held back for one confirming repeat of every finding so far."""
         runs = [e.wall_s for e in self.examples if e.purpose == "search"]
         mean = sum(runs) / len(runs) if runs else 0.0
-        return mean * len(self.first_found)
+        return mean * sum(1 for sig in self.first_found if sig not in self.gaps)
 
     def execute(self, faults: List[Dict[str, Any]], expected: "es.Expected",
-                workload: Optional[Dict[str, Any]] = None) -> Optional[Example]:
-        """Run one example (once per distinct scenario); None once the budget is spent."""
+                workload: Optional[Dict[str, Any]] = None, label: str = "search") -> Optional[Example]:
+        """Run one example (once per distinct scenario); None once the budget is spent. `label`:
+        the pass it is run for (coverage, search, shrink), said on its line."""
         data = es.example_scenario(self.base, faults, expected, self.ray_version, workload)
         if data["name"] in self.cache:
             known = self.cache[data["name"]]
@@ -339,20 +360,20 @@ class Explorer:
             return None
         if self.shrink_until is not None and self.clock() > self.shrink_until:
             return None       # this round's share of shrinking is spent: the rest goes to new search
-        example = self.run_example(data, expected, "search", workload)
+        example = self.run_example(data, expected, "search", workload, label)
         self.cache[data["name"]] = example
-        if example.status == "FAIL" and example.gap not in self.known and self.shrink_until is None:
+        if example.status == "FAIL" and not covered(example.gap, self.known) and self.shrink_until is None:
             self.shrink_until = self.clock() + SHRINK_SHARE * self.remaining_s()
         return example
 
     def run_example(self, data: Dict[str, Any], expected: "es.Expected", purpose: str,
-                    workload: Optional[Dict[str, Any]] = None) -> Example:
+                    workload: Optional[Dict[str, Any]] = None, label: Optional[str] = None) -> Example:
         scenario = parse_scenario(data, source="explore", base_dir=self.base.base_dir)
         index = len(self.earlier) + len(self.examples) + 1
         folder = os.path.join(self.out, "examples", f"{index:04d}-{data['name']}" + ("-repeat" if purpose == "confirm" else ""))
         faults = data["faults"]
         phases = [es.phase_of(f, faults[i - 1] if i else None, self.every) for i, f in enumerate(faults)]
-        self.say(f"explore [{index}] {purpose}: " + ", ".join(f"{f['kind']}@{p}" for f, p in zip(faults, phases))
+        self.say(f"explore [{index}] {label or purpose}: " + ", ".join(f"{f['kind']}@{p}" for f, p in zip(faults, phases))
                  + es.workload_text(workload or {}) + f"  ({self.remaining_s():.0f}s left)")
         make_folder(self.out, "examples")
         taken, n = folder, 1
@@ -379,6 +400,8 @@ class Explorer:
         elif not example.signature:
             example.signature = "verdict:FAIL"
         self.examples.append(example)
+        if purpose == "search" and self.ledger.known(example.gap):
+            self.ledger.learn(example, self.course_of(example.faults, example.workload))
         for f, p, landed in zip(faults, phases, example.landed):
             if landed:
                 self.covered[(f["kind"], p)] = self.covered.get((f["kind"], p), 0) + 1
@@ -408,6 +431,88 @@ class Explorer:
         write_file(self.out, os.path.join(os.path.relpath(folder, self.out), "summary.json"),
                    json.dumps(redact(merged), indent=2, default=str), overwrite=True)
         return merged
+
+    # -- the budget: what a candidate can show, before it runs
+    def course_of(self, faults: List[Dict[str, Any]], workload: Optional[Dict[str, Any]]) -> "es.Course":
+        from ftharness.scenarios.verdict import applicable_properties as judged
+
+        key = json.dumps([faults, workload or {}], sort_keys=True, default=str)
+        if key not in self._courses:
+            expected = es.expectation(self.fc, faults, self.ray_version)
+            self._courses[key] = es.course(self.base, faults, expected, workload, self.ray_version, judged)
+        return self._courses[key]
+
+    def gate(self, faults: List[Dict[str, Any]], expected: "es.Expected", workload: Optional[Dict[str, Any]],
+             stage: str) -> bool:
+        """True when the candidate is not to run: it could only show a confirmed gap again
+        (`Ledger.redundant`); the skip is recorded once and said. A scenario run before (the
+        cache) costs nothing and is never skipped."""
+        if not self.ledger.confirmed:
+            return False
+        from ftharness.errors import ScenarioError
+
+        data = es.example_scenario(self.base, faults, expected, self.ray_version, workload)
+        if data["name"] in self.cache:
+            return False
+        try:
+            course = self.course_of(faults, workload)
+        except ScenarioError:
+            return False      # what the run would refuse is the run's to say
+        hit = self.ledger.redundant(course, workload)
+        if hit is None:
+            return False
+        sig, why = hit
+        if self.ledger.skip(data["name"], data["faults"], workload, sig, why, course.by, stage,
+                            self.clock() - self.t0):
+            self.say(f"explore: skipped ({stage}, {course.by}): "
+                     + ", ".join(f"{f['kind']}@{es.phase_of(f, data['faults'][i - 1] if i else None, self.every)}"
+                                 for i, f in enumerate(data["faults"]))
+                     + es.workload_text(workload or {}) + f": could only show {sig} again")
+        return True
+
+    def settle(self, example: Example) -> FoundGap:
+        """The finding of `example`'s signature, repeated once (`confirm`) the first time; once
+        confirmed, the examples that showed it tell the ledger which candidates to skip."""
+        sig = example.signature
+        if sig not in self.gaps:
+            self.gaps[sig] = gap = self.confirm(example)
+            if gap.status == "confirmed" and not self.ledger.known(example.gap):
+                for p in parts(example.gap):
+                    self.ledger.confirmed.setdefault(p, round(self.clock() - self.t0, 3))
+                for ex in [e for e in self.examples if e.purpose == "search" and self.ledger.known(e.gap)]:
+                    self.ledger.learn(ex, self.course_of(ex.faults, ex.workload))
+        return self.gaps[sig]
+
+    def spending(self, findings: List[FoundGap]) -> Dict[str, Any]:
+        """Where this session's budget went: per gap (Example.gap) the examples that showed it,
+        before and after it was confirmed, its repeats and the candidates skipped for it; the time
+        to each distinct finding and distinct findings per hour; the skipped candidates, with why."""
+        wall = self.clock() - self.t0
+        search = [e for e in self.examples if e.purpose == "search"]
+        names = list(dict.fromkeys([p for e in search if e.status == "FAIL" for p in parts(e.gap)]
+                                   + [p for g in findings for p in parts(g.example.gap)] + list(self.ledger.skips_by_gap)))
+        gaps = []
+        for name in names:
+            runs = [e for e in search if e.status == "FAIL" and name in parts(e.gap)]
+            conf = self.ledger.confirmed.get(name)
+            # after it was confirmed, an example that showed it and no gap unconfirmed when it started
+            after = [e for e in runs if conf is not None and e.at_s - e.wall_s >= conf
+                     and all(self.ledger.confirmed.get(p, float("inf")) <= e.at_s - e.wall_s for p in parts(e.gap))]
+            firsts = [t for sig, (t, _) in self.first_found.items() if name in parts(sig[:len(sig) - len(_suffix(sig))])]
+            gaps.append({"gap": name, "examples": len(runs), "after_confirmed": len(after),
+                         "repeats": sum(1 for e in self.examples if e.purpose == "confirm" and name in parts(e.gap)),
+                         "skipped": self.ledger.skips_by_gap.get(name, 0), "confirmed_at_s": conf,
+                         "first_found_s": min(firsts) if firsts else None,
+                         "findings": [g.signature for g in findings if name in parts(g.example.gap)]})
+        skipped = list(self.ledger.skipped.values())
+        return {"gaps": gaps,
+                "time_to_findings_s": [{"signature": g.signature, "s": g.first_found_s, "status": g.status}
+                                       for g in sorted(findings, key=lambda g: g.first_found_s)],
+                "distinct_findings": len(findings),
+                "findings_per_hour": round(len(findings) * 3600.0 / wall, 2) if wall > 0 else None,
+                "examples_run": len(search), "skipped_total": len(skipped),
+                "skipped_by": {by: sum(1 for s in skipped if s["by"] == by) for by in ("simulator", "declared")},
+                "skipped": skipped[:MAX_SKIPS_SHOWN]}
 
     # -- after the search
     def confirm(self, example: Example) -> FoundGap:
@@ -440,16 +545,33 @@ class Explorer:
         return path
 
     def _copy_modules(self, folder: str) -> None:
-        """An entrypoint job's modules beside the finding, so `ftharness run` finds them there."""
-        w = self.base.workload
-        for ref in (w.entrypoint, w.datasets, w.dataset_config):
-            if not ref or not self.base.base_dir:
-                continue
-            src = os.path.join(self.base.base_dir, ref.partition(":")[0].split(".")[0] + ".py")
-            dest = os.path.join(folder, os.path.basename(src))
-            if os.path.isfile(src) and not os.path.lexists(dest):
-                raw = read_bounded(src, MAX_SOURCE_BYTES)   # the one reader: a regular file, bounded
-                write_file(self.out, os.path.relpath(dest, self.out), raw)
+        """What the base ships beside the finding, laid out as the base's folder (its modules and
+        packages, its `working_dir`, its `workload.files`), so `ftharness run` of the finding finds
+        them there: copied by the bounded copy (usercode.ship) into a temp folder, then each file
+        through the one reader and the one writer; one a finding before wrote is kept."""
+        import shutil
+        import tempfile
+
+        from ftharness.errors import ScenarioError
+        from ftharness.harness.run.usercode import MAX_CODE_BYTES, ship
+
+        if self.base.workload.kind == "reference" or not self.base.base_dir:
+            return
+        tmp = tempfile.mkdtemp(prefix="ftharness-finding-")
+        try:
+            staged = os.path.join(tmp, "code")
+            ship(self.base, staged, replay=True)
+            for here, _dirs, names in os.walk(staged):
+                for name in names:
+                    rel = os.path.relpath(os.path.join(here, name), staged)
+                    if not os.path.lexists(os.path.join(folder, rel)):
+                        raw = read_bounded(os.path.join(here, name), MAX_CODE_BYTES)   # the one reader
+                        write_file(self.out, os.path.relpath(os.path.join(folder, rel), self.out), raw)
+        except (ScenarioError, OutputRefused) as e:   # the finding stands; its replay lacks the files
+            self.say(f"ftharness: warning: {os.path.relpath(folder, self.out)}: the job's code and files not "
+                     f"copied beside the finding ({e})")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def _earlier(self):
         """(the examples, the smallest failing schedules) of earlier explores into OUT, each value
@@ -470,6 +592,24 @@ class Explorer:
             write_explore_page(data, os.path.join(self.out, PAGE_FILE))
         except Exception as e:  # noqa: BLE001 - the findings are decided; a page that fails is one warning
             self.say(f"ftharness: warning: explore.html not written ({type(e).__name__}: {e})")
+
+
+def hypothesis_phase() -> Optional[str]:
+    """The phase Hypothesis runs the current example in ("generate", "shrink", ...), read from its
+    runner (`_current_phase`, an internal that its own observability reads); None where it is not
+    found (another Hypothesis, or no search): the line then says `search`."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        phase = getattr(getattr(frame.f_locals.get("self"), "_runner", None), "_current_phase", None)
+        if isinstance(phase, str):
+            return phase
+        frame = frame.f_back
+    return None
+
+
+def _suffix(signature: str) -> str:
+    """The workload part of a signature (' [data=ray_data]'), '' for none."""
+    return signature[signature.index(" ["):] if " [" in signature else ""
 
 
 def distinct(found: Dict[str, Example]) -> Dict[str, Example]:
@@ -520,9 +660,10 @@ class ClusterExecutor:
         """scenario.yaml's expect.outcome set to `outcome`, then `ftharness check`'s judgement."""
         from ftharness.reports.judgement import rejudge
 
-        path = os.path.join(folder, "scenario.yaml")
-        with open(path) as f:
-            data = yaml.safe_load(f)
+        from ftharness.inputs import read_input
+        from ftharness.scenarios.schema import load_yaml_text
+
+        data = read_input(os.path.join(folder, "scenario.yaml"), "scenario_copy", parse_yaml=load_yaml_text)
         data.setdefault("expect", {})["outcome"] = outcome
         write_file(os.path.dirname(folder), os.path.join(os.path.basename(folder), "scenario.yaml"),
                    yaml.safe_dump(data, sort_keys=False), overwrite=True)

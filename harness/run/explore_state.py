@@ -42,7 +42,8 @@ MAX_DB_FILE = 1 << 20            # one entry of Hypothesis's database (a choice 
 
 #: the top-level keys explore.json has (Exploration.to_dict)
 TOP_KEYS = frozenset({"base", "seed", "budget_s", "max_faults", "kinds", "left_out", "wall_s", "out", "session",
-                      "stopped", "first_pass", "counts", "exit_code", "coverage", "examples", "findings"})
+                      "stopped", "first_pass", "counts", "exit_code", "coverage", "examples", "findings",
+                      "spending"})   # spending: this session's budget per gap (read by no later session)
 #: the fields of an example and of a finding (explore.Example, explore.FoundGap; tests hold them equal)
 EXAMPLE_FIELDS = ("index", "name", "faults", "phases", "status", "signature", "verdict", "outcome", "error_type",
                   "expected_outcomes", "reasons", "landed", "folder", "wall_s", "at_s", "purpose", "session", "workload")

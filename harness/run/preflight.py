@@ -24,6 +24,12 @@ def preflight(scenario: Scenario, static: bool = False) -> None:
         from ftharness.harness.run.entrypoints import check_scenario_functions
 
         check_scenario_functions(scenario)
+        from ftharness.harness.run.usercode import declared_files
+
+        declared_files(scenario)   # workload.files: each names something inside the code root
+        from ftharness.harness.run.usercode import check_shippable
+
+        check_shippable(scenario)   # counted, nothing copied: links out, loops, bounds (as run refuses them)
         why = netns.refusal(scenario, probe=False)
         if why:
             raise ScenarioError(why)
@@ -36,3 +42,6 @@ def preflight(scenario: Scenario, static: bool = False) -> None:
         raise ScenarioError(why)
     resolve_datasets_fn(scenario)
     resolve_dataset_config_fn(scenario)
+    from ftharness.harness.run.usercode import check_shippable
+
+    check_shippable(scenario)   # what ships, counted as the copy counts it: links, loops, bounds, files

@@ -35,8 +35,8 @@ class Progress:
     def __exit__(self, *exc) -> None:
         if self._live is not None:
             self._live.__exit__(*exc)
-        if self.enabled and self._last:
-            print(self.line(self._last), file=sys.stderr)
+        if self.enabled and self._last:   # the run is over: nobody is held any more (the last poll may say so)
+            print(self.line({**self._last, "held": 0}), file=sys.stderr)
 
     def line(self, p: Dict[str, Any]) -> str:
         step = f"{p.get('step', 0)}/{self.total}" if self.total else str(p.get("step", 0))

@@ -11,7 +11,6 @@ Results folder: `history.jsonl`, `summary.json`, `scenario.yaml` (as run),
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Protocol, Type
@@ -21,6 +20,7 @@ import ray
 from ftharness.history import records, spool
 from ftharness.harness.cluster import history_service as store   # the history service and its emitters
 from ftharness.harness.cluster.handles import open_cluster
+from ftharness.harness.run import leftovers
 from ftharness.harness.run.guard import check_capabilities
 from ftharness.harness.run.injector import Injector, crash_plans
 from ftharness.harness.run.shared import (RunOptions, new_run_name, storage_location, summarize, versions,  # noqa: F401
@@ -31,6 +31,7 @@ from ftharness.harness.run.preflight import preflight  # noqa: F401 - RayTrain.r
 from ftharness.harness.run.runtime import DECLARED, Run, Runtime, declared_of, drive
 from ftharness.harness.run.ray_settings import effective_failure_config, recorded_settings, settings_used
 from ftharness.faults.base import join_storage
+from ftharness.faults.capabilities import ADD_NODE
 from ftharness.faults.gpu import detector_env
 from ftharness.scenarios.reference_data import WorkloadConfig
 from ftharness.scenarios.schema import Scenario, one_line
@@ -321,7 +322,8 @@ class ScenarioRunner:
         write_scenario(self.scenario, os.path.join(self.out_dir, "scenario.yaml"))
         self.history = store.open_book(self._history_service(), self.history_path, self.run_name)
         self.emitter = store.Emitter(self.history, "harness")
-        health = float(self.cluster.train_env().get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600))
+        health = float({**self.cluster.train_env(), **self.scenario.cluster.train_env_text()}
+                       .get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600))
         self.injector = Injector(self.scenario, self.cluster, self.history, self.run_name,
                                  join_storage(self.storage_path, self.run_name), self.history_path,
                                  health_check_timeout_s=health, storage_fs=self.storage_filesystem)
@@ -366,9 +368,18 @@ class ScenarioRunner:
             # what the verdict needs besides the events, so `ftharness check` judges from the history alone
             self.emitter.emit("run_end", fit_index=self.fit_index, fault_specs=list(self.injector.specs), **outcome)
             if outcome["outcome"] != "failed" or not self.injector.resume_requested:
+                if self._samples_leftovers():
+                    self.emitter.emit("train_leftovers", fit_index=self.fit_index, **leftovers.sample())
                 return outcome
             self.injector.resume_requested = False
             ref = self.submit()
+
+    def _samples_leftovers(self) -> bool:
+        """Whether to record what the run left alive (harness/run/leftovers.py): only where the
+        scenario judges no_leftovers, on a cluster ftharness started (every Train actor is ours)."""
+        e = self.scenario.expect
+        judged = set(e.properties or []) | {v.property for v in e.violations}
+        return "no_leftovers" in judged and ADD_NODE in self.cluster.capabilities
 
     def close(self) -> None:
         """Heal what is still broken, flush the history, stop the S3 endpoint."""
@@ -437,7 +448,8 @@ class ScenarioRunner:
             "failure_config": effective_failure_config(sc.failure_config.given(), ray_defaults()),
             "data": w.data if w.kind == "reference" else "resumable",
             "rows": WorkloadConfig(**cfg).rows if w.kind == "reference" else 0,
-            "train_env": {**self.cluster.train_env(), **detector_env(self.scenario.faults)},
+            # the profile's, the scenario's own over them (cluster.train_env), a fault's detector last
+            "train_env": {**self.cluster.train_env(), **sc.cluster.train_env_text(), **detector_env(self.scenario.faults)},
             "crash_plans": crash_plans(sc),
             "storage_chaos": any(REGISTRY[f.kind].wraps_storage for f in sc.faults),
             "hold_s": sc.timeout_s if ((sc.faults or self.driver) and sc.landing_hold) else None,
@@ -502,7 +514,7 @@ class ScenarioRunner:
             "address": self.options.address or "embedded",
             "address_source": self.options.address_source,
             "head_node_id": self.cluster.head_node_id(),
-            "train_env": self.cluster.train_env(),
+            "train_env": {**self.cluster.train_env(), **self.scenario.cluster.train_env_text()},
             "use_gpu": use_gpu,
             "cluster_start_s": round(self.cluster.start_time_s or 0.0, 3),
         })
@@ -524,6 +536,11 @@ def _resumed_storage(recorded: str, scenario: Scenario, results_dir: Optional[st
                             f"keep; give the same workload.storage_path (with them) in the scenario")
     if results_dir is not None and "://" not in recorded:
         own = os.path.join(os.path.abspath(results_dir), "storage")
+        from ftharness.inputs import inside
+
+        if os.path.lexists(own) and not inside(own, results_dir):   # its own storage/ linked elsewhere
+            raise ScenarioError(one_line(f"--resume {results_dir}: its storage/ is a symlink out of the folder (to "
+                                         f"{os.path.realpath(own)[:100]}); allowed: the folder's own storage"))
         if os.path.realpath(recorded) == os.path.realpath(own) or \
                 os.path.basename(os.path.normpath(recorded)) == "storage" and os.path.isdir(own):
             return os.path.realpath(own)
@@ -536,16 +553,14 @@ def _resumed_storage(recorded: str, scenario: Scenario, results_dir: Optional[st
 def _read_summary(results_dir: str) -> Dict[str, Any]:
     """summary.json of the folder `--resume` names, through the bounded reader (a regular file
     of at most 64 MiB, never a FIFO or a file under /proc, /sys or /dev)."""
-    from ftharness.inputs import InputRefused, MAX_JSON_BYTES, read_bounded
+    from ftharness.inputs import InputRefused, read_input
 
     path = os.path.join(results_dir, "summary.json")
-    try:
-        s = json.loads(read_bounded(path, MAX_JSON_BYTES, f"--resume {results_dir}: summary.json").decode("utf-8"))
+    try:   # the one reader, kind summary: bounded in size, nesting and values, a JSON object
+        s = read_input(path, "summary", f"--resume {results_dir}: summary.json")
     except InputRefused as e:
         raise ScenarioError(one_line(str(e))) from None
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise ScenarioError(f"--resume {results_dir}: no readable summary.json there (not JSON)") from None
-    if not isinstance(s, dict) or not s.get("run_name") or not s.get("storage_path"):
+    if not s.get("run_name") or not s.get("storage_path"):
         raise ScenarioError(f"--resume {results_dir}: summary.json lacks run_name/storage_path")
     why = path_component_problem(s["run_name"])   # it names the spool folder and Ray Train's run folder
     if why:

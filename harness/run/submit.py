@@ -15,8 +15,9 @@ A Ctrl-C here stops the job: a submitted run never outlives its submitter.
 What travels is what a run ships to its workers (ftharness.harness.run.usercode): the
 modules of `workload.entrypoint`, `datasets` and `dataset_config` and the modules and
 packages of the scenario's folder they import (a file `mod.py` or a package folder `mod/`),
-or all of the folder `workload.working_dir` declares; never the other files beside it (a
-`settings.py` with a secret stays here), virtualenvs, `.git` or results. The cluster's Ray version
+or all of the folder `workload.working_dir` declares, and the data `workload.files` declares;
+never the other files beside it (a `settings.py` with a secret stays here), virtualenvs, `.git`,
+credential files or results. The cluster's Ray version
 must equal this client's (the job's driver is this ftharness, pickling against
 this Ray); another is refused in one line before anything is sent, and the job
 checks it again on the head (FTHARNESS_RAY_VERSION). The job's log is printed
@@ -92,25 +93,19 @@ def resolve_job(scenario) -> None:
 
 def working_dir(scenario) -> str:
     """A temp folder the job gets as its working dir: the scenario as resolved here (with
-    --steps applied) and the code it names (shipped_code); nothing else."""
-    from ftharness.harness.run.usercode import check_size, stage
+    --steps applied), the code it names (shipped_code) and its declared `workload.files`, laid
+    out as the scenario's folder (`working_dir` and the files keep their places), copied by the
+    bounded copy (ftharness.harness.run.usercode.ship); nothing else."""
+    from ftharness.harness.run.usercode import ship
     from ftharness.scenarios.schema import scenario_data
 
-    code = shipped_code(scenario)
-    check_size(code)
     wd = tempfile.mkdtemp(prefix="ftharness-submit-")
     try:
+        ship(scenario, wd, replay=True, fresh=False)
         data = scenario_data(scenario)
         data.get("cluster", {}).pop("address", None)   # the job runs on the cluster it was sent to
-        data.get("workload", {}).pop("working_dir", None)   # shipped: it is the job's working dir now
-        with open(os.path.join(wd, "scenario.yaml"), "w") as f:
+        with open(os.path.join(wd, "scenario.yaml"), "w") as f:   # (a shipped one of the folder is replaced)
             yaml.safe_dump(data, f, sort_keys=False)
-        for path in code:
-            dest = os.path.join(wd, os.path.basename(path))
-            if os.path.isdir(path):
-                stage([path], wd)
-            else:
-                shutil.copy(path, dest)
     except BaseException:   # a half-staged folder is not left behind (Ctrl-C included)
         shutil.rmtree(wd, ignore_errors=True)
         raise
