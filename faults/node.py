@@ -7,7 +7,7 @@
   a deadline `notice_s` ahead (what a cloud's autoscaler does), then dies at the
   deadline plus `kill_offset_s`. Ray charges it to `max_preemption_failures`
   only if the GCS detects the death at or after the deadline; a kill detected
-  before it is an ordinary failure (ray-train-v2-faults.md section 3.2), and a
+  before it is an ordinary failure (docs/known-bugs.md: bad-reclaim-charged-to-max-failures), and a
   kill shortly before it may be detected either side.
 - `partition_node`: the raylet and all its processes are SIGSTOPped for
   `duration_s`: no heartbeats, no answers, as behind a network partition. GCS
@@ -233,7 +233,7 @@ class PreemptNode(NodeFault):
             budget: Optional[str] = "preemption" if late_ms >= 0 else "worker_group"
             decided_late = _num(f.get("t")) * 1000 >= float(deadline_ms)
             if budget == "worker_group" and decided_late and kill is not None:
-                # the GCS reads the deadline when it detects the death (ray-train-v2-faults.md 3.2):
+                # the GCS reads the deadline when it detects the death (docs/known-bugs.md, Ray Core's InferDeathInfo):
                 # detected after it, an early death is preempted; the decision says no more
                 budget = None
                 when += (f", the failure decided {(_num(f.get('t')) * 1000 - float(deadline_ms)) / 1000:+.1f} s "

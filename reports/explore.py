@@ -20,6 +20,31 @@ def _search(data: Dict[str, Any]) -> List[Dict[str, Any]]:
     return [e for e in data.get("examples") or [] if e.get("purpose") == "search" and e.get("session", 1) == session]
 
 
+def _session(data: Dict[str, Any]) -> List[Dict[str, Any]]:
+    session = data.get("session", 1)
+    return sorted((e for e in data.get("examples") or [] if e.get("session", 1) == session), key=lambda e: e["index"])
+
+
+def _coverage_indices(data: Dict[str, Any]) -> List[int]:
+    """The indices of the examples the coverage pass ran: this session's first `first_pass` search examples."""
+    return [e["index"] for e in _session(data) if e.get("purpose") == "search"][:data.get("first_pass") or 0]
+
+
+def coverage_pass(data: Dict[str, Any]) -> str:
+    """Which of this session's examples the coverage pass ran, "examples 1-9 (4 a confirming
+    repeat)": its `first_pass` examples are the session's first search examples; a repeat that
+    confirmed a gap at once falls inside the range and is named. "" when there was none."""
+    searched = _coverage_indices(data)
+    mine = _session(data)
+    if not searched:
+        return ""
+    first, last = searched[0], searched[-1]
+    repeats = [str(e["index"]) for e in mine if e.get("purpose") == "confirm" and first < e["index"] < last]
+    return (f"example {first}" if first == last else f"examples {first}-{last}") + (
+        f" ({', '.join(repeats)} {'a confirming repeat' if len(repeats) == 1 else 'confirming repeats'})"
+        if repeats else "")
+
+
 def _fault_text(faults: List[Dict[str, Any]], phases: List[str]) -> str:
     parts = []
     for f, p in zip(faults, phases):
@@ -48,6 +73,38 @@ def _found(g: Dict[str, Any]) -> str:
             f"{len(ex['faults'])} fault(s): {_fault_text(ex['faults'], ex['phases'])}")
 
 
+def spending_lines(data: Dict[str, Any]) -> List[str]:
+    """Where the budget went (explore.json's `spending`): per gap the examples that showed it,
+    those after it was confirmed, its repeats and the candidates skipped for it; the time to each
+    distinct finding and distinct findings per hour; how many candidates were skipped, and by what."""
+    sp = data.get("spending") or {}
+    if not sp:
+        return []
+    lines = []
+    for g in sp.get("gaps") or []:
+        conf = g.get("confirmed_at_s")
+        lines.append(f"gap {g['gap']}: {g['examples']} example(s)"
+                     + (f", {g['after_confirmed']} after it was confirmed at {conf:.0f}s" if conf is not None
+                        else " (not confirmed)")
+                     + f", {g['repeats']} repeat(s), {g['skipped']} candidate(s) skipped")
+    per_hour = sp.get("findings_per_hour")
+    firsts = ", ".join(f"{t['s']:.0f}s {t['signature']}" for t in sp.get("time_to_findings_s") or [])
+    lines.append(f"distinct findings: {sp.get('distinct_findings', 0)}"
+                 + (f" ({per_hour:g} distinct findings per hour)" if per_hour is not None else "")
+                 + (f"; first found at {firsts}" if firsts else ""))
+    if sp.get("skipped_total"):
+        by = sp.get("skipped_by") or {}
+        lines.append(f"skipped {sp['skipped_total']} candidate(s) that could only show a confirmed gap again "
+                     f"({by.get('simulator', 0)} with the simulator's course, {by.get('declared', 0)} from the "
+                     f"declared classes alone), never run:")
+        for x in (sp.get("skipped") or [])[:5]:
+            lines.append(f"  - {x['name']} ({x['stage']}): {_fault_text(x['faults'], [''] * len(x['faults'])).replace(' []', '')}: "
+                         f"{x['why'][:200]}")
+        if sp["skipped_total"] > 5:
+            lines.append(f"  - ... {sp['skipped_total'] - 5} more (explore.json: spending.skipped)")
+    return lines
+
+
 def terminal_text(data: Dict[str, Any]) -> str:
     """The explore summary for the terminal."""
     runs = _search(data)
@@ -58,8 +115,8 @@ def terminal_text(data: Dict[str, Any]) -> str:
              + (f"; per example {min(walls):.0f}-{max(walls):.0f}s, mean {sum(walls) / len(walls):.0f}s" if walls else "")]
     if data.get("stopped"):
         lines.append(f"stopped before the budget was spent: {data['stopped']}")
-    if data.get("first_pass"):
-        lines.append(f"examples 1-{data['first_pass']}: the coverage pass (every kind once in its simplest schedule); "
+    if coverage_pass(data):
+        lines.append(f"{coverage_pass(data)}: the coverage pass (every kind once in its simplest schedule); "
                      f"then Hypothesis's search")
     lines.append(f"kinds: {', '.join(data.get('kinds') or [])}")
     for kind, why in (data.get("left_out") or {}).items():
@@ -79,6 +136,7 @@ def terminal_text(data: Dict[str, Any]) -> str:
         for r in ex.get("reasons", [])[:3]:
             lines.append(f"    - {r[:200]}")
         lines.append(f"    replay: ftharness run {g['scenario_file']}")
+    lines.extend(spending_lines(data))
     incon = [e for e in runs if e.get("status") == "INCONCLUSIVE"]
     for e in incon[:5]:
         lines.append(f"  ? {e['name']}: {(e.get('reasons') or ['no reason'])[0][:160]}")
@@ -107,8 +165,8 @@ def page_html(data: Dict[str, Any]) -> str:
            + f". Exit code {data.get('exit_code')}.</p>",
            *([f"<p class=INCONCLUSIVE>Stopped before the budget was spent: {e(data['stopped'])}</p>"]
              if data.get("stopped") else []),
-           *([f"<p>Examples 1-{data['first_pass']}: the coverage pass, every kind once in its simplest schedule; "
-              f"then Hypothesis's search.</p>"] if data.get("first_pass") else []),
+           *([f"<p>{e(coverage_pass(data).capitalize())}: the coverage pass, every kind once in its simplest schedule; "
+              f"then Hypothesis's search.</p>"] if coverage_pass(data) else []),
            "<h2>Findings</h2>"]
     findings = data.get("findings") or []
     if not findings:
@@ -126,6 +184,27 @@ def page_html(data: Dict[str, Any]) -> str:
             out.append(f"<pre>{e(read_bounded(str(g['scenario_file']), MAX_SCENARIO_BYTES).decode('utf-8', 'replace'))}</pre>")
         except (InputRefused, OSError, ValueError):
             pass
+    sp = data.get("spending") or {}
+    if sp:
+        out.append("<h2>Where the budget went</h2><table><tr><th>gap</th><th>examples</th><th>after confirmed</th>"
+                   "<th>confirmed at</th><th>repeats</th><th>skipped</th><th>first found</th></tr>")
+        for g in sp.get("gaps") or []:
+            conf, first = g.get("confirmed_at_s"), g.get("first_found_s")
+            out.append(f"<tr><td>{e(g['gap'])}</td><td>{g['examples']}</td><td>{g['after_confirmed']}</td>"
+                       f"<td>{'-' if conf is None else f'{conf:.0f}s'}</td><td>{g['repeats']}</td><td>{g['skipped']}</td>"
+                       f"<td>{'-' if first is None else f'{first:.0f}s'}</td></tr>")
+        out.append("</table>")
+        per_hour = sp.get("findings_per_hour")
+        out.append(f"<p>{sp.get('distinct_findings', 0)} distinct finding(s)"
+                   + (f", {per_hour:g} per hour" if per_hour is not None else "") + ". "
+                   + f"{sp.get('skipped_total', 0)} candidate(s) skipped before they ran: each could only show a "
+                   "confirmed gap again.</p>")
+        if sp.get("skipped"):
+            out.append("<table><tr><th>candidate</th><th>stage</th><th>by</th><th>schedule</th><th>why</th></tr>")
+            for x in sp["skipped"]:
+                out.append(f"<tr><td>{e(x['name'])}</td><td>{e(x['stage'])}</td><td>{e(x['by'])}</td>"
+                           f"<td>{e(_fault_text(x['faults'], [''] * len(x['faults'])))}</td><td>{e(x['why'])}</td></tr>")
+            out.append("</table>")
     out.append("<h2>Coverage: faults run / landed, by kind and phase</h2><table><tr><th>kind</th>"
                + "".join(f"<th>{e(p)}</th>" for p in PHASES) + "</tr>")
     for kind, row in (data.get("coverage") or {}).items():
@@ -137,9 +216,10 @@ def page_html(data: Dict[str, Any]) -> str:
         out.append("<p>Kinds this base cannot have: " + "; ".join(f"{e(k)} ({e(v)})" for k, v in left.items()) + "</p>")
     out.append("<h2>Examples</h2><table><tr><th>#</th><th>at</th><th>purpose</th><th>status</th><th>schedule</th>"
                "<th>outcome</th><th>model allows</th><th>wall</th><th>why</th></tr>")
-    session = data.get("session", 1)
+    session, covered = data.get("session", 1), set(_coverage_indices(data))
     for x in [x for x in data.get("examples") or [] if x.get("session", 1) == session]:
-        out.append(f"<tr><td>{x['index']}</td><td>{x.get('at_s', 0):.0f}s</td><td>{e(x.get('purpose', ''))}</td>"
+        purpose = "coverage" if x["index"] in covered else x.get("purpose", "")
+        out.append(f"<tr><td>{x['index']}</td><td>{x.get('at_s', 0):.0f}s</td><td>{e(purpose)}</td>"
                    f"<td class={e(x['status'])}>{e(x['status'])}</td><td>{e(_fault_text(x['faults'], x['phases']))}</td>"
                    f"<td>{e(str(x.get('outcome')))} {e(x.get('error_type') or '')}</td>"
                    f"<td>{e(', '.join(x.get('expected_outcomes') or []))}</td><td>{x.get('wall_s', 0):.0f}s</td>"

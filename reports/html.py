@@ -515,6 +515,7 @@ def timeline_data(frames: Frames, results: str, events: List[Dict[str, Any]], la
                                f"\nerror {_text(d.get('error_type'))} · count {_text(d.get('count'), 0)}"
                                f"\nstate {_text(d.get('prev'))} → {_text(d.get('state'))}"})
     labels: List[Dict[str, Any]] = []   # a fault's kind (or healed/skipped) above its mark
+    notices: List[Dict[str, Any]] = []  # a preemption's notice: the drain to its deadline
     for f in faults.to_dict("records"):
         color, dash = FAULT_STYLE.get(f["event"], ("#888", "2 3"))
         at = f["t_done"] if not missing(f.get("t_done")) else f["t"]
@@ -531,6 +532,12 @@ def timeline_data(frames: Frames, results: str, events: List[Dict[str, Any]], la
             lines.append(_clip(f["detail"]))
         marks.append({"cls": f"fault {f['event']}", "x": x(at), "y1": 0, "y2": plot_h, "color": color,
                       "width": 2.5, "dash": dash, "title": "\n".join(lines)})
+        if f["event"] == "injected" and _is_num(hit.get("deadline_ms")):
+            deadline = float(hit["deadline_ms"]) / 1000.0   # a drain's notice: from the drain to the deadline
+            notices.append({"x": x(at), "w": max(deadline - float(at), min_w),
+                            "title": f"preemption notice of fault #{_text(f.get('fault'), 0)}: the node was drained "
+                                     f"at {_seconds(x(at))} s and due at {_seconds(x(deadline))} s "
+                                     f"({deadline - float(at):.1f} s of notice)"})
         name = f["fault_kind"] if f["event"] == "injected" else f["event"]
         labels.append({"t": x(at), "px": LEFT + (x(at) - x0) / w * PLOT_W, "color": color,
                        "text": f"#{_text(f.get('fault'), 0)} {name}", "title": "\n".join(lines)})
@@ -545,6 +552,7 @@ def timeline_data(frames: Frames, results: str, events: List[Dict[str, Any]], la
     return {"label": label, "width": WIDTH, "height": top + plot_h + AXIS, "left": LEFT, "plot_w": PLOT_W,
             "top": top, "plot_h": plot_h, "x0": x0, "w": w, "lanes": [{**ln, "y": ln["y"] + top - TOP} for ln in lanes],
             "ticks": _ticks(x0, w), "bars": bars, "marks": marks, "step_paths": step_paths, "shades": shades,
+            "notices": notices,
             "labels": labels, "recovery_note": "" if recovery_known or not len(rec) else
             "no recovery band: the run's recovery was not judged (its evidence is incomplete)"}
 

@@ -476,3 +476,64 @@ def signature(summary: Mapping[str, Any], workload: Optional[Mapping[str, Any]] 
     if any(str(m).startswith("outcome ") for m in summary.get("mismatches") or []):
         parts.append(f"outcome:{summary.get('outcome')}:{summary.get('error_type') or '-'}")
     return "+".join(parts) + (workload_text(workload or {}) if parts else "")
+
+
+# ------------------------------------------------------------------ what an example can show
+@dataclass(frozen=True)
+class Course:
+    """What one candidate example can show, known before it runs: the failures it brings
+    (`tokens`, each `fault_token`), whether a restart in it restores a checkpoint (None: not
+    known), the properties its scenario judges, the outcomes the model allows and how close it
+    sits to a budget edge. `by`: "simulator" where the calibrated simulator played the schedule
+    (whether a restart restores a checkpoint, how the run ends: `predicted`), "declared" where
+    only the kinds' declarations and the model say what it can show (`restores` None)."""
+
+    tokens: frozenset
+    restores: Optional[bool]
+    properties: frozenset
+    outcomes: Tuple[str, ...]
+    edge: float
+    by: str = "declared"
+    predicted: Optional[str] = None
+    classes: Mapping[str, Optional[str]] = field(default_factory=dict)   # token -> the class its fault declares
+
+
+def fault_token(fault: Mapping[str, Any]) -> str:
+    """What one fault brings to a run, as explore's budget tells examples apart: the failure class
+    its kind surely causes (a crash, a killed node, a hang: one worker-group failure each), or,
+    for a kind that causes none of its own or may not cause it (a damaged checkpoint, a resumed
+    controller, a transient storage error), the kind with its arguments: what such a fault does
+    beyond a failure class is its own."""
+    cls, how = failure_of(fault)
+    if cls and how == CERTAIN:
+        lost = kind_class(fault["kind"]).loses_node and not fault.get("replace")
+        return f"class:{cls}" + (" (node lost)" if lost else "")
+    own = {k: v for k, v in fault.items() if k not in ("at", "target")}
+    return "kind:" + json.dumps(own, sort_keys=True, default=str)
+
+
+def course(base: Scenario, faults: Sequence[Mapping[str, Any]], expected: Expected,
+           workload: Optional[Mapping[str, Any]] = None, ray_version: Optional[str] = None,
+           judged: Optional[Any] = None) -> Course:
+    """The `Course` of one candidate (pure): its scenario as `example_scenario` writes it (the
+    faults the model never reaches left out), the properties that scenario judges (`judged`: a
+    scenario -> its property names, verdict.applicable_properties, given by the caller: the verdict
+    sits above this module), and, where the calibrated simulator can play the schedule
+    (faults at steps or times, classes it simulates) to its end, whether a restart restores a
+    checkpoint and how the run ends."""
+    data = example_scenario(base, faults, expected, ray_version, workload)
+    kept = data["faults"]
+    every = base.workload.checkpoint_every if base.workload.kind == "reference" else 1
+    props = frozenset(judged(parse_scenario(data, source="explore", base_dir=base.base_dir)) if judged else ())
+    restores, by, predicted = None, "declared", None
+    try:
+        from ftharness.scenarios.simulator import DEFAULTS, simulate_schedule
+
+        sim = simulate_schedule(base.failure_config.model_dump(), kept, DEFAULTS, steps=_steps(base),
+                                checkpoint_every=every)
+        if not sim.unfired:   # (one it expects never to fire: its step times are the calibration's, not this job's)
+            restores, by, predicted = any(s > 0 for s in sim.restored_steps), "simulator", sim.outcome
+    except (ValueError, KeyError, TypeError):
+        pass   # a kind or a trigger the simulator does not play: the declarations alone
+    return Course(frozenset(fault_token(f) for f in kept), restores, props, tuple(expected.outcomes),
+                  expected.edge, by, predicted, {fault_token(f): failure_of(f)[0] for f in kept})

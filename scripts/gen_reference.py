@@ -126,7 +126,7 @@ def scenario_page():
     out = [HEADER, "# Scenario fields\n\n",
            "Every key a scenario file may hold, generated from `scenarios/scenario.schema.json` (itself\n"
            "written by `ftharness schema --out scenarios/scenario.schema.json` from the pydantic models of\n"
-           "`scenarios/spec/*.py` and `faults/*.py`). Unknown keys are refused. A validation error names\n"
+           "`scenarios/language/*.py` and `faults/*.py`). Unknown keys are refused. A validation error names\n"
            "the field and what is allowed, in one line, exit 2.\n\n",
            f"## Scenario\n\n{cell(schema.get('description', ''))}\n\n",
            fields_table(schema, field_comments(classes.get("Scenario"))), "\n"]

@@ -130,7 +130,10 @@ def test_a_kind_without_a_target_refuses_one(kind):
 def test_unknown_and_missing_kinds_list_the_allowed_ones():
     every = ", ".join(FAULT_KINDS)
     assert error_of({"kind": "meteor", "at": {"step": 1}}) == \
-        f"s.yaml: faults[0].kind: unknown fault kind 'meteor'; allowed: {every}"
+        f"s.yaml: faults[0].kind: unknown fault kind 'meteor' (none built in or from a plugin); " \
+        f"allowed: {every}"
+    assert error_of({"kind": "kill_wroker", "at": {"step": 1}}).startswith(
+        "s.yaml: faults[0].kind: unknown fault kind 'kill_wroker' (did you mean kill_worker?); allowed:")
     assert error_of({"at": {"step": 1}}).startswith("s.yaml: faults[0].kind: a fault needs a kind; allowed: kill_worker")
     assert error_of(3) == "s.yaml: faults[0]: must be a mapping (got 3)"
 

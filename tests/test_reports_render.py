@@ -19,7 +19,7 @@ from ftharness.reports.frames import Frames
 from ftharness.reports.judgement import folder_statuses
 from ftharness.reports.html import page, section, table, write_report
 from ftharness.reports.trace import write_trace
-from ftharness.scenarios.properties import PROPERTIES
+from ftharness.scenarios.properties import OPT_IN, PROPERTIES
 from test_reports_cli import kill, make_results
 
 CHROMIUM = "/usr/bin/chromium"
@@ -101,7 +101,8 @@ def test_report_has_summary_properties_timelines_and_recovery(report):
     assert o.rows["summary"] == 1 + len(SCENARIOS)                     # header + one per scenario
     shown = [len(folder_statuses(os.path.join(os.path.dirname(os.path.dirname(report)), "suite", n))["properties"])
              for n in SCENARIOS]
-    assert shown[:2] == [len(PROPERTIES)] * 2 and shown[2] < len(PROPERTIES)   # asked only budget_accounting
+    default = len(PROPERTIES) - len(OPT_IN)   # an opt-in property is shown only where asked
+    assert shown[:2] == [default] * 2 and shown[2] < default   # asked only budget_accounting
     assert o.rows["properties"] == 1 + sum(shown)
     assert o.svgs == {f"timeline-{name}": 1 for name in SCENARIOS}
     assert o.classes.count("timeline") == len(SCENARIOS)
@@ -393,3 +394,14 @@ def test_chromium_shows_the_faults_table_with_landing_evidence(mixed, tmp_path):
         assert text in section, text
     chromium(f"--screenshot={png}", "--window-size=1400,1600", f"file://{mixed}#faults", profile=tmp_path / "p2")
     assert png.stat().st_size > 10_000
+
+
+def test_a_preemption_notice_is_drawn_from_the_drain_to_its_deadline(tmp_path):
+    """The recorded spot reclaim (tests/data/preempt-node): its drain's notice is a band on the
+    timeline, as long as the notice the drain gave (notice_s 3)."""
+    shutil.copytree(os.path.join(DATA, "preempt-node"), tmp_path / "runs" / "preempt-node")
+    text = open(write_report([tmp_path / "runs"], tmp_path / "out"), encoding="utf-8").read()
+    notices = re.findall(r'<rect class="notice" x="[^"]+" y="0" width="([^"]+)"[^>]*><title>([^<]+)</title>', text)
+    assert len(notices) == 1, notices
+    width, title = notices[0]
+    assert 2.5 < float(width) < 3.5 and "preemption notice of fault #0" in title and "s of notice" in title
