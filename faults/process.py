@@ -160,8 +160,9 @@ class HangWorker(Fault):
         if self._stopped is None:
             return None
         v, self._stopped = self._stopped, None
-        try:
+        try:   # False: the process is gone (Ray ended the hung worker when it restarted the group)
             resumed = ctx.agents.signal(v["node_id"], v["pid"], signal.SIGCONT)
-        except Exception:  # the process or its node is gone: nothing left to resume
-            resumed = False
-        return {**v, "how": "SIGCONT", "resumed": resumed}
+            gone = not resumed
+        except Exception:  # the node or its agent is gone: whether the process lives is not known
+            resumed, gone = False, None
+        return {**v, "how": "SIGCONT", "resumed": resumed, **({"gone": gone} if gone is not None else {})}

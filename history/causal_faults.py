@@ -165,15 +165,30 @@ def fault_heals(b) -> None:
         detail = e.get("detail") if isinstance(e.get("detail"), dict) else {}
         hit = (inj or {}).get("target_hit") if isinstance((inj or {}).get("target_hit"), dict) else {}
         where = f"fault {e['fault']} ({e.get('fault_kind')}) healed at seq {e.get('seq')}"
-        for field in ("node_id", "pid"):
+        for field in ("node_id", "pid", "attempt_id"):
             if detail.get(field) is not None and hit.get(field) is not None and detail[field] != hit[field]:
                 b.m.add(RECORDS, "fault-heal", f"{where}: on {field} {str(detail[field])[:12]}, the fault hit "
                                                f"{str(hit[field])[:12]}")
-        if detail.get("resumed") is False:
-            b.m.add(RECORDS, "fault-heal", f"{where}: the stopped process was not resumed")
+        if detail.get("resumed") is False and not (detail.get("gone") is True and _attempt_ended(b, hit, e)):
+            # a process named gone must be one Ray ended: its attempt shut down (or a later one started)
+            # before the heal; else nothing says the stopped worker did not hang on
+            b.m.add(RECORDS, "fault-heal", f"{where}: the stopped process was not resumed"
+                    + (", and nothing recorded ended its attempt before the heal" if detail.get("gone") else ""))
         paused = hit.get("paused_pids")
         if isinstance(paused, list) and ("resumed_pids" in detail or "gone_pids" in detail):
             back = set(detail.get("resumed_pids") or []) | set(detail.get("gone_pids") or [])
             if back != set(paused):
                 b.m.add(RECORDS, "fault-heal", f"{where}: resumed or gone {sorted(back)[:6]}, paused "
                                                f"{sorted(paused)[:6]}")
+
+
+def _attempt_ended(b, hit: dict, heal: dict) -> bool:
+    """Whether the attempt the fault hit ended before `heal`: its worker group's shutdown, or another
+    attempt's start, recorded earlier in the history."""
+    aid, seq = hit.get("attempt_id"), heal.get("seq")
+    if aid is None or not isinstance(seq, int):
+        return False
+    return any(isinstance(e.get("seq"), int) and e["seq"] < seq and (
+        (e.get("kind") == "worker_group_shutdown" and e.get("attempt_id") == aid)
+        or (e.get("kind") in ("attempt_start", "worker_group_started") and e.get("attempt_id") not in (None, aid)))
+        for e in b.events)

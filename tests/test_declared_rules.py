@@ -371,3 +371,30 @@ def test_a_torchrun_agents_decision_arriving_after_the_next_round_still_opens_it
         e["seq"] = n
     verdict, why = judged(tmp_path, events, text)
     assert verdict == "PASS", why
+
+
+# ------------------------------------------------------------------ a hung worker's heal
+def test_a_hung_worker_ray_ended_is_named_gone_and_its_heal_stands(tmp_path):
+    """tests/data/hang-worker-gone: a real catalog run (2.60.0) whose SIGSTOPped worker Ray ended when it
+    restarted the group, before the heal's SIGCONT; recorded before heals said `gone`, it is INCONCLUSIVE
+    as recorded. Named gone, with its attempt's shutdown before the heal, the run PASSes."""
+    events, text = load("hang-worker-gone")
+    verdict, why = judged(tmp_path, copy.deepcopy(events), text)
+    assert verdict == "INCONCLUSIVE" and any("not resumed" in w for w in why), why
+    heal = of(events, "fault_healed")[0]
+    heal["detail"]["gone"] = True
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict == "PASS", why
+
+
+def test_a_process_named_gone_while_its_attempt_ran_on_is_not_taken_on_its_word(tmp_path):
+    events, text = load("hang-worker-gone")
+    heal = of(events, "fault_healed")[0]
+    heal["detail"]["gone"] = True
+    hit = of(events, "fault_injected")[0]["target_hit"]["attempt_id"]
+    for e in events:   # nothing recorded ends the hit attempt before the heal
+        if e.get("kind") in ("worker_group_shutdown", "attempt_start", "worker_group_started") \
+                and e.get("seq", 0) < heal["seq"] and (e.get("kind") == "worker_group_shutdown" or e.get("attempt_id") != hit):
+            e["seq"] = heal["seq"] + 0.5 + e["seq"] / 1e6
+    verdict, why = judged(tmp_path, events, text)
+    assert verdict != "PASS" and any("nothing recorded ended its attempt" in w for w in why), why
