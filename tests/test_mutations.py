@@ -578,6 +578,39 @@ def a_counter_that_is_no_number(run):
     run.one("run_end")["metrics"]["count"] = "many"   # fit()'s result: the last checkpointed report's metrics
 
 
+# --------------------------------------------------------------- a hung worker's heal (tests/data/hang-worker-gone)
+def _heal(run):
+    return run.one("fault_healed")["detail"]
+
+
+@mutation("verdict", PASS, "hang-worker-gone")
+def a_hung_worker_ray_ended_is_named_gone(run):
+    """The heal's SIGCONT found no process: Ray ended it when it restarted the group (shutdown recorded first)."""
+    _heal(run)["gone"] = True
+
+
+@mutation("verdict", INCONCLUSIVE, "hang-worker-gone")
+def a_heal_that_resumed_nothing_as_recorded(run):
+    """As recorded before heals named a gone process: `resumed: false` alone proves no resume."""
+
+
+@mutation("verdict", INCONCLUSIVE, "hang-worker-gone")
+def gone_while_its_attempt_ran_on(run):
+    """The heal recorded right after the stop, while the hit attempt still ran, names its process gone:
+    nothing recorded ended that attempt before it, so the heal is not taken on its word."""
+    heal, inj = run.one("fault_healed"), run.one("fault_injected")
+    heal["detail"]["gone"] = True
+    heal["t"] = heal["t_done"] = inj["t_done"] + 0.5
+    run.events.remove(heal)
+    run.events.insert(run.events.index(inj) + 1, heal)
+
+
+@mutation("verdict", INCONCLUSIVE, "hang-worker-gone")
+def a_heal_on_another_attempt(run):
+    _heal(run)["gone"] = True
+    _heal(run)["attempt_id"] = "0" * 32
+
+
 def _leftovers(run, actors=(), groups=()):
     """The runner's train_leftovers sample after the last fit() returned (harness/run/leftovers.py)."""
     run.expect_also("no_leftovers")
