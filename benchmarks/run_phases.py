@@ -91,6 +91,30 @@ def phases(events: List[dict]) -> Dict[str, float]:
     return got
 
 
+def suite_gaps(paths: List[str]) -> Dict[str, List[float]]:
+    """From a suite folder's suite-timing.json and its runs' histories, the suite's own seconds per
+    run: `after run_end` (the injector's finish, the history's close, the judge and the summary),
+    `heal` (leftover actors, nodes replaced, CPUs idle) and `before run_start` (the next run's
+    set-up until its run_start)."""
+    out: Dict[str, List[float]] = {"after run_end": [], "heal": [], "before run_start": []}
+    for root in paths:
+        timing_path = os.path.join(root, "suite-timing.json")
+        if not os.path.exists(timing_path):
+            continue
+        with open(timing_path) as f:
+            rows = json.load(f)
+        for row in rows:
+            ev = read(os.path.join(root, row["scenario"], "history.jsonl")) \
+                if os.path.exists(os.path.join(root, row["scenario"], "history.jsonl")) else []
+            starts = [e["t"] for e in ev if e["kind"] == "run_start"]
+            ends = [e["t"] for e in ev if e["kind"] == "run_end"]
+            out["heal"].append(row["run_start"] - row["heal_start"])
+            if starts and ends:
+                out["before run_start"].append(starts[0] - row["run_start"])
+                out["after run_end"].append(row["run_end"] - ends[-1])
+    return {k: v for k, v in out.items() if v}
+
+
 def main(argv: List[str]) -> int:
     if not argv:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
@@ -124,6 +148,10 @@ def main(argv: List[str]) -> int:
     if gaps:
         print(f"between runs (heal, judge, next set-up): {len(gaps)} gaps, total {sum(gaps):.0f} s, "
               f"median {statistics.median(gaps):.1f} s; runs + gaps = {total + sum(gaps):.0f} s")
+    split = suite_gaps(argv)
+    if split:
+        print("the suite's own time per run (suite-timing.json): " + ", ".join(
+            f"{k} median {statistics.median(v):.2f} s (total {sum(v):.0f} s)" for k, v in split.items()))
     ray_own = sum(sum(r[3][n] for n in ("fit start", "group start", "first step", "detection", "to restart"))
                   for r in runs)
     print(f"Ray's own start, detection and restart: {ray_own:.0f} s = {ray_own / total:.0%} of run time")

@@ -350,3 +350,26 @@ def test_runner_wraps_the_run_s_own_filesystem_for_storage_errors(s3, tmp_path, 
     bad = runner(storage_path="nosuchscheme://x/y")
     with pytest.raises(Exception, match="workload.storage_path: nosuchscheme://x/y cannot be opened"):
         bad.storage_for_ray()
+
+
+def test_the_restore_check_reads_a_remote_checkpoint_in_a_folder_of_its_own(tmp_path):
+    """as_directory's temporary folder is shared by every process on the host that opens the same
+    checkpoint, and the last one out removes it: the check must neither use it nor leave one."""
+    from ray.train import Checkpoint
+
+    d, marker = make_checkpoint(tmp_path, "checkpoint_000001")
+    remote = pafs.SubTreeFileSystem(str(tmp_path / "local"), pafs.LocalFileSystem())   # not LocalFileSystem
+    ckpt = Checkpoint("checkpoint_000001", filesystem=remote)
+    shared = ckpt._get_temporary_checkpoint_dir()
+    assert restored_intact(ckpt, [marker]) is True
+    assert not os.path.exists(shared)
+    # another rank reading the checkpoint: the shared folder is its, and the check leaves it alone
+    os.makedirs(shared)
+    open(shared + ".del_lock_another_rank", "w").close()
+    try:
+        (d / "model.pt").write_bytes(b"changed")
+        assert restored_intact(ckpt, [marker]) is False
+        assert os.listdir(shared) == []
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+        os.remove(shared + ".del_lock_another_rank")

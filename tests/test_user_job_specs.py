@@ -279,3 +279,26 @@ def test_the_verdict_of_a_ray_data_job_without_row_id_names_workload_row_id():
     sr = s["properties"]["shard_reassignment"]
     assert sr["status"] == "not_judged" and "set `workload.row_id: COLUMN`" in sr["explanation"]
     assert "shard_reassignment" not in s["expected_properties"]       # it does not make the run inconclusive
+
+
+def test_the_fit_task_takes_its_runs_ray_train_settings_out_of_the_process_after_the_fit(monkeypatch):
+    """Ray reuses the fit task's process for the next run of a suite: a setting one scenario
+    makes (cluster.train_env) must not reach the next scenario's fit."""
+    from ftharness.harness.run.runner import _fit_task
+
+    monkeypatch.delenv("RAY_TRAIN_COLLECTIVE_TIMEOUT_S", raising=False)
+    monkeypatch.setenv("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "2")
+    seen = {}
+
+    def config():
+        seen.update({k: os.environ.get(k) for k in ("RAY_TRAIN_COLLECTIVE_TIMEOUT_S",
+                                                      "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S")})
+        return {"x": 1}
+
+    spec = {"train_env": {"RAY_TRAIN_COLLECTIVE_TIMEOUT_S": "5", "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.25"},
+            "failure_config": {}, "data": "resumable", "datasets_fn": None,
+            "dataset_config_fn": config, "dataset_config_ref": "m:c"}
+    assert _fit_task._function(spec)["outcome"] == "failed"
+    assert seen == {"RAY_TRAIN_COLLECTIVE_TIMEOUT_S": "5", "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.25"}
+    assert "RAY_TRAIN_COLLECTIVE_TIMEOUT_S" not in os.environ
+    assert os.environ["RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"] == "2"

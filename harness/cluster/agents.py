@@ -124,6 +124,15 @@ class Agents:
     def forget(self, node_id: str) -> None:
         self._agents.pop(node_id, None)
 
+    def keep_only(self, node_ids: List[str]) -> None:
+        """Agents of nodes not in `node_ids` (gone, replaced) ended and dropped: a suite keeps its
+        cluster's agents from one run to the next, and a later run never signals through a dead one."""
+        for node_id in [n for n in self._agents if n not in set(node_ids)]:
+            try:
+                ray.kill(self._agents.pop(node_id))
+            except Exception:  # noqa: BLE001 - gone with its node
+                pass
+
     def close(self) -> None:
         for a in self._agents.values():
             try:

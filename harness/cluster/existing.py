@@ -10,13 +10,14 @@ from __future__ import annotations
 import shutil
 import socket
 import tempfile
-from typing import Dict, FrozenSet, List
+from typing import Any, Dict, FrozenSet, List
 
 import ray
 
 from ftharness.errors import ClusterError
 from ftharness.faults import capabilities as caps
 from ftharness.harness.cluster import ray_private as rp
+from ftharness.harness.cluster.agents import Agents
 from ftharness.harness.cluster.history_service import ServiceSlot
 from ftharness.harness.cluster.log_capture import LogCapture, _end_capture, verbose
 from ftharness.harness.cluster.nodes import NodeInfo, _latest_records, node_info
@@ -39,6 +40,7 @@ class ExistingCluster:
         self.profile = profile
         self.start_time_s = 0.0
         self._history = ServiceSlot()
+        self.node_agents = Agents()   # this driver's actors: they end when it disconnects
 
     def history_service(self):
         """The process that keeps the history of this driver's runs, on the driver's node
@@ -87,6 +89,8 @@ class ExistingCluster:
 
     def close(self) -> None:
         self._history = ServiceSlot()   # its actor ends with the driver
+        self.node_agents.close()
+        self.node_agents = Agents()
         try:
             if ray.is_initialized():
                 ray.shutdown()
@@ -123,6 +127,8 @@ class ExistingCluster:
 
     def adopt(self, pids: List[int]) -> None:
         """Nothing: ftharness runs no reaper beside a cluster it did not start."""
+
+    heal_timing: Dict[str, Any] = {}   # heal() does nothing here
 
     def heal(self) -> List[int]:
         """Nothing: ftharness adds no node to a cluster it did not start."""

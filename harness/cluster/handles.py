@@ -32,6 +32,7 @@ from ftharness.errors import ClusterError
 from ftharness.faults import capabilities as caps
 from ftharness.harness.cluster import netns
 from ftharness.harness.cluster import ray_private as rp
+from ftharness.harness.cluster.agents import Agents
 from ftharness.harness.cluster.existing import HEAD_RESOURCE, ExistingCluster
 from ftharness.harness.cluster.history_service import ServiceSlot
 from ftharness.harness.cluster.log_capture import (DRIVER_LOG, LOG_FILE_BYTES, LOG_TOTAL_BYTES, LOGS_DIR, RAY_LINE,
@@ -74,6 +75,13 @@ class RayCluster(caps.ClusterHandle, Protocol):
 
     def heal(self) -> List[int]: ...
 
+    #: where the last heal() spent its seconds (empty where it does nothing)
+    heal_timing: Dict[str, Any]
+
+    #: the node agents its runs signal processes through, started once per node and kept from one
+    #: run to the next (a run's injector drops those of nodes gone); they end with the cluster
+    node_agents: Agents
+
 
 class EmbeddedCluster(SigtermAsInterrupt):
     """A head plus `nodes` worker raylets on this host."""
@@ -108,6 +116,8 @@ class EmbeddedCluster(SigtermAsInterrupt):
         self._gpus: Dict[int, List[str]] = {}   # harness index -> the physical GPUs its raylet sees
         self._history = ServiceSlot()
         self.leftovers: List[Dict[str, Any]] = []   # Ray Train actors the last heal() ended
+        self.heal_timing: Dict[str, Any] = {}   # where the last heal() spent its time (a suite records it)
+        self.node_agents = Agents()
         self._old_ray_tmpdir: Optional[str] = None     # RAY_TMPDIR as it was before start()
         self._ray_tmpdir_saved = False
 
@@ -190,6 +200,7 @@ class EmbeddedCluster(SigtermAsInterrupt):
         """Stop every process this cluster started and remove its temp dir."""
         started = set()
         self._history = ServiceSlot()   # its actor ends with the driver, below
+        self.node_agents = Agents()     # their processes end with the nodes', below
         try:
             if self._cluster is not None:
                 started = identify(descendants(set(self.all_pids())))
@@ -307,7 +318,10 @@ class EmbeddedCluster(SigtermAsInterrupt):
     def heal(self) -> List[int]:
         """Back to shape between scenarios: dead, paused or drained nodes replaced, node
         count restored, leftover harness actors gone. Returns the new node indices."""
+        t0 = time.monotonic()
+        self.heal_timing = {}
         self.leftovers = self.end_leftover_train_actors()
+        t_nodes = time.monotonic()
         draining = set(rp.draining_nodes())  # a drained node is never schedulable again
         alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")} - draining
         for index in list(self._nodes):
@@ -321,7 +335,10 @@ class EmbeddedCluster(SigtermAsInterrupt):
         added = []
         while len(self._nodes) < self.num_nodes:
             added.append(self.add_node())
+        t_idle = time.monotonic()
         self.wait_idle()
+        self.heal_timing.update(nodes_s=round(t_idle - t_nodes, 3), idle_wait_s=round(time.monotonic() - t_idle, 3),
+                                heal_s=round(time.monotonic() - t0, 3))
         return added
 
     def end_leftover_train_actors(self, grace_s: float = 5.0) -> List[Dict[str, Any]]:
@@ -338,12 +355,17 @@ class EmbeddedCluster(SigtermAsInterrupt):
         # once blamed on ending them at once, fits another cause, shown since: the nodes shared
         # one folder of unpacked packages and a node's first use of a package removed it under
         # the other nodes' workers; each node now has its own, _add_node, usercode.runtime_env)
-        deadline = time.monotonic() + grace_s
+        t0 = time.monotonic()
+        deadline = t0 + grace_s
+        lingering: Dict[str, float] = {}   # class (or "placement group") -> seconds it was still seen
         while True:
             left, groups = rp.train_run_actors(), rp.live_placement_groups()
+            for name in [a["class_name"].rsplit(".", 1)[-1] for a in left] + ["placement group"] * bool(groups):
+                lingering[name] = round(time.monotonic() - t0, 2)
             if not (left or groups) or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
+        self.heal_timing.update(leftover_wait_s=round(time.monotonic() - t0, 3), lingering=lingering)
         for a in left:
             if a["class_name"].rsplit(".", 1)[-1] == rp.TRAIN_WORKER_CLASS:   # the ones that hold CPUs
                 print(f"ftharness: heal: ended a leftover {a['class_name']} (pid {a['pid']}) of an earlier run, "

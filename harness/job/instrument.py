@@ -23,11 +23,14 @@ import functools
 import inspect
 import json
 import os
+import shutil
+import tempfile
 import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import ray
+from pyarrow.fs import LocalFileSystem
 
 from ftharness.harness.cluster import ray_private as rp
 from ftharness.history.records import is_marker, marker_name
@@ -96,8 +99,18 @@ def restored_files(checkpoint, markers: List[Dict[str, Any]]) -> Tuple[Optional[
     if not markers:
         return None, None
     try:
-        with checkpoint.as_directory() as d:
-            return restore_check(d, markers)
+        if isinstance(checkpoint.filesystem, LocalFileSystem):
+            return restore_check(checkpoint.path, markers)
+        # a folder of this process's own: as_directory's temporary folder is shared by every
+        # process on the host that opens the same checkpoint (the other ranks, the job's own
+        # restore), and the last one out removes it, also under a rank still reading it
+        # (seen on the catalog's storage-errors run: one rank's digests unread, its restore
+        # INCONCLUSIVE). A shared folder removed by this check could fail the job's restore.
+        d = tempfile.mkdtemp(prefix="ftharness-restore-check-")
+        try:
+            return restore_check(checkpoint.to_directory(d), markers)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
     except Exception:
         return None, None
 

@@ -69,14 +69,17 @@ def crash_plans(scenario, seed: int = 0) -> List[Dict[str, Any]]:
 
 class Injector:
     def __init__(self, scenario, cluster, history, run_name: str, storage_dir: str, history_path: str,
-                 seed: int = 0, health_check_timeout_s: float = 600.0, storage_fs=None):
+                 seed: int = 0, health_check_timeout_s: float = 600.0, storage_fs=None,
+                 agents: Optional[Agents] = None):
         self.cluster = cluster
         self.history = history
         self.storage_dir = storage_dir
         self.storage_fs = storage_fs    # the pyarrow filesystem storage_dir is on (None: local disk)
         self.history_path = history_path
         self.emitter = self.make_emitter(history, run_name)
-        self.agents = Agents()
+        #: the node agents: the cluster's (kept for its next run) or this run's own (ended at finish)
+        self.agents = agents if agents is not None else Agents()
+        self._own_agents = agents is None
         self.rng = random.Random(seed)
         #: the run's faults, spec models (a fault fired by hand is added here)
         self.models: List[FaultSpecBase] = list(scenario.faults)
@@ -115,7 +118,9 @@ class Injector:
     def _start_agents(self) -> None:
         """An agent on every live node now, so a trigger costs no actor start."""
         try:
-            self.agents.start([n.node_id for n in self.cluster.nodes() if n.alive])
+            live = [n.node_id for n in self.cluster.nodes() if n.alive]
+            self.agents.keep_only(live)
+            self.agents.start(live)
         except RuntimeError:  # a node that cannot host one gets it on demand, or is gone
             pass
 
@@ -229,7 +234,8 @@ class Injector:
         for fault in list(self._active):
             self._heal(fault)
         self._timeline.clear()
-        self.agents.close()
+        if self._own_agents:
+            self.agents.close()
 
     # -------------------------------------------------------------- internals
     def make_emitter(self, history, run_name: str):

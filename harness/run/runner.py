@@ -11,7 +11,10 @@ Results folder: `history.jsonl`, `summary.json`, `scenario.yaml` (as run),
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Protocol, Type
 
@@ -137,6 +140,22 @@ def ray_defaults() -> Dict[str, Any]:
     return rp.release_defaults()
 
 
+@contextlib.contextmanager
+def sigint_handler_restored():
+    """This process's SIGINT handler as it was before fit(). fit() installs its own, a closure
+    over the Train controller's handle (DataParallelTrainer._register_sigint_handler, Ray 2.51-
+    2.60), and leaves it installed: the fit task's process is pooled, so the finished run's
+    controller and dataset manager stayed alive until that process exited or the next fit()
+    replaced the handler, and a suite's heal waited for them (5 s between every two runs)."""
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGINT) if main else None
+    try:
+        yield
+    finally:
+        if main and before is not None:
+            signal.signal(signal.SIGINT, before)
+
+
 @ray.remote(num_cpus=0, max_retries=0)
 def _fit_task(spec: Dict[str, Any], recorded: Optional[list] = None) -> Dict[str, Any]:
     """Builds the TorchTrainer and runs fit(); returns the outcome as plain data.
@@ -144,8 +163,19 @@ def _fit_task(spec: Dict[str, Any], recorded: Optional[list] = None) -> Dict[str
     `recorded` holds the ref of the run_start hand-over (in a list, so Ray does not wait for it
     before the task starts): fit() starts while the history actor does, and the controller
     callback's first event waits for it (every worker event comes after that one), so nothing
-    of this fit() is recorded before run_start."""
+    of this fit() is recorded before run_start. The run's Ray Train settings are set in this
+    process's environment for the fit and taken out after it: Ray reuses the process for the
+    next run's fit task, which must not inherit a setting its scenario does not make."""
+    saved = dict(os.environ)
     os.environ.update(spec["train_env"])
+    try:
+        return _fit(spec, recorded)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _fit(spec: Dict[str, Any], recorded: Optional[list]) -> Dict[str, Any]:
     import ray.train
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
 
@@ -189,7 +219,8 @@ def _fit_task(spec: Dict[str, Any], recorded: Optional[list] = None) -> Dict[str
         **_torch_config(spec),
     )
     try:
-        result = trainer.fit()
+        with sigint_handler_restored():
+            result = trainer.fit()
     except Exception as e:  # fit() raises the run's error; that is an outcome, not a crash
         from ftharness.harness.run.fit_errors import constructor_error, error_text
 
@@ -326,7 +357,8 @@ class ScenarioRunner:
                        .get("RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S", 600))
         self.injector = Injector(self.scenario, self.cluster, self.history, self.run_name,
                                  join_storage(self.storage_path, self.run_name), self.history_path,
-                                 health_check_timeout_s=health, storage_fs=self.storage_filesystem)
+                                 health_check_timeout_s=health, storage_fs=self.storage_filesystem,
+                                 agents=self.cluster.node_agents)
         self.injector.arm()
         self.t0 = time.time()
         # One deadline for the whole run: a second fit() (after a controller kill) keeps it.

@@ -17,6 +17,7 @@ import time
 import traceback
 from typing import Any, Dict, List, Tuple
 
+from ftharness.outputs import write_file
 from ftharness.harness.run.collect import targets
 from ftharness.harness.run.guard import Target
 from ftharness.harness.run.runner import RunOptions, runtime_of
@@ -60,10 +61,20 @@ def groups_of(scenarios: List[Scenario], chosen: List[Target]) -> Dict[tuple, Li
     return groups
 
 
+TIMING_FILE = "suite-timing.json"
+
+
+def write_timing(out_dir: str, timing: List[Dict[str, Any]]) -> None:
+    """When each scenario's heal began, and its run (set-up to summary) began and ended, in the
+    order they ran: what the suite itself spends between runs (benchmarks/run_phases.py)."""
+    write_file(out_dir, TIMING_FILE, json.dumps(timing, indent=1), overwrite=True)
+
+
 def run_suite(scenarios: List[Scenario], out_dir: str, address: str = None,
               progress: bool = True, allow_destructive: bool = False) -> List[Dict[str, Any]]:
     chosen = targets(scenarios, address, allow_destructive)
     summaries = []
+    timing: List[Dict[str, Any]] = []   # the suite's own time around each run: benchmarks/run_phases.py
     t0 = time.time()
     done = 0
     for group in groups_of(scenarios, chosen).values():
@@ -71,8 +82,10 @@ def run_suite(scenarios: List[Scenario], out_dir: str, address: str = None,
         # the group's cluster: its runtime's (torchrun: none, each run starts its own agents)
         with runtime_of(first).cluster(first, target.address) as cluster:
             for s, target in group:
+                t_heal = time.time()
                 if cluster is not None:
                     cluster.heal()
+                t_run = time.time()
                 elapsed = time.time() - t0
                 eta = f", ~{elapsed / done * (len(scenarios) - done):.0f}s left" if done else ""
                 if progress:   # --quiet: the verdicts only
@@ -83,6 +96,9 @@ def run_suite(scenarios: List[Scenario], out_dir: str, address: str = None,
                                      allow_destructive=target.allow_destructive)
                 summary = run_one(s, cluster, options)
                 summaries.append(summary)
+                timing.append({"scenario": s.name, "heal_start": t_heal, "run_start": t_run, "run_end": time.time(),
+                               "heal": dict(cluster.heal_timing) if cluster is not None else {}})
+                write_timing(out_dir, timing)
                 done += 1
                 figures = (f"{summary['outcome']} ({summary.get('error_type') or 'no error'}), "
                            f"attempts {summary['attempts']}, budgets {summary['budgets']}")
