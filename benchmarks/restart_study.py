@@ -229,7 +229,7 @@ def train_fn(config):
         tm.sleep(60)
 
 
-def one_fit(variant: Dict[str, Any], workdir: str) -> Dict[str, Any]:
+def one_fit(variant: Dict[str, Any], workdir: str, cluster: str = "local") -> Dict[str, Any]:
     import ray
     from ray.train import FailureConfig, RunConfig, ScalingConfig
     from ray.train.torch import TorchTrainer
@@ -238,13 +238,19 @@ def one_fit(variant: Dict[str, Any], workdir: str) -> Dict[str, Any]:
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     ctrl_log, worker_log = os.path.join(workdir, "controller.jsonl"), os.path.join(workdir, "workers.jsonl")
+    embedded = None
     try:
-        init = {"num_cpus": 4, "include_dashboard": False, "log_to_driver": False}
-        if variant["system_config"]:
-            init["_system_config"] = dict(variant["system_config"])
-        if variant.get("job_env"):
-            init["runtime_env"] = {"env_vars": dict(env)}
-        ray.init(**init)
+        if cluster == "embedded":   # the catalog's cluster: ftharness's embedded one, 3 one-CPU nodes
+            from ftharness.harness.cluster.handles import EmbeddedCluster
+
+            embedded = EmbeddedCluster(nodes=3, cpus_per_node=1).start()
+        else:
+            init = {"num_cpus": 4, "include_dashboard": False, "log_to_driver": False}
+            if variant["system_config"]:
+                init["_system_config"] = dict(variant["system_config"])
+            if variant.get("job_env"):
+                init["runtime_env"] = {"env_vars": dict(env)}
+            ray.init(**init)
         time.sleep(2.0)   # the node's own start-up settles before the fit is timed
         t0 = time.time()
         trainer = TorchTrainer(
@@ -256,7 +262,10 @@ def one_fit(variant: Dict[str, Any], workdir: str) -> Dict[str, Any]:
         trainer.fit()
         wall = time.time() - t0
     finally:
-        ray.shutdown()
+        if embedded is not None:
+            embedded.close()
+        else:
+            ray.shutdown()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -322,9 +331,13 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--no-floors", action="store_true")
+    p.add_argument("--cluster", choices=("local", "embedded"), default="local",
+                   help="local: one ray.init node, no dashboard (the floor's setting); embedded: ftharness's "
+                        "embedded cluster as the catalog runs on (a head with the dashboard, 3 one-CPU nodes; "
+                        "variants with a Ray Core setting or a job env do not apply)")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
-    report: Dict[str, Any] = {"ray": None, "floors": {}, "variants": {}}
+    report: Dict[str, Any] = {"ray": None, "cluster": args.cluster, "floors": {}, "variants": {}}
     import ray
     report["ray"] = ray.__version__
     if not args.no_floors:
@@ -338,7 +351,7 @@ def main(argv=None) -> int:
         runs = []
         for r in range(args.repeats):
             with tempfile.TemporaryDirectory(prefix="restart-study-") as d:
-                runs.append(one_fit(VARIANTS[name], d))
+                runs.append(one_fit(VARIANTS[name], d, args.cluster))
         report["variants"][name] = {"why": VARIANTS[name]["why"], "runs": runs, "median": summarize(runs)}
         print(name, json.dumps(report["variants"][name]["median"]), flush=True)
     print_table(report)

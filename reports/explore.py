@@ -84,7 +84,9 @@ def spending_lines(data: Dict[str, Any]) -> List[str]:
     for g in sp.get("gaps") or []:
         conf = g.get("confirmed_at_s")
         lines.append(f"gap {g['gap']}: {g['examples']} example(s)"
-                     + (f", {g['after_confirmed']} after it was confirmed at {conf:.0f}s" if conf is not None
+                     + (f", {g['after_confirmed']} after it was confirmed at {conf:.0f}s"
+                        + (f" ({g['after_confirmed_known']} under a failure it had shown already)"
+                           if "after_confirmed_known" in g else "") if conf is not None
                         else " (not confirmed)")
                      + f", {g['repeats']} repeat(s), {g['skipped']} candidate(s) skipped")
     per_hour = sp.get("findings_per_hour")
@@ -191,6 +193,7 @@ def page_html(data: Dict[str, Any]) -> str:
         for g in sp.get("gaps") or []:
             conf, first = g.get("confirmed_at_s"), g.get("first_found_s")
             out.append(f"<tr><td>{e(g['gap'])}</td><td>{g['examples']}</td><td>{g['after_confirmed']}</td>"
+                       f"<td>{g.get('after_confirmed_known', '-')}</td>"
                        f"<td>{'-' if conf is None else f'{conf:.0f}s'}</td><td>{g['repeats']}</td><td>{g['skipped']}</td>"
                        f"<td>{'-' if first is None else f'{first:.0f}s'}</td></tr>")
         out.append("</table>")

@@ -206,3 +206,21 @@ def test_a_continued_exploration_reads_a_file_with_the_spending(tmp_path):
     explore(tmp_path, budget_s=300)
     exp, result, _ = explore(tmp_path, budget_s=200, seed=1)
     assert result.session == 2
+
+
+def test_the_spending_splits_repeats_under_a_failure_shown_already_from_new_failure_classes(tmp_path):
+    """A gap is its property with its failure class (issue 50): of the examples after confirmation,
+    those whose every fault token had shown the gap before are counted apart; with the ledger off
+    that count grows, with it on it stays within the target."""
+    exp, result, _ = explore(tmp_path / "on")
+    row = next(g for g in result.spending["gaps"] if g["gap"] == LOST)
+    assert 0 <= row["after_confirmed_known"] <= row["after_confirmed"] <= 3
+    assert len(row["after_confirmed_known_examples"]) == row["after_confirmed_known"]
+    assert "under a failure it had shown already" in terminal_text(json.load(open(tmp_path / "on" / "out" / "explore.json")))
+
+
+def test_without_the_ledger_most_repeats_are_under_a_failure_shown_already(tmp_path, monkeypatch):
+    monkeypatch.setattr(Ledger, "redundant", lambda self, course, workload: None)
+    exp, result, _ = explore(tmp_path)
+    row = next(g for g in result.spending["gaps"] if g["gap"] == LOST)
+    assert row["after_confirmed_known"] > 3

@@ -499,7 +499,10 @@ class Explorer:
             after = [e for e in runs if conf is not None and e.at_s - e.wall_s >= conf
                      and all(self.ledger.confirmed.get(p, float("inf")) <= e.at_s - e.wall_s for p in parts(e.gap))]
             firsts = [t for sig, (t, _) in self.first_found.items() if name in parts(sig[:len(sig) - len(_suffix(sig))])]
+            known_again = self._known_again(runs, after)
             gaps.append({"gap": name, "examples": len(runs), "after_confirmed": len(after),
+                         "after_confirmed_known": len(known_again),
+                         "after_confirmed_known_examples": [e.index for e in known_again],
                          "repeats": sum(1 for e in self.examples if e.purpose == "confirm" and name in parts(e.gap)),
                          "skipped": self.ledger.skips_by_gap.get(name, 0), "confirmed_at_s": conf,
                          "first_found_s": min(firsts) if firsts else None,
@@ -513,6 +516,22 @@ class Explorer:
                 "examples_run": len(search), "skipped_total": len(skipped),
                 "skipped_by": {by: sum(1 for s in skipped if s["by"] == by) for by in ("simulator", "declared")},
                 "skipped": skipped[:MAX_SKIPS_SHOWN]}
+
+    def _known_again(self, runs: List[Example], after: List[Example]) -> List[Example]:
+        """Of `after` (the examples that showed a gap once it was confirmed), those that showed it
+        with nothing beyond a failure it had already failed under: every fault token of theirs
+        (es.fault_token: the failure class a kind surely causes, a kind with its arguments
+        otherwise) was in an earlier example that showed the gap. The first example under a class
+        of its own (a controller kill after worker kills) is a new gap, as issue 50 counts a gap:
+        its property and its failure class."""
+        seen: set = set()
+        again = []
+        for e in sorted(runs, key=lambda e: e.at_s):
+            tokens = set(self.course_of(e.faults, e.workload).tokens)
+            if e in after and tokens and tokens <= seen:
+                again.append(e)
+            seen |= tokens
+        return again
 
     # -- after the search
     def confirm(self, example: Example) -> FoundGap:
