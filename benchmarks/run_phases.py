@@ -4,7 +4,9 @@ itself and the harness's time between runs, read from recorded histories (no clu
     python benchmarks/run_phases.py RESULTS_DIR [RESULTS_DIR ...]
 
 Each RESULTS_DIR is a suite folder, an explore folder (its examples/) or one run's folder;
-every history.jsonl under it is read. Ray Train runs only (torchrun's phases differ).
+every history.jsonl under it is read. A suite folder's suite-timing.json (harness/run/suite.py)
+splits the time between runs further: after run_end (the run's close, judge and summary), the
+heal, and before run_start (the next run's set-up). Ray Train runs only (torchrun's phases differ).
 Prints each phase's total, median and share of the runs' wall time, and the gap between
 one run's end and the next one's start (the heal, the judge and the next scenario's set-up,
 from the runs' own timestamps, in the order they ran).

@@ -85,7 +85,7 @@ def test_corrupt_checkpoint_modes_torchrun_cannot_have_are_refused_in_one_line(h
 
 
 def test_collective_timeout_has_a_torchrun_default_and_is_a_torch_process_group_setting():
-    from ftharness.harness.run.runner import _torch_config
+    from ftharness.harness.run.fit_task import _torch_config
     from ftharness.harness.run.torchrun_runner import collective_timeout_s
     from ftharness.scenarios.schema import TORCHRUN_COLLECTIVE_TIMEOUT_S
 

@@ -169,7 +169,7 @@ def test_the_example_dataset_config_splits_only_train_and_reaches_the_fit_task(t
 
 
 def test_a_dataset_config_function_that_returns_no_data_config_fails_the_run_with_its_name():
-    from ftharness.harness.run.runner import _fit_task
+    from ftharness.harness.run.fit_task import _fit_task
 
     spec = {"train_env": {}, "failure_config": {}, "data": "resumable", "datasets_fn": None,
             "dataset_config_fn": lambda: {"x": 1},
@@ -284,7 +284,7 @@ def test_the_verdict_of_a_ray_data_job_without_row_id_names_workload_row_id():
 def test_the_fit_task_takes_its_runs_ray_train_settings_out_of_the_process_after_the_fit(monkeypatch):
     """Ray reuses the fit task's process for the next run of a suite: a setting one scenario
     makes (cluster.train_env) must not reach the next scenario's fit."""
-    from ftharness.harness.run.runner import _fit_task
+    from ftharness.harness.run.fit_task import _fit_task
 
     monkeypatch.delenv("RAY_TRAIN_COLLECTIVE_TIMEOUT_S", raising=False)
     monkeypatch.setenv("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "2")
