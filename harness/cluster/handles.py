@@ -349,9 +349,10 @@ class EmbeddedCluster(SigtermAsInterrupt):
         before its train function was launched is left running, with its placement group
         (scenarios/known/worker-death-at-train-launch.yaml). Returns what was ended. Only on a
         cluster ftharness started: every run on it is ours."""
-        # a fit() that just returned may still be tearing down: its controller and dataset
-        # actors linger about 5 s (their handles are dropped late). They are waited for, not
-        # ended at once. (The one CI run whose workers could not import a job's shipped modules,
+        # a fit() that just returned may still be tearing down: its actors and placement group
+        # are waited for, not ended at once. (Its controller and dataset manager used to outlive
+        # it, held by the SIGINT handler fit() leaves installed, until the pooled fit-task process
+        # was reaped: the whole grace between every two runs. fit_task.sigint_handler_restored.) (The one CI run whose workers could not import a job's shipped modules,
         # once blamed on ending them at once, fits another cause, shown since: the nodes shared
         # one folder of unpacked packages and a node's first use of a package removed it under
         # the other nodes' workers; each node now has its own, _add_node, usercode.runtime_env)

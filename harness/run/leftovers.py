@@ -6,9 +6,10 @@ detached PlacementGroupCleaner, which must exit once its controller is gone (ray
 up to 2.54 it never does when the controller dies before the first worker group starts).
 
 Sampled only on a cluster ftharness started, where every run is this one, and only when the
-scenario judges `no_leftovers` (the wait below costs a healthy run up to a few seconds). A
-controller lingers a few seconds after fit() returns while its owner drops the handle, so the
-sample polls until nothing is left or SETTLE_S passed: what is still there then is a leftover.
+scenario judges `no_leftovers` (the wait below costs a healthy run up to a few seconds). Ray
+ends a run's actors asynchronously after fit() returns, so the sample polls until nothing is
+left or SETTLE_S passed: what is still there then is a leftover. (The fit task puts back the
+SIGINT handler fit() leaves holding the controller's handle: harness/run/fit_task.py.)
 """
 
 from __future__ import annotations
