@@ -337,6 +337,9 @@ def main(argv=None) -> int:
                         "variants with a Ray Core setting or a job env do not apply)")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
+    # a local ray.init() of Ray 2.60 turns token authentication on and saves ~/.ray/auth_token,
+    # which later `ray start` heads on this host pick up: the study leaves the host as it found it
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     report: Dict[str, Any] = {"ray": None, "cluster": args.cluster, "floors": {}, "variants": {}}
     import ray
     report["ray"] = ray.__version__

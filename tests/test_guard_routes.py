@@ -85,6 +85,12 @@ def operator_head():
     temp = tempfile.mkdtemp(prefix="fth-op-", dir="/tmp")
     port = free_port()
     address = f"127.0.0.1:{port}"
+    # The head, the probes and every command of this module without token authentication: on a host
+    # where a local Ray 2.60 ray.init() once saved ~/.ray/auth_token, `ray start` turns token auth on,
+    # and Ray's client given an explicit address (not "auto") then cannot connect unless
+    # RAY_AUTH_MODE=token is set (seen on this project's machine after benchmarks/restart_study.py).
+    saved_mode = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     try:
         subprocess.run([RAY, "start", "--head", f"--port={port}", "--num-cpus=1", f"--temp-dir={temp}",
@@ -96,6 +102,10 @@ def operator_head():
     finally:
         stop(temp)
         shutil.rmtree(temp, ignore_errors=True)
+        if saved_mode is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = saved_mode
         if lock is not None:
             lock.close()
 
