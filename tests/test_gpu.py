@@ -84,7 +84,7 @@ def test_gpus_a_cpu_build_of_torch_cannot_drive_are_refused_in_one_line():
 
 
 def test_torch_config_names_nccl_on_gpu_workers_and_keeps_ray_s_cpu_default():
-    from ftharness.harness.run.runner import _torch_config
+    from ftharness.harness.run.fit_task import _torch_config
 
     assert _torch_config({"use_gpu": True, "trainer": "torch"})["torch_config"].backend == "nccl"
     tc = _torch_config({"use_gpu": True, "trainer": "torch", "collective_timeout_s": 9})["torch_config"]

@@ -221,7 +221,7 @@ def test_a_suite_goes_on_past_a_scenario_that_crashes(tmp_path, monkeypatch, cap
                     "budgets": {}, "mismatches": [], "inconclusive": []}
 
     monkeypatch.setattr(runner, "ScenarioRunner", Runner)   # the Ray Train runtime's (runner.RayTrain)
-    monkeypatch.setattr(runner, "open_cluster", lambda spec, address=None: contextlib.nullcontext(types.SimpleNamespace(heal=list)))
+    monkeypatch.setattr(runner, "open_cluster", lambda spec, address=None: contextlib.nullcontext(types.SimpleNamespace(heal=list, heal_timing={})))
     for name in ("a-first", "boom", "c-last"):
         (tmp_path / f"{name}.yaml").write_text(f"name: {name}\n")
     code = main(["suite", str(tmp_path), "--out", str(tmp_path / "out"), "--quiet"])
