@@ -41,6 +41,7 @@ class ExistingCluster:
         self.start_time_s = 0.0
         self._history = ServiceSlot()
         self.node_agents = Agents()   # this driver's actors: they end when it disconnects
+        self.heal_timing: Dict[str, Any] = {}   # heal() does nothing here
 
     def history_service(self):
         """The process that keeps the history of this driver's runs, on the driver's node
@@ -127,8 +128,6 @@ class ExistingCluster:
 
     def adopt(self, pids: List[int]) -> None:
         """Nothing: ftharness runs no reaper beside a cluster it did not start."""
-
-    heal_timing: Dict[str, Any] = {}   # heal() does nothing here
 
     def heal(self) -> List[int]:
         """Nothing: ftharness adds no node to a cluster it did not start."""
