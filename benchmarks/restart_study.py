@@ -240,10 +240,12 @@ def one_fit(variant: Dict[str, Any], workdir: str, cluster: str = "local") -> Di
     ctrl_log, worker_log = os.path.join(workdir, "controller.jsonl"), os.path.join(workdir, "workers.jsonl")
     embedded = None
     try:
-        if cluster == "embedded":   # the catalog's cluster: ftharness's embedded one, 3 one-CPU nodes
+        if cluster in ("embedded", "namespaces"):   # the catalog's clusters: ftharness's embedded one
             from ftharness.harness.cluster.handles import EmbeddedCluster
 
-            embedded = EmbeddedCluster(nodes=3, cpus_per_node=1).start()
+            # 3 one-CPU nodes; the network scenarios' own: 3 two-CPU nodes, each in a namespace
+            embedded = (EmbeddedCluster(nodes=3, cpus_per_node=1) if cluster == "embedded" else
+                        EmbeddedCluster(nodes=3, cpus_per_node=2, network="namespaces")).start()
         else:
             init = {"num_cpus": 4, "include_dashboard": False, "log_to_driver": False}
             if variant["system_config"]:
@@ -331,10 +333,11 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--no-floors", action="store_true")
-    p.add_argument("--cluster", choices=("local", "embedded"), default="local",
+    p.add_argument("--cluster", choices=("local", "embedded", "namespaces"), default="local",
                    help="local: one ray.init node, no dashboard (the floor's setting); embedded: ftharness's "
                         "embedded cluster as the catalog runs on (a head with the dashboard, 3 one-CPU nodes; "
-                        "variants with a Ray Core setting or a job env do not apply)")
+                        "variants with a Ray Core setting or a job env do not apply); namespaces: the network "
+                        "scenarios' cluster (3 two-CPU nodes, each in a network namespace of its own)")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     # a local ray.init() of Ray 2.60 turns token authentication on and saves ~/.ray/auth_token,

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-#: Ray Core settings (`system_config`) and Ray Train environment (`train_env`) per profile
+#: Ray Core settings (`system_config`), Ray Train environment (`train_env`: the fit's process, which
+#: Ray Train propagates to its controller and workers) and the embedded nodes' own environment
+#: (`node_env`: read in the Train controller's process, which Ray Train does not propagate from the
+#: driver, so it must be in the environment its raylet starts workers with) per profile
 PROFILES: Dict[str, Dict[str, Any]] = {
     "fast": {
         "system_config": {
@@ -27,8 +30,15 @@ PROFILES: Dict[str, Dict[str, Any]] = {
             "RAY_TRAIN_PREEMPTION_POLL_INTERVAL_S": "0.5",
             "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S": "20",
         },
+        "node_env": {
+            # TorchConfig.on_shutdown waits this long for each worker to destroy its process
+            # group (default 30 s). A hung or cut-off worker never answers, so every restart
+            # after one waits it out; the decision to restart is taken before it, so no outcome
+            # changes (docs/benchmarks.md, "A restart's time and a suite's").
+            "TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S": "5",
+        },
     },
-    "ray_defaults": {"system_config": {}, "train_env": {}},
+    "ray_defaults": {"system_config": {}, "train_env": {}, "node_env": {}},
 }
 
 #: Ray Train's own RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S default, in every V2 release (constants.py)

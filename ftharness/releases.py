@@ -116,6 +116,9 @@ COMMON_DEFAULTS: Dict[str, object] = {
     "checkpoint_config.checkpoint_score_attribute": None,
     "checkpoint_config.checkpoint_score_order": "max",
     "torch_config.timeout_s": 1800,                  # the torch process group's timeout
+    # TorchConfig.on_shutdown's wait for the workers' destroy_process_group (ray/train/constants.py;
+    # read on 2.51.0, 2.55.0 and 2.60.0)
+    "env.TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S": 30,
 }
 
 _OLD_FC = {"max_failures": 0, "controller_failure_limit": -1}

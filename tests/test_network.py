@@ -22,10 +22,11 @@ pytestmark = [pytest.mark.cluster, pytest.mark.exclusive_ray, pytest.mark.slow,
 
 
 def leftovers(tag):
-    """Namespaces and links of network `tag` still on this host."""
+    """Namespaces, links and namespaces' name files (/etc/netns) of network `tag` still on this host."""
     names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
-    return [w for w in (names + links).split() if w.startswith(f"fth{tag}")]
+    files = os.listdir(netns.NETNS_ETC) if os.path.isdir(netns.NETNS_ETC) else []
+    return [w for w in (names + links).split() + files if w.startswith(f"fth{tag}")]
 
 
 CHILD = textwrap.dedent("""
@@ -92,6 +93,31 @@ def test_worker_nodes_are_hosts_with_their_own_ips(ns_cluster):
         assert host.ip in ips
         assert ns_cluster.nodes()[0].is_head
         assert set(ns_cluster._nodes[index].pids()) <= set(host.pids()) | {ns_cluster._nodes[index].proc.pid}
+
+
+LOOKUPS = textwrap.dedent("""
+    import socket, sys
+    print(socket.gethostbyaddr(sys.argv[1])[0])
+    try:
+        socket.getaddrinfo("no-such-host.invalid", 80)
+    except socket.gaierror:
+        pass
+    print(open("/etc/resolv.conf").read().count("nameserver"))
+""")
+
+
+def test_a_namespace_host_names_every_bridge_address_and_asks_no_unreachable_name_server(ns_cluster):
+    """The host's name server is beyond a namespace's route: each lookup there waited 10 s, and
+    gloo's reverse lookup of its own address made every torch process group start 10 s late.
+    A node resolves the bridge's addresses from its own hosts file and has no name server."""
+    for index in ns_cluster.worker_node_indices():
+        host = ns_cluster.net.hosts[index]
+        out = subprocess.run(host.exec_argv([sys.executable, "-c", LOOKUPS, host.ip]), capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        name, servers = out.stdout.split()
+        assert name == f"fth{ns_cluster.net.tag}-{host.ip.rsplit('.', 1)[1]}" and servers == "0"
+    assert any(f.startswith(f"fth{ns_cluster.net.tag}") for f in os.listdir(netns.NETNS_ETC))
 
 
 def test_network_partition_is_detected_and_the_cut_off_workers_are_judged_as_zombies(ns_cluster, tmp_path):

@@ -73,6 +73,23 @@ def test_settings_used_names_each_source_and_the_fast_profiles_differences():
     assert not any(ln.startswith("env.") for ln in differs(plain))
 
 
+def test_the_profiles_node_environment_is_a_row_of_its_own_with_rays_default():
+    from ftharness.profiles import PROFILES
+
+    sc = parse_scenario({"name": "x"}, source="t")
+    node_env = PROFILES["fast"]["node_env"]
+    rows = {r["setting"]: r for r in settings_used(sc, releases.release("2.51.0").defaults(), FAST_ENV, "fast",
+                                                   storage_path="/r", node_env=node_env)}
+    assert rows["env.TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S"] == {
+        "setting": "env.TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S", "value": 5, "ray_default": 30, "source": "profile fast"}
+    assert "env.TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S: 5 (profile fast; Ray's default 30)" in differs(list(rows.values()))
+    # a cluster ftharness did not start gives no node environment: the row is Ray's default
+    existing = {r["setting"]: r for r in settings_used(sc, releases.release("2.51.0").defaults(), FAST_ENV, "fast",
+                                                       storage_path="/r", node_env={})}
+    assert existing["env.TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S"]["source"] == "ray default"
+    assert PROFILES["ray_defaults"]["node_env"] == {}
+
+
 def test_torchrun_scenarios_are_not_refused_for_ray_budgets_they_leave_out():
     base = {"name": "t", "workload": {"runtime": "torchrun"}}
     assert torchrun_problem(parse_scenario(base, source="t")) is None

@@ -226,3 +226,28 @@ def test_heal_ends_a_leftover_ray_train_actor_that_holds_cpus(ftharness_cluster,
     assert "heal: removed a leftover placement group" in err
     ftharness_cluster.wait_idle(timeout_s=10)   # every CPU free again
     assert ftharness_cluster.heal() == [] and ftharness_cluster.leftovers == []
+
+
+def test_the_profiles_node_environment_reaches_the_processes_ray_starts_on_each_node(ftharness_cluster):
+    """The Train controller reads TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S in its own process, on
+    the head (Ray Train attaches it to the driver's node) and does not take it from the driver:
+    the raylets must start with it. The driver's own environment is left as it was."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from ftharness.profiles import PROFILES
+
+    want = PROFILES["fast"]["node_env"]
+    assert want and ftharness_cluster.node_env() == want
+
+    @ray.remote(num_cpus=0)
+    def seen(names):
+        return {n: os.environ.get(n) for n in names}
+
+    node_ids = [ftharness_cluster.head_node_id()] + [ftharness_cluster.node_id(i)
+                                                      for i in ftharness_cluster.worker_node_indices()]
+    for node_id in node_ids:
+        got = ray.get(seen.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False))
+                      .remote(list(want)), timeout=60)
+        assert got == want, node_id
+    assert not any(n in os.environ for n in want)

@@ -137,3 +137,7 @@ class ExistingCluster:
         # Ray Core settings of a running cluster cannot be changed from here;
         # the Train-side timings of the profile still apply to our run.
         return dict(PROFILES[self.profile]["train_env"])
+
+    def node_env(self) -> Dict[str, str]:
+        """Nothing: a running cluster's raylets keep the environment they were started with."""
+        return {}

@@ -67,6 +67,11 @@ class RayCluster(caps.ClusterHandle, Protocol):
 
     def train_env(self) -> Dict[str, str]: ...
 
+    def node_env(self) -> Dict[str, str]:
+        """The environment the cluster's raylets start with for the profile (profiles.py:
+        node_env), where ftharness started them; empty on a cluster it did not start."""
+        ...
+
     def profile_in_force(self) -> str: ...
 
     def adopt_dir(self, path: str) -> None: ...
@@ -151,21 +156,22 @@ class EmbeddedCluster(SigtermAsInterrupt):
                     raise ClusterError(f"cluster.network: namespaces: {why}")
                 self.net = netns.Network(on_create=self._reaper.remove_on_crash).start()
                 head_ip = {"node_ip_address": self.net.head_ip}
-            self._cluster = Cluster(
-                initialize_head=True,
-                head_node_args={
-                    **head_ip,
-                    "num_cpus": 0,
-                    "num_gpus": 0,
-                    "resources": {"ftharness_head": 1},
-                    # The dashboard stays: Ray Train V2's PlacementGroupCleaner asks the State
-                    # API (served by it) whether a controller is alive, and without it the
-                    # placement group of a killed controller is never removed.
-                    "temp_dir": self._temp_dir,
-                    "object_store_memory": NODE_OBJECT_STORE_BYTES,
-                    "_system_config": dict(PROFILES[self.profile]["system_config"]),   # Ray writes into the dict it is given
-                },
-            )
+            with _env(self.node_env()):
+                self._cluster = Cluster(
+                    initialize_head=True,
+                    head_node_args={
+                        **head_ip,
+                        "num_cpus": 0,
+                        "num_gpus": 0,
+                        "resources": {"ftharness_head": 1},
+                        # The dashboard stays: Ray Train V2's PlacementGroupCleaner asks the State
+                        # API (served by it) whether a controller is alive, and without it the
+                        # placement group of a killed controller is never removed.
+                        "temp_dir": self._temp_dir,
+                        "object_store_memory": NODE_OBJECT_STORE_BYTES,
+                        "_system_config": dict(PROFILES[self.profile]["system_config"]),   # Ray writes into the dict it is given
+                    },
+                )
             self._watch(self._cluster.head_node)
             for _ in range(self.num_nodes):
                 self.add_node(wait=False)
@@ -263,7 +269,7 @@ class EmbeddedCluster(SigtermAsInterrupt):
         index = self._next_index
         self._next_index += 1
         num_cpus = self.cpus_per_node if cpus is None else cpus
-        with self._visible_gpus(index):
+        with self._visible_gpus(index), _env(self.node_env()):
             return self._add_node(index, wait, num_cpus)
 
     def _visible_gpus(self, index: int):
@@ -460,6 +466,9 @@ class EmbeddedCluster(SigtermAsInterrupt):
 
     def train_env(self) -> Dict[str, str]:
         return dict(PROFILES[self.profile]["train_env"])
+
+    def node_env(self) -> Dict[str, str]:
+        return dict(PROFILES[self.profile]["node_env"])
 
 
 def open_cluster(spec, address: Optional[str] = None):

@@ -31,8 +31,13 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from ftharness.errors import ClusterError
+from ftharness.inputs import InputRefused, read_bounded
 
 NFT_TABLE = "ftharness"
+#: `ip netns exec NAME` bind-mounts the files of /etc/netns/NAME/ over /etc's (ip-netns(8))
+NETNS_ETC = "/etc/netns"
+#: the most of the host's /etc/hosts a namespace's own hosts file copies
+HOSTS_FILE_BYTES = 1 << 20
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -170,9 +175,28 @@ class Network:
         _ip("-n", ns, "link", "set", "eth0", "up")
         _ip("-n", ns, "link", "set", "lo", "up")
         _ip("-n", ns, "route", "add", "default", "via", self.head_ip)
+        self._write_name_files(ns)
         host = Host(index, ns, ip, link)
         self.hosts[index] = host
         return host
+
+    def _write_name_files(self, ns: str) -> None:
+        """The namespace's own hosts and resolv.conf. The host's name server is out of a namespace's
+        reach (its route ends at the bridge), so every lookup there waited out the resolver's
+        timeout, 10 s (gloo's reverse lookup of its own address made each torch process group start
+        10 s later). As on a cluster whose name service answers, every address of the bridge has a
+        name, and other names fail at once (no name server: glibc asks 127.0.0.1, refused)."""
+        folder = os.path.join(NETNS_ETC, ns)
+        os.makedirs(folder, exist_ok=True)
+        try:   # the host's own names (its hostname among them) stay as they were
+            own = read_bounded("/etc/hosts", HOSTS_FILE_BYTES, "/etc/hosts").decode("utf-8", "replace")
+        except InputRefused:
+            own = "127.0.0.1 localhost\n"
+        names = "".join(f"{a} fth{self.tag}-{a.packed[-1]}\n" for a in self.subnet.hosts())
+        with open(os.path.join(folder, "hosts"), "w") as f:
+            f.write(own.rstrip("\n") + "\n# ftharness: the node bridge's addresses\n" + names)
+        with open(os.path.join(folder, "resolv.conf"), "w") as f:
+            f.write("# ftharness: no name server is reachable from a namespace host; names come from hosts\n")
 
     def remove_host(self, index: int) -> None:
         """Kill whatever still runs in the namespace, then delete it and its link."""
@@ -191,6 +215,7 @@ class Network:
             time.sleep(0.2)
         _ip("link", "del", host.host_link, check=False)
         _ip("netns", "del", host.netns, check=False)
+        _remove_name_files(host.netns)
 
     def close(self) -> None:
         for index in list(self.hosts):
@@ -290,6 +315,14 @@ def tc_stats(listing: str) -> List[Dict[str, Any]]:
     return out
 
 
+def _remove_name_files(ns: str) -> None:
+    """/etc/netns/NAME of one of our namespaces (its name starts with fth, no path in it)."""
+    if ns.startswith("fth") and "/" not in ns and ns not in (".", ".."):
+        shutil.rmtree(os.path.join(NETNS_ETC, ns), ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.rmdir(NETNS_ETC)   # where nothing else left files there
+
+
 def remove_leftovers(kind: str, name: str) -> None:
     """The reaper's half: delete a namespace (its processes first) or a link."""
     if kind == "netns":
@@ -299,6 +332,7 @@ def remove_leftovers(kind: str, name: str) -> None:
             except (ProcessLookupError, ValueError):
                 pass
         _ip("netns", "del", name, check=False)
+        _remove_name_files(name)
     elif kind == "link":
         _ip("link", "del", name, check=False)
 

@@ -328,6 +328,7 @@ def release_defaults() -> Dict[str, Any]:
     import dataclasses
 
     from ray.train import CheckpointConfig, RunConfig, ScalingConfig
+    from ray.train import constants as train_constants
     from ray.train.torch import TorchConfig
     from ray.train.v2._internal import constants as c
 
@@ -343,6 +344,7 @@ def release_defaults() -> Dict[str, Any]:
                                                               "checkpoint_score_order")))
     out.update(fields(TorchConfig, "torch_config", ("timeout_s",)))
     out["env.RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"] = c.DEFAULT_WORKER_GROUP_START_TIMEOUT_S
+    out["env.TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S"] = train_constants.DEFAULT_TORCH_PROCESS_GROUP_SHUTDOWN_TIMEOUT_S
     out["env.RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"] = c.DEFAULT_HEALTH_CHECK_INTERVAL_S
     out["env.RAY_TRAIN_WORKER_HEALTH_CHECK_TIMEOUT_S"] = c.DEFAULT_WORKER_HEALTH_CHECK_TIMEOUT_S
     if hasattr(c, "DEFAULT_PREEMPTION_POLL_INTERVAL_S"):    # the preemption watcher: 2.57+

@@ -29,11 +29,14 @@ def effective_failure_config(given: Mapping[str, Any], ray_defaults: Mapping[str
 def settings_used(scenario, ray_defaults: Mapping[str, Any], train_env: Mapping[str, str],
                   profile: str, storage_path: Optional[str] = None,
                   use_gpu: Optional[bool] = None,
-                  system_config: Optional[Mapping[str, Any]] = None) -> List[Dict[str, Any]]:
+                  system_config: Optional[Mapping[str, Any]] = None,
+                  node_env: Optional[Mapping[str, str]] = None) -> List[Dict[str, Any]]:
     """One row per setting of `ray_defaults`: {setting, value, ray_default, source}; then one per
     `cluster.train_env` entry `ray_defaults` lacks (source scenario, ray_default None: not read),
     and one per Ray Core `_system_config` entry the profile sets on an embedded cluster (Ray's own
-    default is then Ray Core's, not read here: `ray_default` says so)."""
+    default is then Ray Core's, not read here: `ray_default` says so). `node_env`: the environment
+    the profile gave the embedded cluster's raylets (profiles.py), rows `env.NAME` like train_env's."""
+    node_env = dict(node_env or {})
     w, fc = scenario.workload, scenario.failure_config
     given = fc.given()
     own_env = scenario.cluster.train_env_text()   # cluster.train_env: the scenario's own, over the profile's
@@ -67,11 +70,16 @@ def settings_used(scenario, ray_defaults: Mapping[str, Any], train_env: Mapping[
             row(name, _number(own_env[key]), SCENARIO)
         elif section == "env" and key in train_env:
             row(name, _number(train_env[key]), f"{PROFILE} {profile}")
+        elif section == "env" and key in node_env:
+            row(name, _number(node_env[key]), f"{PROFILE} {profile}")
         else:
             row(name, default, RAY_DEFAULT)
     for key in sorted(set(own_env) - {n.partition(".")[2] for n in ray_defaults if n.startswith("env.")}):
         # a setting ftharness does not read the release's default of: Ray's default unknown here
         rows.append({"setting": f"env.{key}", "value": _number(own_env[key]), "ray_default": None, "source": SCENARIO})
+    for key in sorted(set(node_env) - {n.partition(".")[2] for n in ray_defaults if n.startswith("env.")}):
+        rows.append({"setting": f"env.{key}", "value": _number(node_env[key]), "ray_default": None,
+                     "source": f"{PROFILE} {profile}"})
     for key, value in (system_config or {}).items():
         rows.append({"setting": f"system_config.{key}", "value": value, "ray_default": "Ray Core's default",
                      "source": f"{PROFILE} {profile}"})

@@ -399,7 +399,8 @@ class ScenarioRunner:
         # (handles.py passes PROFILES' own dict): those are the session's, not the profile's
         core = {k: v for k, v in (core or {}).items() if k not in RAY_ADDED_SYSTEM_CONFIG} or None
         return settings_used(self.scenario, ray_defaults(), spec["train_env"], profile,
-                             storage_path=spec["storage_path"], use_gpu=spec["use_gpu"], system_config=core)
+                             storage_path=spec["storage_path"], use_gpu=spec["use_gpu"], system_config=core,
+                             node_env=self.cluster.node_env())
 
     def summarize(self, outcome: Dict[str, Any], wall: float, use_gpu: Optional[bool] = None) -> Dict[str, Any]:
         use_gpu = self.use_gpu if use_gpu is None else use_gpu
