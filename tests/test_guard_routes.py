@@ -212,3 +212,44 @@ def test_the_flag_lets_the_guard_pass(operator_head):
                          "faults": [{"kind": "kill_worker", "target": {"rank": 0}, "at": {"step": 2}}]})
     t = check_route(sc, allow_destructive=True, address=operator_head)
     assert (t.address, t.source, t.allow_destructive, t.started_by_us) == (operator_head, "--address", True, False)
+
+
+def test_a_cluster_with_token_authentication_is_named_as_such_and_reached_with_its_token(tmp_path):
+    """Ray 2.60's token authentication: Ray's client sends a token to an address given explicitly
+    only with RAY_AUTH_MODE=token. Without it (or with another token) the connection fails with
+    Ray's C++ warnings on the terminal and "Failed to connect"; ftharness says why in one line, and
+    with the mode and the cluster's token the same command runs."""
+    from ftharness.harness.frontends.pytest_plugin import _shared
+
+    _shared.release()
+    lock = None
+    if os.environ.get("FTHARNESS_RAY_LOCK_HELD") != "1":
+        lock = open(LOCK, "w")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    temp = tempfile.mkdtemp(prefix="fth-op-", dir="/tmp")
+    token, wrong = tmp_path / "token", tmp_path / "wrong"
+    token.write_text("a" * 64)
+    wrong.write_text("b" * 64)
+    address = f"127.0.0.1:{free_port()}"
+    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("name: plain\nworkload: {steps: 2, num_workers: 1}\n")
+    try:
+        subprocess.run([RAY, "start", "--head", f"--port={address.rsplit(':', 1)[1]}", "--num-cpus=1",
+                        f"--temp-dir={temp}", "--include-dashboard=false", "--disable-usage-stats"],
+                       check=True, capture_output=True, env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **auth},
+                       timeout=180)
+        line = refused(run_cli("run", str(plain), "--address", address, "--out", str(tmp_path / "a"), timeout=180,
+                               env={"RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN_PATH": str(token)}),
+                       f"--address {address}", "token authentication", "RAY_AUTH_MODE=token")
+        assert "gcs_client" not in line
+        refused(run_cli("run", str(plain), "--address", address, "--out", str(tmp_path / "b"), timeout=180,
+                        env={**auth, "RAY_AUTH_TOKEN_PATH": str(wrong)}),
+                f"--address {address}", "refused the token")
+        ok = run_cli("run", str(plain), "--address", address, "--out", str(tmp_path / "c"), timeout=300, env=auth)
+        assert ok.returncode == 0 and "PASS plain" in ok.stdout, (ok.stdout[-2000:], ok.stderr[-2000:])
+    finally:
+        stop(temp)
+        shutil.rmtree(temp, ignore_errors=True)
+        if lock is not None:
+            lock.close()

@@ -416,6 +416,8 @@ RAW_READERS_ALLOWED = {
     ("harness/job/instrument.py", "read_markers"): "the markers the job wrote into its own checkpoint",
     ("harness/cluster/log_capture.py", "copy_to"): "Ray's logs of the cluster this run started, copied bounded "
                                                    "(LOG_FILE_BYTES)",
+    ("harness/cluster/log_capture.py", "_read_back"): "the driver log this capture writes itself, read back bounded "
+                                                      "(NativeStderr.MAX_NATIVE_BYTES)",
     ("harness/torchrun/storage.py", "*"): "checkpoint files a torchrun worker of this run wrote",
     ("harness/torchrun/worker.py", "main"): "the spec file the launcher wrote for this worker (same run)",
     ("harness/cluster/reaper.py", "*"): "/proc/PID/stat of processes this run started",

@@ -149,3 +149,27 @@ def test_a_multi_line_ray_message_leaves_the_terminal_whole(tmp_path, monkeypatc
     assert capsys.readouterr().out.splitlines() == [OURS[0], OURS[1], "partial (raylet) kept"]
     driver = (tmp_path / handles.DRIVER_LOG).read_text()
     assert "[state-dump] DebugString() time ms: 1" in driver and "(2) raylet has lagging" in driver
+
+
+CHILD_NATIVE = """
+import os, sys
+from ftharness.harness.cluster.log_capture import LogCapture, NativeStderr
+cap = LogCapture(sys.argv[1])
+with NativeStderr(cap) as native:
+    os.write(2, b"[W gcs_client.cc:210] Unauthenticated: InvalidAuthToken\\n")
+os.write(2, b"after the block\\n")
+cap.close()
+print(repr(native.text))
+"""
+
+
+def test_native_stderr_takes_the_c_cores_lines_into_the_driver_log_for_a_block(tmp_path):
+    """Ray's C++ core writes to file descriptor 2, under sys.stderr's filter: inside the block its
+    lines go to the driver log (and are read back), after it the terminal is the terminal again."""
+    out = subprocess.run([sys.executable, "-P", "-c", CHILD_NATIVE, str(tmp_path)], capture_output=True, text=True,
+                         cwd=REPO, timeout=60, env={**os.environ, "FTHARNESS_VERBOSE": "0"})
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == "after the block\n"
+    assert "InvalidAuthToken" in out.stdout
+    with open(tmp_path / "ftharness-driver.log") as f:
+        assert "InvalidAuthToken" in f.read()

@@ -7,6 +7,7 @@ no reaper and adds no node.
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import tempfile
@@ -19,13 +20,19 @@ from ftharness.faults import capabilities as caps
 from ftharness.harness.cluster import ray_private as rp
 from ftharness.harness.cluster.agents import Agents
 from ftharness.harness.cluster.history_service import ServiceSlot
-from ftharness.harness.cluster.log_capture import LogCapture, _end_capture, verbose
+from ftharness.harness.cluster.log_capture import LogCapture, NativeStderr, _end_capture, verbose
 from ftharness.harness.cluster.nodes import NodeInfo, _latest_records, node_info
 from ftharness.profiles import PROFILES
 
 
 #: the resource Ray puts on the head node only
 HEAD_RESOURCE = "node:__internal_head__"
+
+
+def token_refused(native_stderr: str) -> bool:
+    """Whether Ray's core said, while connecting, that the GCS refused the connection's
+    authentication token (Ray 2.60's token authentication: "Unauthenticated ... InvalidAuthToken")."""
+    return "InvalidAuthToken" in native_stderr or "Unauthenticated" in native_stderr
 
 
 class ExistingCluster:
@@ -54,12 +61,23 @@ class ExistingCluster:
         self._probe()
         self._log_dir = tempfile.mkdtemp(prefix="fth-log-")
         self._capture = LogCapture(self._log_dir)   # Ray's driver-side lines: RESULTS/logs, not the terminal
+        native = NativeStderr(self._capture)
         try:
-            ray.init(address=self.address, logging_level="ERROR", log_to_driver=verbose(),
-                     namespace="ftharness")
+            with native:
+                ray.init(address=self.address, logging_level="ERROR", log_to_driver=verbose(),
+                         namespace="ftharness")
         except Exception as e:  # ConnectionError, ValueError, ...
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             self._end_capture()
+            if token_refused(native.text) and os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+                raise ClusterError(f"--address {self.address}: the cluster requires token authentication, and Ray "
+                                   f"sends a token to an explicit address only with RAY_AUTH_MODE=token; set it "
+                                   f"and give the cluster's token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or "
+                                   f"~/.ray/auth_token)") from None
+            if token_refused(native.text):
+                raise ClusterError(f"--address {self.address}: the cluster refused the token this connection gave "
+                                   f"(RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token); give the "
+                                   f"cluster's own token") from None
             raise ClusterError(f"--address {self.address}: cannot connect ({msg})") from None
         return self
 

@@ -171,3 +171,42 @@ def _end_capture(capture: Optional[LogCapture]) -> None:
         pass
     finally:
         capture.close()
+
+
+class NativeStderr:
+    """For a `with` block: what Ray's C++ core writes to file descriptor 2 (its gcs_client
+    warnings while ray.init connects; sys.stderr's filter never sees them) goes to the
+    capture's driver log instead of the terminal. `text` is the block's own part of it
+    (at most MAX_NATIVE_BYTES), read back for the one line a failed connection gets."""
+
+    MAX_NATIVE_BYTES = 64 * 1024
+
+    def __init__(self, capture: Optional[LogCapture]):
+        self.capture, self.text, self._saved, self._start = capture, "", None, 0
+
+    def __enter__(self) -> "NativeStderr":
+        if self.capture is None or verbose():
+            return self
+        sys.stderr.flush()
+        self.capture._sink.flush()
+        self._start = os.fstat(self.capture._sink.fileno()).st_size
+        self._saved = os.dup(2)
+        os.dup2(self.capture._sink.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._saved is None:
+            return
+        try:
+            sys.stderr.flush()
+        finally:
+            os.dup2(self._saved, 2)
+            os.close(self._saved)
+            self._saved = None
+        self.text = self._read_back()
+
+    def _read_back(self) -> str:
+        """The block's part of the driver log this capture writes itself, bounded."""
+        with open(self.capture.path, "rb") as f:
+            f.seek(self._start)
+            return f.read(self.MAX_NATIVE_BYTES).decode("utf-8", "replace")
