@@ -35,7 +35,8 @@ from ftharness.outputs import OutputRefused, make_folder, write_file
 from ftharness.safety import redact, redact_secrets
 from ftharness.scenarios import explore_strategies as es
 from ftharness.scenarios.schema import Scenario, parse_scenario
-from ftharness.harness.run.explore_ledger import MAX_SKIPS_SHOWN, Ledger, covered, parts
+from ftharness.harness.run.explore_ledger import Ledger, covered, parts
+from ftharness.harness.run.explore_spending import spending
 
 EXPLORE_FILE, PAGE_FILE = "explore.json", "explore.html"
 DB_DIR = ".hypothesis"
@@ -484,54 +485,9 @@ class Explorer:
         return self.gaps[sig]
 
     def spending(self, findings: List[FoundGap]) -> Dict[str, Any]:
-        """Where this session's budget went: per gap (Example.gap) the examples that showed it,
-        before and after it was confirmed, its repeats and the candidates skipped for it; the time
-        to each distinct finding and distinct findings per hour; the skipped candidates, with why."""
-        wall = self.clock() - self.t0
-        search = [e for e in self.examples if e.purpose == "search"]
-        names = list(dict.fromkeys([p for e in search if e.status == "FAIL" for p in parts(e.gap)]
-                                   + [p for g in findings for p in parts(g.example.gap)] + list(self.ledger.skips_by_gap)))
-        gaps = []
-        for name in names:
-            runs = [e for e in search if e.status == "FAIL" and name in parts(e.gap)]
-            conf = self.ledger.confirmed.get(name)
-            # after it was confirmed, an example that showed it and no gap unconfirmed when it started
-            after = [e for e in runs if conf is not None and e.at_s - e.wall_s >= conf
-                     and all(self.ledger.confirmed.get(p, float("inf")) <= e.at_s - e.wall_s for p in parts(e.gap))]
-            firsts = [t for sig, (t, _) in self.first_found.items() if name in parts(sig[:len(sig) - len(_suffix(sig))])]
-            known_again = self._known_again(runs, after)
-            gaps.append({"gap": name, "examples": len(runs), "after_confirmed": len(after),
-                         "after_confirmed_known": len(known_again),
-                         "after_confirmed_known_examples": [e.index for e in known_again],
-                         "repeats": sum(1 for e in self.examples if e.purpose == "confirm" and name in parts(e.gap)),
-                         "skipped": self.ledger.skips_by_gap.get(name, 0), "confirmed_at_s": conf,
-                         "first_found_s": min(firsts) if firsts else None,
-                         "findings": [g.signature for g in findings if name in parts(g.example.gap)]})
-        skipped = list(self.ledger.skipped.values())
-        return {"gaps": gaps,
-                "time_to_findings_s": [{"signature": g.signature, "s": g.first_found_s, "status": g.status}
-                                       for g in sorted(findings, key=lambda g: g.first_found_s)],
-                "distinct_findings": len(findings),
-                "findings_per_hour": round(len(findings) * 3600.0 / wall, 2) if wall > 0 else None,
-                "examples_run": len(search), "skipped_total": len(skipped),
-                "skipped_by": {by: sum(1 for s in skipped if s["by"] == by) for by in ("simulator", "declared")},
-                "skipped": skipped[:MAX_SKIPS_SHOWN]}
-
-    def _known_again(self, runs: List[Example], after: List[Example]) -> List[Example]:
-        """Of `after` (the examples that showed a gap once it was confirmed), those that showed it
-        with nothing beyond a failure it had already failed under: every fault token of theirs
-        (es.fault_token: the failure class a kind surely causes, a kind with its arguments
-        otherwise) was in an earlier example that showed the gap. The first example under a class
-        of its own (a controller kill after worker kills) is a new gap, as issue 50 counts a gap:
-        its property and its failure class."""
-        seen: set = set()
-        again = []
-        for e in sorted(runs, key=lambda e: e.at_s):
-            tokens = set(self.course_of(e.faults, e.workload).tokens)
-            if e in after and tokens and tokens <= seen:
-                again.append(e)
-            seen |= tokens
-        return again
+        """Where this session's budget went (explore_spending.spending)."""
+        return spending(self.examples, findings, self.ledger, self.first_found, self.clock() - self.t0,
+                        self.course_of)
 
     # -- after the search
     def confirm(self, example: Example) -> FoundGap:
@@ -624,11 +580,6 @@ def hypothesis_phase() -> Optional[str]:
             return phase
         frame = frame.f_back
     return None
-
-
-def _suffix(signature: str) -> str:
-    """The workload part of a signature (' [data=ray_data]'), '' for none."""
-    return signature[signature.index(" ["):] if " [" in signature else ""
 
 
 def distinct(found: Dict[str, Example]) -> Dict[str, Example]:
