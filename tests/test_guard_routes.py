@@ -5,6 +5,7 @@ suite (a fault-free scenario with the address first, kill-node after), soak, --s
 doctor --run, the pytest plugin's fixture and the Chaos Toolkit control, unless
 --allow-destructive is given; and the cluster is left as it was."""
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -71,10 +72,11 @@ def stop(temp):
     kill_all(alive(procs))
 
 
-@pytest.fixture(scope="module")
-def operator_head():
-    """`ray start --head` on loopback, as an operator would; `ray stop` after. The host's Ray lock
-    is taken here unless the caller holds it already (FTHARNESS_RAY_LOCK_HELD=1)."""
+@contextlib.contextmanager
+def head_started(env):
+    """`ray start --head` on loopback under the host's Ray lock (taken here unless the caller holds
+    it already: FTHARNESS_RAY_LOCK_HELD=1), with `env` over this process's environment; yields its
+    address, and stops only its own processes after."""
     from ftharness.harness.frontends.pytest_plugin import _shared
 
     _shared.release()
@@ -84,30 +86,38 @@ def operator_head():
         fcntl.flock(lock, fcntl.LOCK_EX)
     temp = tempfile.mkdtemp(prefix="fth-op-", dir="/tmp")
     port = free_port()
-    address = f"127.0.0.1:{port}"
+    try:
+        subprocess.run([RAY, "start", "--head", f"--port={port}", "--num-cpus=1", f"--temp-dir={temp}",
+                        "--include-dashboard=false", "--disable-usage-stats"],
+                       check=True, capture_output=True, env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **env},
+                       timeout=180)
+        yield f"127.0.0.1:{port}"
+    finally:
+        stop(temp)
+        shutil.rmtree(temp, ignore_errors=True)
+        if lock is not None:
+            lock.close()
+
+
+@pytest.fixture(scope="module")
+def operator_head():
+    """`ray start --head` on loopback, as an operator would; its processes stopped after."""
     # The head, the probes and every command of this module without token authentication: on a host
     # where a local Ray 2.60 ray.init() once saved ~/.ray/auth_token, `ray start` turns token auth on,
     # and Ray's client given an explicit address (not "auto") then cannot connect unless
     # RAY_AUTH_MODE=token is set (seen on this project's machine after benchmarks/restart_study.py).
     saved_mode = os.environ.get("RAY_AUTH_MODE")
     os.environ["RAY_AUTH_MODE"] = "disabled"
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     try:
-        subprocess.run([RAY, "start", "--head", f"--port={port}", "--num-cpus=1", f"--temp-dir={temp}",
-                        "--include-dashboard=false", "--disable-usage-stats"],
-                       check=True, capture_output=True, env=env, timeout=180)
-        assert alive_nodes(address) == 1
-        yield address
-        assert alive_nodes(address) == 1, "a refused route touched the operator's cluster"
+        with head_started({}) as address:
+            assert alive_nodes(address) == 1
+            yield address
+            assert alive_nodes(address) == 1, "a refused route touched the operator's cluster"
     finally:
-        stop(temp)
-        shutil.rmtree(temp, ignore_errors=True)
         if saved_mode is None:
             os.environ.pop("RAY_AUTH_MODE", None)
         else:
             os.environ["RAY_AUTH_MODE"] = saved_mode
-        if lock is not None:
-            lock.close()
 
 
 def refused(r, *words):
@@ -125,6 +135,30 @@ def scenario(tmp_path, name, address=None, faults=KILL):
     path = tmp_path / f"{name}.yaml"
     path.write_text(text)
     return str(path)
+
+
+def test_a_cluster_with_token_authentication_is_named_as_such_and_reached_with_its_token(tmp_path):
+    """Ray 2.60's token authentication: Ray's client sends a token to an address given explicitly
+    only with RAY_AUTH_MODE=token. Without it (or with another token) the connection fails with
+    Ray's C++ warnings on the terminal and "Failed to connect"; ftharness says why in one line, and
+    with the mode and the cluster's token the same command runs. First in this file, before the
+    module's operator head starts: one cluster at a time."""
+    token, wrong = tmp_path / "token", tmp_path / "wrong"
+    token.write_text("a" * 64)
+    wrong.write_text("b" * 64)
+    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("name: plain\nworkload: {steps: 2, num_workers: 1}\n")
+    with head_started(auth) as address:
+        line = refused(run_cli("run", str(plain), "--address", address, "--out", str(tmp_path / "a"), timeout=180,
+                               env={"RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN_PATH": str(token)}),
+                       f"--address {address}", "token authentication", "RAY_AUTH_MODE=token")
+        assert "gcs_client" not in line
+        refused(run_cli("run", str(plain), "--address", address, "--out", str(tmp_path / "b"), timeout=180,
+                        env={**auth, "RAY_AUTH_TOKEN_PATH": str(wrong)}),
+                f"--address {address}", "refused the token")
+        ok = run_cli("run", str(plain), "--address", address, "--out", str(tmp_path / "c"), timeout=300, env=auth)
+        assert ok.returncode == 0 and "PASS plain" in ok.stdout, (ok.stdout[-2000:], ok.stderr[-2000:])
 
 
 def test_run_refuses_every_address_source(operator_head, tmp_path):
@@ -213,43 +247,3 @@ def test_the_flag_lets_the_guard_pass(operator_head):
     t = check_route(sc, allow_destructive=True, address=operator_head)
     assert (t.address, t.source, t.allow_destructive, t.started_by_us) == (operator_head, "--address", True, False)
 
-
-def test_a_cluster_with_token_authentication_is_named_as_such_and_reached_with_its_token(tmp_path):
-    """Ray 2.60's token authentication: Ray's client sends a token to an address given explicitly
-    only with RAY_AUTH_MODE=token. Without it (or with another token) the connection fails with
-    Ray's C++ warnings on the terminal and "Failed to connect"; ftharness says why in one line, and
-    with the mode and the cluster's token the same command runs."""
-    from ftharness.harness.frontends.pytest_plugin import _shared
-
-    _shared.release()
-    lock = None
-    if os.environ.get("FTHARNESS_RAY_LOCK_HELD") != "1":
-        lock = open(LOCK, "w")
-        fcntl.flock(lock, fcntl.LOCK_EX)
-    temp = tempfile.mkdtemp(prefix="fth-op-", dir="/tmp")
-    token, wrong = tmp_path / "token", tmp_path / "wrong"
-    token.write_text("a" * 64)
-    wrong.write_text("b" * 64)
-    address = f"127.0.0.1:{free_port()}"
-    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
-    plain = tmp_path / "plain.yaml"
-    plain.write_text("name: plain\nworkload: {steps: 2, num_workers: 1}\n")
-    try:
-        subprocess.run([RAY, "start", "--head", f"--port={address.rsplit(':', 1)[1]}", "--num-cpus=1",
-                        f"--temp-dir={temp}", "--include-dashboard=false", "--disable-usage-stats"],
-                       check=True, capture_output=True, env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0", **auth},
-                       timeout=180)
-        line = refused(run_cli("run", str(plain), "--address", address, "--out", str(tmp_path / "a"), timeout=180,
-                               env={"RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN_PATH": str(token)}),
-                       f"--address {address}", "token authentication", "RAY_AUTH_MODE=token")
-        assert "gcs_client" not in line
-        refused(run_cli("run", str(plain), "--address", address, "--out", str(tmp_path / "b"), timeout=180,
-                        env={**auth, "RAY_AUTH_TOKEN_PATH": str(wrong)}),
-                f"--address {address}", "refused the token")
-        ok = run_cli("run", str(plain), "--address", address, "--out", str(tmp_path / "c"), timeout=300, env=auth)
-        assert ok.returncode == 0 and "PASS plain" in ok.stdout, (ok.stdout[-2000:], ok.stderr[-2000:])
-    finally:
-        stop(temp)
-        shutil.rmtree(temp, ignore_errors=True)
-        if lock is not None:
-            lock.close()
