@@ -185,18 +185,22 @@ class Network:
         reach (its route ends at the bridge), so every lookup there waited out the resolver's
         timeout, 10 s (gloo's reverse lookup of its own address made each torch process group start
         10 s later). As on a cluster whose name service answers, every address of the bridge has a
-        name, and other names fail at once (no name server: glibc asks 127.0.0.1, refused)."""
+        name, and other names fail at once (no name server: glibc asks 127.0.0.1, refused). Where
+        /etc/netns cannot be written the namespace uses the host's files, as before: slower, not wrong."""
         folder = os.path.join(NETNS_ETC, ns)
-        os.makedirs(folder, exist_ok=True)
         try:   # the host's own names (its hostname among them) stay as they were
             own = read_bounded("/etc/hosts", HOSTS_FILE_BYTES, "/etc/hosts").decode("utf-8", "replace")
         except InputRefused:
             own = "127.0.0.1 localhost\n"
         names = "".join(f"{a} fth{self.tag}-{a.packed[-1]}\n" for a in self.subnet.hosts())
-        with open(os.path.join(folder, "hosts"), "w") as f:
-            f.write(own.rstrip("\n") + "\n# ftharness: the node bridge's addresses\n" + names)
-        with open(os.path.join(folder, "resolv.conf"), "w") as f:
-            f.write("# ftharness: no name server is reachable from a namespace host; names come from hosts\n")
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, "hosts"), "w") as f:
+                f.write(own.rstrip("\n") + "\n# ftharness: the node bridge's addresses\n" + names)
+            with open(os.path.join(folder, "resolv.conf"), "w") as f:
+                f.write("# ftharness: no name server is reachable from a namespace host; names come from hosts\n")
+        except OSError:
+            _remove_name_files(ns)
 
     def remove_host(self, index: int) -> None:
         """Kill whatever still runs in the namespace, then delete it and its link."""
@@ -318,9 +322,7 @@ def tc_stats(listing: str) -> List[Dict[str, Any]]:
 def _remove_name_files(ns: str) -> None:
     """/etc/netns/NAME of one of our namespaces (its name starts with fth, no path in it)."""
     if ns.startswith("fth") and "/" not in ns and ns not in (".", ".."):
-        shutil.rmtree(os.path.join(NETNS_ETC, ns), ignore_errors=True)
-        with contextlib.suppress(OSError):
-            os.rmdir(NETNS_ETC)   # where nothing else left files there
+        shutil.rmtree(os.path.join(NETNS_ETC, ns), ignore_errors=True)   # /etc/netns itself stays: ip-netns's own
 
 
 def remove_leftovers(kind: str, name: str) -> None:
