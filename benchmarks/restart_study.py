@@ -8,6 +8,9 @@ Floors (each a median of --repeats fresh processes, or a plain-Ray operation on 
   process start        `python -c pass`
   worker imports       `python -c "import torch, ray, ray.train.torch"` (what a Train worker process
                        imports before its actor answers)
+  worker imports + first optimizer
+                       the same, then one torch.optim.SGD: the first optimizer imports torch._dynamo,
+                       which a job with an optimizer pays before its first step
   actor via Ray        a plain actor (no runtime env) importing the same modules: Ray's worker start
                        and registration on top of the imports
   placement group      a placement group of the run's bundles, created and ready
@@ -83,6 +86,11 @@ def time_process(code: str, repeats: int) -> float:
         subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
         out.append(time.perf_counter() - t)
     return median(out)
+
+
+#: a job's first torch.optim optimizer: torch's _disable_dynamo wrapper imports torch._dynamo on first use
+FIRST_OPTIMIZER = ("import torch, ray, ray.train.torch; "
+                   "torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)")
 
 
 GLOO_CHILD = r"""
@@ -350,6 +358,7 @@ def main(argv=None) -> int:
         f = report["floors"]
         f["process start"] = time_process("pass", args.repeats)
         f["worker imports"] = time_process("import torch, ray, ray.train.torch", args.repeats)
+        f["worker imports + first optimizer"] = time_process(FIRST_OPTIMIZER, args.repeats)
         f["gloo init"] = gloo_floor(args.repeats)
         f.update(ray_floors(args.repeats))
         print("floors:", json.dumps(f), flush=True)
