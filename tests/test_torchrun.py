@@ -77,6 +77,9 @@ def test_kill_worker_under_torchrun_recovers_from_the_latest_checkpoint(tmp_path
     restored = [e for e in events if e["kind"] == "worker_start" and e.get("restored_checkpoint")]
     assert {e["restored_step"] for e in restored} == {4} and {e["rank"] for e in restored} == {0, 1}
     assert all(a["exit_code"] == 0 for a in summary["agents"] if a.get("participated"))
+    # TorchElastic's per-attempt logs are the run's (--log-dir), not torchelastic_* folders left in /tmp
+    elastic = os.path.join(out, "torchrun", "elastic")
+    assert any(f.startswith(summary["run_name"]) for f in os.listdir(elastic)), os.listdir(elastic)
 
 
 def spare_node_scenario(name, fault):

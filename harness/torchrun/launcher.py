@@ -141,6 +141,8 @@ class Launcher(SigtermAsInterrupt):
                 "--max-restarts", str(self.max_restarts),
                 "--monitor-interval", str(MONITOR_INTERVAL_S.get(self.profile, 0.1)),
                 "--local-addr", "127.0.0.1",
+                # TorchElastic's per-attempt logs (error.json) with the run's, not torchelastic_* in /tmp
+                "--log-dir", os.path.join(self.log_dir, "elastic"),
                 "-m", "ftharness.harness.torchrun.worker", self.spec_path]
 
     def environment(self, index: int) -> Dict[str, str]:
