@@ -141,10 +141,6 @@ class EmbeddedCluster(SigtermAsInterrupt):
         self._reaper.remove_dir_on_crash(self._private_dir)
         self._temp_dir = os.path.join(self._private_dir, "r")
         os.mkdir(self._temp_dir, 0o700)
-        # the temp files of the processes the nodes start (a job's checkpoint staging, multiprocessing's
-        # pymp-* folders), which a killed worker never removes, go with the cluster's own folder
-        self._job_tmp = os.path.join(self._private_dir, "t")
-        os.mkdir(self._job_tmp, 0o700)
         # Ray records "the current cluster" under $RAY_TMPDIR (default /tmp/ray);
         # a private one keeps `address="auto"` elsewhere on the host off our cluster.
         self._old_ray_tmpdir = os.environ.get("RAY_TMPDIR")
@@ -160,7 +156,7 @@ class EmbeddedCluster(SigtermAsInterrupt):
                     raise ClusterError(f"cluster.network: namespaces: {why}")
                 self.net = netns.Network(on_create=self._reaper.remove_on_crash).start()
                 head_ip = {"node_ip_address": self.net.head_ip}
-            with _env(self._start_env()):
+            with _env(self.node_env()):
                 self._cluster = Cluster(
                     initialize_head=True,
                     head_node_args={
@@ -273,7 +269,7 @@ class EmbeddedCluster(SigtermAsInterrupt):
         index = self._next_index
         self._next_index += 1
         num_cpus = self.cpus_per_node if cpus is None else cpus
-        with self._visible_gpus(index), _env(self._start_env()):
+        with self._visible_gpus(index), _env(self.node_env()):
             return self._add_node(index, wait, num_cpus)
 
     def _visible_gpus(self, index: int):
@@ -473,10 +469,6 @@ class EmbeddedCluster(SigtermAsInterrupt):
 
     def node_env(self) -> Dict[str, str]:
         return dict(PROFILES[self.profile]["node_env"])
-
-    def _start_env(self) -> Dict[str, str]:
-        """The environment a node starts in: the profile's, and TMPDIR in the cluster's own folder."""
-        return {**self.node_env(), "TMPDIR": self._job_tmp}
 
 
 def open_cluster(spec, address: Optional[str] = None):
